@@ -1,0 +1,5 @@
+"""`python -m groupscore` is the `groupscore` command."""
+
+from groupscore.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""The `groupscore` command: one argparse front for every part; each subcommand imports its part lazily."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _score(args: argparse.Namespace) -> int:
+    from groupscore.verifiers.batch import score_jsonl
+
+    return score_jsonl(args.input, args.output, workers=args.workers, progress=not args.no_progress)
+
+
+def _sandbox_run(args: argparse.Namespace) -> int:
+    from groupscore.sandbox.commands import run_file
+
+    return run_file(args.file, language=args.language, time_limit_s=args.time_limit,
+                    memory_mb=args.memory_mb, stdin_path=args.stdin)
+
+
+def _sandbox_policy(args: argparse.Namespace) -> int:
+    from groupscore.sandbox.commands import show_policy
+
+    return show_policy(language=args.language)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from groupscore.service.server import serve
+
+    return serve(host=args.host, port=args.port, workers=args.workers, token=args.token)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from groupscore.train.commands import train_command
+
+    return train_command(args.config, dry_run=args.dry_run)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from groupscore.testing.commands import check_command
+
+    return check_command(args.target, cases=args.cases, report=args.report)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from groupscore.demo import run_demo
+
+    return run_demo(args.run_dir)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="groupscore", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("score", help="score a JSONL file of items")
+    p.add_argument("input", type=Path)
+    p.add_argument("-o", "--output", type=Path, default=None, help="output JSONL (default: stdout)")
+    p.add_argument("-j", "--workers", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_score)
+
+    sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(dest="sandbox_command", required=True)
+    p = sb.add_parser("run", help="run one program and print the result as JSON")
+    p.add_argument("file", type=Path)
+    p.add_argument("--language", choices=["python", "c", "cpp"], default="python")
+    p.add_argument("--time-limit", type=float, default=5.0, help="wall-clock seconds")
+    p.add_argument("--memory-mb", type=int, default=512)
+    p.add_argument("--stdin", type=Path, default=None, help="file fed to the program's stdin")
+    p.set_defaults(func=_sandbox_run)
+    p = sb.add_parser("policy", help="print the isolation policy")
+    p.add_argument("--language", choices=["python", "c", "cpp"], default="python")
+    p.set_defaults(func=_sandbox_policy)
+
+    p = sub.add_parser("serve", help="run the scoring service")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=None, help="scoring processes (default: all cores)")
+    p.add_argument("--token", default=None, help="require this bearer token (or set GROUPSCORE_TOKEN)")
+    p.set_defaults(func=_serve)
+
+    p = sub.add_parser("train", help="run the GRPO pipeline from a YAML config")
+    p.add_argument("config", type=Path)
+    p.add_argument("--dry-run", action="store_true", help="validate, count rollouts, estimate run time")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser("check", help="consistency and reward-hacking checks for a reward function")
+    p.add_argument("target", help="module:function, a verifier kind (math, code, ...), or a service URL")
+    p.add_argument("--cases", type=Path, required=True, help="JSONL of {prompt, completion, reference fields}")
+    p.add_argument("--report", type=Path, default=Path("check-report.json"))
+    p.set_defaults(func=_check)
+
+    p = sub.add_parser("demo", help="the main job on embedded defaults")
+    p.add_argument("--run-dir", type=Path, default=Path("runs/demo"))
+    p.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except (FileNotFoundError, ValueError) as exc:  # user errors: one clear line, no traceback
+        print(f"groupscore {args.command}: {exc}", file=sys.stderr)
+        return 2

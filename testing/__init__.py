@@ -1,0 +1,1 @@
+"""Consistency and reward-hacking checks for reward functions (pytest-friendly)."""

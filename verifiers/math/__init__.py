@@ -1,0 +1,1 @@
+"""The math verifier: extraction (parser), normalisation, and a cheapest-first equivalence cascade (grader)."""
