@@ -1,0 +1,256 @@
+"""Scoring many items on all cores: `score_batch` for Python callers, `score_jsonl` for `groupscore score`.
+
+Items of any registered kind are validated and scored in a pool of worker processes, a chunk of items per call.
+Order is kept, and one bad item never costs the others: an item that fails validation or whose scorer raises gets an
+error verdict, and a chunk whose worker dies or hangs is rescored one item at a time so that only the culprit fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from pydantic import ValidationError
+
+from groupscore.verifiers import workers as bounded
+from groupscore.verifiers.registry import KINDS, describe_error, parse_item, score_item
+from groupscore.verifiers.schema import ItemBase, Status, Verdict
+
+MAX_CHUNK = 16
+# Outer bound on one chunk. Every kind bounds its own items (math: timeout_s, code: per-test limits), so this only
+# catches a scorer that hangs despite them; it is generous so that slow but legitimate chunks never trip it.
+CHUNK_GUARD_BASE_S = 120.0
+CHUNK_GUARD_PER_ITEM_S = 30.0
+ITEM_GUARD_S = 600.0
+# Each batch worker scores one item at a time; two bounded workers of its own leave one ready while a killed one restarts.
+NESTED_BOUNDED_WORKERS = "2"
+
+Entry = TypeVar("Entry")
+Result = TypeVar("Result")
+
+
+def score_batch(items_or_raw: Iterable[Any], workers: int | None = None) -> list[Verdict]:
+    """Score items (ItemBase instances, dicts or JSON text) on `workers` processes (default: all cores), in order."""
+    raws = list(items_or_raw)
+    chunk = _chunk_size(len(raws), _worker_count(workers))
+    return [verdict for verdicts in _map_chunks(_score_chunk, _error_verdict, raws, workers, chunk) for verdict in verdicts]
+
+
+def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, workers: int | None = None,
+                progress: bool = True) -> int:
+    """Score a JSONL file of items into a JSONL file of records (stdout without `output_path`).
+
+    One record per non-blank input line, in input order: id, reward, status, extracted, reason, plus components and
+    details where the verifier gives them. A line that is not valid JSON or not a valid item gets an error record that
+    names its line number. Returns 0, or 1 when any record has status "error". Input "-" reads stdin.
+    """
+    input_path = Path(input_path)
+    if str(input_path) != "-" and not input_path.is_file():
+        raise FileNotFoundError(f"no such input file: {input_path}")
+    total = _count_lines(input_path) if progress and str(input_path) != "-" else None
+    chunk = _chunk_size(total, _worker_count(workers)) if total else MAX_CHUNK
+    statuses: Counter[str] = Counter()
+    started = time.monotonic()
+
+    from tqdm import tqdm  # imported here: only the CLI path needs it
+
+    with _open_input(input_path) as source, _open_output(output_path) as sink, \
+            tqdm(total=total, unit="item", disable=not progress, delay=1.0, file=sys.stderr, dynamic_ncols=True) as bar:
+        lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
+        for records in _map_chunks(_score_lines, _error_record, lines, workers, chunk):
+            for status, record in records:
+                statuses[status] += 1
+                sink.write(record + "\n")
+            bar.update(len(records))
+
+    scored = sum(statuses.values())
+    rate = scored / max(time.monotonic() - started, 1e-9)
+    summary = ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
+    print(f"groupscore score: {scored} items ({rate:.0f}/s): {summary or 'nothing to score'}", file=sys.stderr)
+    return 1 if statuses[Status.error.value] else 0
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Dispatch: chunks of entries to the pool, results back in order, failures isolated to one entry.
+
+
+def _map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, str], Result],
+                entries: Iterable[Entry], workers: int | None, chunk: int) -> Iterator[list[Result]]:
+    """Yield fn(chunk) for consecutive chunks of `entries`, in order, with a bounded number of chunks in flight."""
+    pool = _batch_pool(_worker_count(workers))
+    run = partial(_run_isolated, pool, fn, on_failure)
+    threads = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="groupscore-batch")
+    pending: deque = deque()
+    try:
+        for part in _chunks(entries, chunk):
+            pending.append(threads.submit(run, part))
+            if len(pending) >= 2 * pool.size:  # enough to keep every worker busy; more would only hold memory
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        threads.shutdown(wait=False, cancel_futures=True)
+
+
+def _run_isolated(pool: bounded.WorkerPool, fn: Callable[[list[Entry]], list[Result]],
+                  on_failure: Callable[[Entry, str], Result], part: list[Entry]) -> list[Result]:
+    guard_s = CHUNK_GUARD_BASE_S + CHUNK_GUARD_PER_ITEM_S * len(part) if len(part) > 1 else ITEM_GUARD_S
+    try:
+        return pool.run(fn, part, timeout_s=guard_s)
+    except Exception as exc:  # the worker died, hung, or could not send its answer back
+        if len(part) == 1:
+            return [on_failure(part[0], f"the scorer failed on this item: {type(exc).__name__}: {exc}")]
+        # Rescore one at a time, so that only the item at fault gets an error.
+        return [result for entry in part for result in _run_isolated(pool, fn, on_failure, [entry])]
+
+
+def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
+    part: list[Entry] = []
+    for entry in entries:
+        part.append(entry)
+        if len(part) == size:
+            yield part
+            part = []
+    if part:
+        yield part
+
+
+def _worker_count(workers: int | None) -> int:
+    if workers is None:
+        return len(os.sched_getaffinity(0))
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    return workers
+
+
+def _chunk_size(count: int | None, workers: int) -> int:
+    # Big enough to amortise a round trip to the worker, small enough that every worker gets several chunks.
+    if not count:
+        return MAX_CHUNK
+    return max(1, min(MAX_CHUNK, math.ceil(count / (4 * workers))))
+
+
+_pools_lock = threading.Lock()
+_pools: dict[int, bounded.PerProcess] = {}
+
+
+def _batch_pool(size: int) -> bounded.WorkerPool:
+    """The batch pool of this size, kept for the life of the process so that later batches start at once."""
+    with _pools_lock:
+        if size not in _pools:
+            _pools[size] = bounded.PerProcess(partial(bounded.WorkerPool, size))
+        return _pools[size].get()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Worker side: these run inside the batch pool's processes.
+
+
+def _score_chunk(raws: list[Any]) -> list[Verdict]:
+    _prepare_worker()
+    return [_score_one(raw) for raw in raws]
+
+
+def _score_lines(lines: list[tuple[int, bytes | str]]) -> list[tuple[str, str]]:
+    _prepare_worker()
+    return [_record(_score_one(text), number) for number, text in lines]
+
+
+def _score_one(raw: Any) -> Verdict:
+    """Validate and score one raw item; every failure becomes an error verdict."""
+    if isinstance(raw, (str, bytes)):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
+            return Verdict.error(None, f"invalid JSON: {exc}")
+    try:
+        item = raw if isinstance(raw, ItemBase) else parse_item(raw)
+    except ValidationError as exc:
+        return Verdict.error(_raw_id(raw), f"invalid item: {describe_error(exc)}")
+    try:
+        return score_item(item)
+    except Exception as exc:  # noqa: BLE001 - a verifier bug costs this item only
+        return Verdict.error(item.id, f"the {item.verifier} verifier failed: {type(exc).__name__}: {exc}")
+
+
+def _raw_id(raw: Any) -> str | int | None:
+    # Echo the id of an invalid item when it has a usable one, so that the caller can tell which item it was.
+    candidate = raw.get("id") if isinstance(raw, dict) else None
+    return candidate if isinstance(candidate, (str, int)) and not isinstance(candidate, bool) else None
+
+
+def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]:
+    """The status and the output line for `groupscore score`."""
+    record: dict[str, Any] = {"id": verdict.id, "reward": verdict.reward, "status": verdict.status.value,
+                              "extracted": verdict.extracted, "reason": verdict.reason}
+    if verdict.components is not None:
+        record["components"] = verdict.components
+    if verdict.details:
+        record["details"] = verdict.details
+    if verdict.status is Status.error and line_number is not None:
+        record["line"] = line_number
+    return verdict.status.value, json.dumps(record, default=str)
+
+
+def _error_verdict(raw: Any, reason: str) -> Verdict:
+    return Verdict.error(raw.id if isinstance(raw, ItemBase) else _raw_id(raw), reason)
+
+
+def _error_record(entry: tuple[int, bytes | str], reason: str) -> tuple[str, str]:
+    number, text = entry
+    try:
+        raw_id = _raw_id(json.loads(text))
+    except ValueError:
+        raw_id = None
+    return _record(Verdict.error(raw_id, reason), number)
+
+
+_prepared = False
+
+
+def _prepare_worker() -> None:
+    """Once per batch worker: start its own bounded pool and import every kind's scorer there and here."""
+    global _prepared
+    if _prepared:
+        return
+    _prepared = True
+    os.environ.setdefault(bounded.SIZE_ENV, NESTED_BOUNDED_WORKERS)
+    scorer_modules = [kind.scorer_path.partition(":")[0] for kind in KINDS.values()]
+    try:
+        bounded.warm_up(scorer_modules)
+    except Exception:  # noqa: BLE001 - the pool starts on first use instead; only the first item pays for it
+        pass
+    for name in scorer_modules:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - a kind that cannot load fails loudly on its own items
+            pass
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Files.
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as f:
+        return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
+
+
+def _open_input(path: Path) -> AbstractContextManager[IO[bytes]]:
+    # Bytes, so that a line that is not UTF-8 becomes an error record instead of stopping the run.
+    return nullcontext(sys.stdin.buffer) if str(path) == "-" else path.open("rb")
+
+
+def _open_output(path: Path | str | None) -> AbstractContextManager[IO[str]]:
+    return nullcontext(sys.stdout) if path is None else Path(path).open("w", encoding="utf-8")
