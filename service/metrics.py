@@ -1,0 +1,46 @@
+"""Prometheus metrics of one service instance (own registry, so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from groupscore.verifiers.registry import KINDS
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+class ServiceMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("groupscore_requests", "HTTP requests by endpoint and status code.",
+                                ["endpoint", "code"], registry=r)
+        self.latency = Histogram("groupscore_request_seconds", "HTTP request latency by endpoint.", ["endpoint"],
+                                 buckets=_LATENCY_BUCKETS, registry=r)
+        self.items = Counter("groupscore_items", "Items scored by verifier kind and verdict status.",
+                             ["verifier", "status"], registry=r)
+        self.timeouts = Counter("groupscore_item_timeouts", "Items answered with a timeout verdict, by cause.",
+                                ["cause"], registry=r)
+        self.sandbox_failures = Counter("groupscore_sandbox_failures",
+                                        "Code runs where the sandbox itself failed (not the program).", registry=r)
+        self.worker_restarts = Counter("groupscore_worker_pool_restarts",
+                                       "Times the scoring pool was rebuilt because a worker process died.", registry=r)
+        self.rejected = Counter("groupscore_rejected_requests", "Requests refused before scoring, by reason.",
+                                ["reason"], registry=r)
+        self.queue_depth = Gauge("groupscore_queue_depth_items", "Items admitted and not yet answered.", registry=r)
+        self.workers = Gauge("groupscore_workers", "Scoring processes.", registry=r)
+
+    def count_verdicts(self, raw_items: Iterable[Any], verdicts: Iterable[dict[str, Any]]) -> None:
+        """Items per verifier and status; timeouts the verifiers reported; code items whose sandbox failed."""
+        for raw, verdict in zip(raw_items, verdicts):
+            kind = raw.get("verifier") if isinstance(raw, dict) else None
+            kind = kind if isinstance(kind, str) and kind in KINDS else "invalid"  # only known names: labels must stay few
+            status = verdict.get("status", "error")
+            self.items.labels(kind, status).inc()
+            if status == "timeout" and not verdict.get("details", {}).get("service_deadline"):
+                self.timeouts.labels("verifier").inc()
+            if kind == "code" and status == "error" and "sandbox" in str(verdict.get("reason", "")).lower():
+                self.sandbox_failures.inc()

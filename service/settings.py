@@ -1,0 +1,57 @@
+"""The service's settings: one frozen object, built from arguments with GROUPSCORE_* environment variables as defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+
+def _cores() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = field(default_factory=_cores)  # scoring processes
+    token: str | None = None  # bearer token; None: no auth
+    max_body_bytes: int = 64 * 1024 * 1024  # larger bodies: 413
+    max_items: int = 16384  # items (or completions, summed over groups) per request; more: 422
+    max_queue_items: int = 65536  # items admitted and not yet answered, over all requests; more: 429
+    deadline_s: float = 300.0  # per-request deadline; a request may ask for a shorter one
+    chunk_items: int = 32  # at most this many items go to a worker in one task
+    max_attempts: int = 3  # tries per task when worker processes die under it
+    openrlhf_verifier: str = "math"  # kind used by /get_reward for plain-text labels
+    debug: bool = False  # test hooks: /debug/workers and metadata["debug_sleep_s"]; never in production
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+        if self.max_items < 1 or self.max_queue_items < self.max_items:
+            raise ValueError("need 1 <= max_items <= max_queue_items (a request must fit the queue)")
+        if self.deadline_s <= 0 or self.chunk_items < 1 or self.max_attempts < 1 or self.max_body_bytes < 1024:
+            raise ValueError("deadline_s, chunk_items, max_attempts must be positive and max_body_bytes >= 1024")
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Settings:
+        """Settings from GROUPSCORE_<FIELD> variables, then `overrides` (None values are ignored)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = os.environ.get(f"GROUPSCORE_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            kind = type(getattr(cls(), f.name)) if f.name != "token" else str
+            if kind is bool:
+                values[f.name] = raw.strip().lower() in {"1", "true", "yes", "on"}
+            else:
+                try:
+                    values[f.name] = kind(raw)
+                except ValueError:
+                    raise ValueError(f"GROUPSCORE_{f.name.upper()}={raw!r} is not a valid {kind.__name__}") from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)

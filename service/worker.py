@@ -1,0 +1,56 @@
+"""What the service's scoring processes run: a task of raw items in, plain verdict dicts out."""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import lru_cache
+from typing import Any
+
+from groupscore.verifiers.composite import RewardSpec, score_raw
+from groupscore.verifiers.registry import KINDS
+
+# Test hook, honoured only when the service runs with debug on: an item's metadata may ask its worker to sleep first,
+# so tests can hold the queue full or kill a worker in the middle of a batch deterministically.
+DEBUG_SLEEP_KEY = "debug_sleep_s"
+_MAX_DEBUG_SLEEP_S = 30.0
+
+
+def load_scorers() -> dict[str, str | None]:
+    """Import every kind's scorer now (not on the first item); maps kind -> None, or the import error."""
+    problems: dict[str, str | None] = {}
+    for name, kind in KINDS.items():
+        try:
+            kind.scorer  # noqa: B018 - cached_property: importing is the point
+            problems[name] = None
+        except Exception as exc:  # noqa: BLE001 - a missing kind is reported by /readyz, its items get error verdicts
+            problems[name] = f"{type(exc).__name__}: {exc}"
+    return problems
+
+
+def warm() -> tuple[int, dict[str, str | None]]:
+    """Run once per fresh worker at start-up: its pid, and which kinds could not be loaded."""
+    return os.getpid(), load_scorers()
+
+
+def pid() -> int:
+    return os.getpid()
+
+
+@lru_cache(maxsize=64)
+def _spec(spec_json: str | None) -> RewardSpec | None:
+    # The spec travels as JSON text (validated by the service already); parsing it once per worker is enough.
+    return None if spec_json is None else RewardSpec.model_validate_json(spec_json)
+
+
+def score_task(raw_items: list[Any], spec_json: str | None, debug: bool) -> list[dict[str, Any]]:
+    """Score raw items in order; every item yields exactly one verdict dict (errors included)."""
+    spec = _spec(spec_json)
+    verdicts = []
+    for raw in raw_items:
+        if debug and isinstance(raw, dict) and isinstance(raw.get("metadata"), dict):
+            delay = raw["metadata"].get(DEBUG_SLEEP_KEY)
+            if isinstance(delay, (int, float)) and delay > 0:
+                time.sleep(min(float(delay), _MAX_DEBUG_SLEEP_S))
+        verdicts.append(score_raw(raw, spec).model_dump(mode="json"))
+    return verdicts

@@ -1,0 +1,172 @@
+"""Composite rewards: several verifier components scored on one completion, weighted, gated, folded into [0, 1].
+
+A `RewardSpec` names components. Each component scores the same completion with one verifier kind:
+
+- `verifier` left out (or equal to the item's own kind): the item itself, with `params` overriding its fields
+  (e.g. `{"name": "strict", "params": {"strict": true}}`);
+- another kind: a fresh item of that kind built from the item's `id` and `completion` plus `params`
+  (e.g. `{"name": "format", "verifier": "format", "params": {...}}`).
+
+The total is folded into [0, 1] so that it is still a valid `Verdict.reward`:
+
+- `weighted_mean` (default): sum(w_i * s_i) / sum(w_i). "correctness 1.0 + format 0.2" gives (c + 0.2 f) / 1.2,
+  so a correct, well-formatted answer scores 1 and the ratio between components is what the weights say.
+- `clipped_sum`: min(1, sum(w_i * s_i)), for weights that already sum to 1 ("0.7 outcome + 0.3 format") or
+  for bonuses meant to saturate.
+
+A component marked `gate` must score at least its `gate_threshold` (default 1.0), otherwise the total is 0
+whatever the other components say ("format required, else 0"). Every component's own score is kept in
+`Verdict.components`, gated or not, so a trainer can log each one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from groupscore.verifiers.registry import KINDS, describe_error, parse_item, score_item
+from groupscore.verifiers.schema import ItemBase, Status, Verdict
+
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+# Fields a component may not set through params: they always come from the item being scored.
+_RESERVED = frozenset({"id", "completion", "verifier"})
+
+
+class Component(BaseModel):
+    """One scored part of a composite reward."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Label of this component in results and logs (letters, digits, _ . -).")
+    weight: float = Field(default=1.0, ge=0.0, le=1e6, description="Relative weight in the total.")
+    verifier: str | None = Field(default=None, description="Verifier kind; left out: the item's own kind.")
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="The kind's item fields (all but id, completion and verifier).")
+    gate: bool = Field(default=False, description="When true, the total is 0 unless this component reaches the threshold.")
+    gate_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_label(cls, name: str) -> str:
+        if not _NAME.match(name):
+            raise ValueError("must be 1-64 letters, digits, '_', '.' or '-'")
+        return name
+
+    @field_validator("verifier")
+    @classmethod
+    def _verifier_is_known(cls, verifier: str | None) -> str | None:
+        if verifier is not None and verifier not in KINDS:
+            raise ValueError(f"unknown verifier kind {verifier!r}; known: {', '.join(sorted(KINDS))}")
+        return verifier
+
+    @field_validator("params")
+    @classmethod
+    def _params_leave_item_fields_alone(cls, params: dict[str, Any]) -> dict[str, Any]:
+        reserved = sorted(_RESERVED & params.keys())
+        if reserved:
+            raise ValueError(f"params may not set {', '.join(reserved)}: they come from the item")
+        return params
+
+
+class RewardSpec(BaseModel):
+    """Components, their weights and gates, and how the total is normalised into [0, 1]."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    components: list[Component] = Field(min_length=1, max_length=16)
+    normalise: Literal["weighted_mean", "clipped_sum"] = "weighted_mean"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RewardSpec:
+        names = [c.name for c in self.components]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"component names must be unique; repeated: {', '.join(duplicates)}")
+        if sum(c.weight for c in self.components) <= 0.0:
+            raise ValueError("at least one component needs a positive weight")
+        # Components of a fixed kind can be checked now, so a bad spec fails the request, not every item.
+        for index, component in enumerate(self.components):
+            if component.verifier is not None:
+                try:
+                    parse_item({"verifier": component.verifier, "completion": "", **component.params})
+                except ValidationError as exc:
+                    raise ValueError(f"components.{index}.params: {describe_error(exc)}") from None
+        return self
+
+
+def component_item(item: ItemBase, component: Component) -> ItemBase:
+    """The item one component scores (raises ValidationError when the params do not fit the kind)."""
+    own_kind = item.verifier  # type: ignore[attr-defined]
+    if component.verifier is None or component.verifier == own_kind:
+        if not component.params:
+            return item
+        return parse_item({**item.model_dump(), **component.params})
+    return parse_item({"verifier": component.verifier, "id": item.id, "completion": item.completion,
+                       **component.params})
+
+
+def total_reward(scores: dict[str, float], spec: RewardSpec) -> tuple[float, str | None]:
+    """The normalised total of component scores, and the name of the gate that zeroed it (if one did)."""
+    for component in spec.components:
+        if component.gate and scores[component.name] < component.gate_threshold:
+            return 0.0, component.name
+    weighted = sum(component.weight * scores[component.name] for component in spec.components)
+    if spec.normalise == "weighted_mean":
+        total = weighted / sum(component.weight for component in spec.components)
+    else:
+        total = weighted
+    return min(1.0, max(0.0, total)), None
+
+
+def score_composite(item: ItemBase, spec: RewardSpec) -> Verdict:
+    """Score every component on the item and fold them into one verdict.
+
+    The verdict's status, extracted answer and details are the first component's (the primary outcome);
+    its reason lists every component; `components` holds each component's score.
+    """
+    verdicts: dict[str, Verdict] = {}
+    for component in spec.components:
+        try:
+            verdicts[component.name] = score_item(component_item(item, component))
+        except ValidationError as exc:
+            verdicts[component.name] = Verdict.error(item.id, f"params do not fit this item: {describe_error(exc)}")
+    scores = {name: verdict.reward for name, verdict in verdicts.items()}
+    total, failed_gate = total_reward(scores, spec)
+    primary = verdicts[spec.components[0].name]
+    parts = [f"{name}={v.reward:g} ({v.status.value}{': ' + v.reason if v.reason else ''})" for name, v in verdicts.items()]
+    reason = "; ".join(parts)
+    if failed_gate is not None:
+        reason = f"gate {failed_gate!r} not met, total 0; {reason}"
+    status = primary.status
+    if status is not Status.error and any(v.status is Status.error for v in verdicts.values()):
+        status = Status.error  # a component that could not score makes the total unreliable: say so
+    return Verdict(
+        id=item.id, reward=total, status=status, extracted=primary.extracted, reason=reason, components=scores,
+        details={"components": {name: {**v.details, "status": v.status.value, "reason": v.reason}
+                                for name, v in verdicts.items()}},
+    )
+
+
+def raw_item_id(raw: Any) -> str | int | None:
+    """The id of a raw item when it has a usable one, so an error verdict still lines up with its input."""
+    if isinstance(raw, dict):
+        candidate = raw.get("id")
+        if isinstance(candidate, (str, int)) and not isinstance(candidate, bool):
+            return candidate
+    return None
+
+
+def score_raw(raw: Any, spec: RewardSpec | None = None) -> Verdict:
+    """Validate and score one raw item (a dict); a bad item or a failing verifier yields an error verdict."""
+    if not isinstance(raw, dict):
+        return Verdict.error(None, f"invalid item: <item>: must be a JSON object, not {type(raw).__name__}")
+    try:
+        item = parse_item(raw)
+    except ValidationError as exc:
+        return Verdict.error(raw_item_id(raw), f"invalid item: {describe_error(exc)}")
+    try:
+        return score_item(item) if spec is None else score_composite(item, spec)
+    except Exception as exc:  # noqa: BLE001 - one failing item must not take the batch down
+        return Verdict.error(item.id, f"verifier {item.verifier!r} failed: {type(exc).__name__}: {exc}")  # type: ignore[attr-defined]
