@@ -1,0 +1,281 @@
+"""cgroup memory and pids limits per run: detect v1 or v2, keep a pool of reusable per-run cgroups.
+
+The harness moves nsjail into a slot cgroup before nsjail clones the jail (a tiny `sh` writes 0 to
+cgroup.procs and execs nsjail), so every process of the run is charged to the slot. After the run the
+slot tells the whole-tree peak memory, whether the OOM killer or the pids limit fired, and which
+processes (none, normally) are still in it; those are killed before the slot is reused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROLLERS = ("memory", "pids")
+
+
+@dataclass(frozen=True)
+class CgroupSupport:
+    """What the host offers. `version` is None when neither controller can be used; `reason` says why."""
+
+    version: str | None  # "v1", "v2" or None
+    memory: bool
+    pids: bool
+    roots: dict[str, str] = field(default_factory=dict)  # controller -> dir under which our cgroups go
+    reason: str = ""
+
+    def describe(self) -> str:
+        if not self.version:
+            return f"none: {self.reason}"
+        have = "+".join(c for c in CONTROLLERS if getattr(self, c))
+        return f"{self.version} {have}" + (f" ({self.reason})" if self.reason else "")
+
+
+def _parse_mountinfo(text: str) -> list[tuple[str, str, str, set[str]]]:
+    """(mount root, mount point, fstype, super options) for each cgroup/cgroup2 mount."""
+    mounts = []
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) < 5 or len(rfields) < 3 or rfields[0] not in ("cgroup", "cgroup2"):
+            continue
+        mounts.append((fields[3], fields[4], rfields[0], set(rfields[2].split(","))))
+    return mounts
+
+
+def _parse_self_cgroup(text: str) -> dict[str, str]:
+    """controller -> our cgroup path; the v2 entry is under key ''."""
+    paths = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for ctrl in parts[1].split(",") if parts[1] else [""]:
+                paths[ctrl] = parts[2]
+    return paths
+
+
+def _under(mount_point: str, mount_root: str, own_path: str) -> str:
+    rel = os.path.relpath(own_path, mount_root) if own_path.startswith(mount_root) else "."
+    return os.path.normpath(os.path.join(mount_point, rel))
+
+
+def detect_cgroups(mountinfo: str | None = None, self_cgroup: str | None = None, *,
+                   v2_parent: str | None = None) -> CgroupSupport:
+    """Find where memory and pids cgroups can be made: v1 controller mounts first, else the v2 tree.
+
+    v1: our cgroups go below our own cgroup in each hierarchy (so host-level limits on us still apply).
+    v2: below `v2_parent` (GROUPSCORE_CGROUP_PARENT, e.g. a systemd-delegated dir) or the v2 root.
+    Writability is checked by the pool when it makes its first slot, not here.
+    """
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    if self_cgroup is None:
+        self_cgroup = Path("/proc/self/cgroup").read_text()
+    mounts, own = _parse_mountinfo(mountinfo), _parse_self_cgroup(self_cgroup)
+    v1 = {}
+    for root, point, fstype, opts in mounts:
+        for ctrl in CONTROLLERS:
+            if fstype == "cgroup" and ctrl in opts and ctrl not in v1 and ctrl in own:
+                v1[ctrl] = _under(point, root, own[ctrl])
+    if v1:
+        return CgroupSupport("v1", "memory" in v1, "pids" in v1, v1,
+                             "" if len(v1) == 2 else f"no v1 {'pids' if 'memory' in v1 else 'memory'} controller")
+    for root, point, fstype, _ in mounts:
+        if fstype != "cgroup2":
+            continue
+        try:
+            available = set(Path(point, "cgroup.controllers").read_text().split())
+        except OSError:
+            continue
+        have = [c for c in CONTROLLERS if c in available]
+        if not have:
+            continue
+        parent = v2_parent or os.environ.get("GROUPSCORE_CGROUP_PARENT") or point
+        return CgroupSupport("v2", "memory" in have, "pids" in have, {c: parent for c in have},
+                             "" if len(have) == 2 else f"v2 lacks {'pids' if 'memory' in have else 'memory'}")
+    return CgroupSupport(None, False, False, {}, "no cgroup v1 memory/pids mount and no v2 controllers")
+
+
+@dataclass
+class SlotStats:
+    peak_memory_bytes: int | None
+    oom_killed: bool
+    pids_limit_hit: bool
+    survivors_killed: int
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _counter(text: str, key: str) -> int:
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key:
+            return int(parts[1])
+    return 0
+
+
+class Slot:
+    """One cgroup (one dir per controller in v1, one dir in v2) holding one run at a time."""
+
+    def __init__(self, support: CgroupSupport, dirs: dict[str, Path]):
+        self.support, self.dirs = support, dirs
+        self._oom_before = self._pids_before = 0
+
+    @property
+    def procs_files(self) -> list[str]:
+        # v2 has one dir for both controllers; v1 one per hierarchy.
+        return sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
+
+    def prepare(self, memory_bytes: int, max_pids: int) -> None:
+        """Set this run's limits and zero the counters a reused slot carries over."""
+        v1 = self.support.version == "v1"
+        if "memory" in self.dirs:
+            mem = self.dirs["memory"]
+            if v1:
+                _write(mem / "memory.max_usage_in_bytes", "0")
+                for order in (("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
+                              ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")):
+                    try:  # memsw must stay >= limit, so the order depends on raising or lowering
+                        for name in order:
+                            if (mem / name).exists():
+                                _write(mem / name, str(memory_bytes))
+                        break
+                    except OSError:
+                        continue
+                self._oom_before = _counter(_read(mem / "memory.oom_control"), "oom_kill")
+            else:
+                _write(mem / "memory.max", str(memory_bytes))
+                if (mem / "memory.swap.max").exists():
+                    _write(mem / "memory.swap.max", "0")
+                self._oom_before = _counter(_read(mem / "memory.events"), "oom_kill")
+        if "pids" in self.dirs:
+            _write(self.dirs["pids"] / "pids.max", str(max_pids))
+            self._pids_before = _counter(_read(self.dirs["pids"] / "pids.events"), "max")
+
+    def pids(self) -> list[int]:
+        out = []
+        for f in self.procs_files:
+            out += [int(p) for p in _read(Path(f)).split()]
+        return sorted(set(out))
+
+    def finish(self) -> SlotStats:
+        """Read the run's numbers, then kill anything still in the slot (nothing of a run may survive it)."""
+        killed = self.kill_all()
+        peak, oom = None, False
+        if "memory" in self.dirs:
+            mem = self.dirs["memory"]
+            if self.support.version == "v1":
+                raw = _read(mem / "memory.max_usage_in_bytes").strip()
+                oom = _counter(_read(mem / "memory.oom_control"), "oom_kill") > self._oom_before
+            else:
+                raw = _read(mem / "memory.peak").strip()
+                oom = _counter(_read(mem / "memory.events"), "oom_kill") > self._oom_before
+            peak = int(raw) if raw.isdigit() else None
+        hit = "pids" in self.dirs and _counter(_read(self.dirs["pids"] / "pids.events"), "max") > self._pids_before
+        return SlotStats(peak, oom, hit, killed)
+
+    def kill_all(self, deadline_s: float = 5.0) -> int:
+        killed, end = 0, time.monotonic() + deadline_s
+        while (pids := self.pids()) and time.monotonic() < end:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+        return killed
+
+    def remove(self) -> None:
+        for d in self.dirs.values():
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+class SlotPool:
+    """Reusable slots under one per-process parent (v1: reset and reuse; v2: a fresh dir per run,
+    because memory.peak cannot be reset on older kernels)."""
+
+    def __init__(self, support: CgroupSupport):
+        self.support = support
+        self._free: list[Slot] = []
+        self._lock = threading.Lock()
+        self._count = 0
+        self._parents: dict[str, Path] = {}
+        self.broken: str | None = None
+        if support.version:
+            atexit.register(self.close)
+
+    def _parent(self, ctrl: str) -> Path:
+        if ctrl not in self._parents:
+            p = Path(self.support.roots[ctrl]) / f"groupscore-sandbox-{os.getpid()}"
+            p.mkdir(exist_ok=True)
+            if self.support.version == "v2":
+                # Controllers must be enabled on every level down to our slots.
+                for level in (p.parent, p):
+                    ctl = level / "cgroup.subtree_control"
+                    enabled = set(_read(ctl).split())
+                    want = [c for c in CONTROLLERS if getattr(self.support, c) and c not in enabled]
+                    if want:
+                        _write(ctl, " ".join("+" + c for c in want))
+            self._parents[ctrl] = p
+        return self._parents[ctrl]
+
+    def acquire(self) -> Slot | None:
+        """A slot, or None when cgroups are unavailable (the caller reports why)."""
+        if not self.support.version or self.broken:
+            return None
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            self._count += 1
+            n = self._count
+        try:
+            dirs = {}
+            for ctrl in CONTROLLERS:
+                if getattr(self.support, ctrl):
+                    d = self._parent(ctrl) / f"slot-{n}"
+                    d.mkdir(exist_ok=True)
+                    dirs[ctrl] = d
+            return Slot(self.support, dirs)
+        except OSError as exc:
+            self.broken = f"cannot create cgroups under {self.support.roots}: {exc.strerror or exc}"
+            return None
+
+    def release(self, slot: Slot) -> None:
+        if slot.pids():
+            return  # never reuse a slot that still holds processes
+        if self.support.version == "v2":
+            slot.remove()
+            return
+        with self._lock:
+            self._free.append(slot)
+
+    def close(self) -> None:
+        with self._lock:
+            slots, self._free = self._free, []
+        for s in slots:
+            s.kill_all(1.0)
+            s.remove()
+        for p in self._parents.values():
+            try:
+                p.rmdir()
+            except OSError:
+                pass

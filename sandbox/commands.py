@@ -1,0 +1,39 @@
+"""`groupscore sandbox run|policy`: run one file in the jail, or print the isolation policy."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from groupscore.sandbox import Limits, SandboxUnavailable, policy_for, run
+from groupscore.sandbox.runner import DEFAULT_MAIN, cgroup_note
+
+
+def run_file(file: Path, language: str = "python", time_limit_s: float = 5.0, memory_mb: int = 512,
+             stdin_path: Path | None = None) -> int:
+    """Print the RunResult as JSON. Exit status: 0 ok, 1 the program failed, 2 the sandbox is unavailable."""
+    source = Path(file).read_bytes()
+    stdin = Path(stdin_path).read_bytes() if stdin_path else b""
+    try:
+        result = run({DEFAULT_MAIN[language]: source}, language=language, stdin=stdin,
+                     limits=Limits(wall_time_s=time_limit_s, memory_mb=memory_mb))
+    except SandboxUnavailable as exc:
+        print(f"sandbox unavailable: {exc}", file=sys.stderr)
+        return 2
+    print(result.model_dump_json(indent=2, exclude={"files"}))
+    return 0 if result.ok else 1
+
+
+def show_policy(language: str = "python") -> int:
+    """Print the run policy (and, for C/C++, the compile policy) as JSON."""
+    try:
+        policies = {"run": policy_for(language).model_dump(mode="json")}
+        if language in ("c", "cpp"):
+            policies["compile"] = policy_for(language, compile_step=True).model_dump(mode="json")
+        policies["cgroup_on_this_host"] = cgroup_note()
+    except SandboxUnavailable as exc:
+        print(f"sandbox unavailable: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(policies, indent=2))
+    return 0

@@ -1,0 +1,208 @@
+"""The isolation policy: one typed, printable object, and its rendering to an nsjail config.
+
+`groupscore sandbox policy` prints this object. Everything the jail enforces is a field here;
+the per-run parts (the files of the run, its time limit) are appended by the runner.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Literal
+
+from nsjail import Exe, IdMap, MountPt, NsJailConfig
+from nsjail.enums import RLimitType
+from nsjail.serializers import to_textproto
+from pydantic import BaseModel, ConfigDict
+
+from groupscore.sandbox.cgroups import CgroupSupport, detect_cgroups
+from groupscore.sandbox.limits import Limits
+from groupscore.sandbox.seccomp import DENIED_ENOSYS, DENIED_EPERM, kafel_policy
+from groupscore.sandbox.toolchains import Toolchain
+
+WORK_DIR = "/work"
+NOBODY = 65534
+# Top-level merged-/usr symlinks of the host, mirrored so binaries find their loader and libraries.
+_TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_DEVICES_RO = ("/dev/zero", "/dev/urandom", "/dev/random")
+
+
+class Mount(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["bind_ro", "bind_rw", "tmpfs", "symlink", "proc"]
+    target: str
+    source: str | None = None  # host path (bind), link target (symlink)
+    options: str = ""
+
+
+class Rlimits(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    address_space_mb: int
+    cpu_s: int
+    file_size_mb: int
+    open_files: int
+    processes: int
+    core_mb: int = 0
+    stack_mb: int = 8
+
+
+class Policy(BaseModel):
+    """Everything one jail is allowed. Built by `build_policy`; printed by `groupscore sandbox policy`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    language: str
+    toolchain: str
+    namespaces: tuple[str, ...] = ("user", "mount", "pid", "network", "ipc", "uts", "cgroup")
+    network: str = "new empty network namespace: no interfaces, loopback down (no egress, no host loopback)"
+    uid_inside: int
+    uid_outside: int  # the real uid on the host; never 0
+    gid_inside: int
+    gid_outside: int
+    hostname: str = "sandbox"
+    no_new_privs: bool = True
+    capabilities: str = "all dropped"
+    mounts: tuple[Mount, ...]
+    work_dir: str = WORK_DIR
+    tmpfs_mb: int
+    env: tuple[str, ...]
+    rlimits: Rlimits
+    cgroup: str  # what applies on this host, or "none: why"
+    cgroup_memory_mb: int | None
+    cgroup_max_pids: int | None
+    seccomp_default: str = "allow"
+    seccomp_denied_eperm: tuple[str, ...] = DENIED_EPERM
+    seccomp_denied_enosys: tuple[str, ...] = DENIED_ENOSYS
+    seccomp_other: tuple[str, ...] = ("clone() with any CLONE_NEW* flag -> EPERM", "socket(AF_VSOCK) -> EAFNOSUPPORT")
+    seccomp_kafel: str
+    wall_time_s: float
+    max_output_bytes: int
+    inherited_fds: str = "stdin (a file), stdout and stderr (pipes to the harness) only"
+
+    def nsjail_config_text(self) -> str:
+        """The static part of the nsjail config (textproto). Reused across runs with the same policy."""
+        return _render(self)
+
+
+def _host_symlinks() -> list[Mount]:
+    out = []
+    for top in _TOP_LINKS:
+        if os.path.islink(top):
+            out.append(Mount(kind="symlink", target=top, source=os.readlink(top)))
+    return out
+
+
+def _ro_mounts(paths: tuple[str, ...]) -> list[Mount]:
+    """Bind real paths read-only, skipping ones inside another mounted path."""
+    real = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+    kept: list[str] = []
+    for p in real:
+        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(p)
+    return [Mount(kind="bind_ro", target=p, source=p) for p in kept]
+
+
+def _ids() -> tuple[int, int, int, int]:
+    """(uid in, uid out, gid in, gid out). As root, jail uid 0 would BE root on the host; map nobody instead."""
+    if os.geteuid() == 0:
+        return NOBODY, NOBODY, NOBODY, NOBODY
+    return os.geteuid(), os.geteuid(), os.getegid(), os.getegid()
+
+
+@functools.lru_cache(maxsize=1)
+def host_cgroups() -> CgroupSupport:
+    return detect_cgroups()
+
+
+def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
+                 extra_ro: tuple[str, ...] = (), cgroups: CgroupSupport | None = None) -> Policy:
+    """The policy for one language (and step: compile or run) under `limits`."""
+    cg = cgroups or host_cgroups()
+    ro_paths = tool.ro_paths if (tool.language == "python" or compile_step) else tool.run_ro_paths
+    uid_in, uid_out, gid_in, gid_out = _ids()
+    mounts = [
+        *_host_symlinks(),
+        *_ro_mounts(tuple(ro_paths) + tuple(extra_ro)),
+        Mount(kind="tmpfs", target=WORK_DIR, options=f"size={limits.tmpfs_mb * 1024 * 1024},mode=0700"),
+        Mount(kind="symlink", target="/tmp", source=WORK_DIR),
+        Mount(kind="proc", target="/proc"),
+        Mount(kind="bind_rw", target="/dev/null", source="/dev/null"),
+        *(Mount(kind="bind_ro", target=d, source=d) for d in _DEVICES_RO if os.path.exists(d)),
+        Mount(kind="symlink", target="/dev/fd", source="/proc/self/fd"),
+        Mount(kind="symlink", target="/dev/stdin", source="/proc/self/fd/0"),
+        Mount(kind="symlink", target="/dev/stdout", source="/proc/self/fd/1"),
+        Mount(kind="symlink", target="/dev/stderr", source="/proc/self/fd/2"),
+    ]
+    env = ("PATH=/usr/local/bin:/usr/bin:/bin", f"HOME={WORK_DIR}", f"TMPDIR={WORK_DIR}", "LANG=C.UTF-8",
+           "LC_ALL=C.UTF-8")
+    if tool.language == "python":
+        # Fixed hash seed: same program, same set iteration order, same verdict.
+        env += ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
+    return Policy(
+        language=tool.language + (" (compile)" if compile_step else ""),
+        toolchain=f"{tool.executable} {tool.version}",
+        uid_inside=uid_in, uid_outside=uid_out, gid_inside=gid_in, gid_outside=gid_out,
+        mounts=tuple(mounts),
+        tmpfs_mb=limits.tmpfs_mb,
+        env=env,
+        rlimits=Rlimits(address_space_mb=limits.address_space_mb, cpu_s=limits.cpu_seconds,
+                        file_size_mb=max(1, math.ceil(limits.max_file_bytes / (1 << 20))),
+                        open_files=limits.max_open_files, processes=limits.max_processes),
+        cgroup=cg.describe(),
+        cgroup_memory_mb=limits.memory_mb if cg.memory else None,
+        cgroup_max_pids=limits.max_processes if cg.pids else None,
+        seccomp_kafel=kafel_policy(),
+        wall_time_s=limits.wall_time_s,
+        max_output_bytes=limits.max_output_bytes,
+    )
+
+
+def _mount_pt(m: Mount) -> MountPt:
+    if m.kind == "symlink":
+        return MountPt(src=m.source, dst=m.target, is_symlink=True)
+    if m.kind == "tmpfs":
+        return MountPt(dst=m.target, fstype="tmpfs", rw=True, is_dir=True, options=m.options,
+                       nosuid=True, nodev=True)
+    if m.kind == "proc":
+        return MountPt(dst=m.target, fstype="proc", rw=False, is_dir=True, nosuid=True, nodev=True, noexec=True)
+    return MountPt(src=m.source, dst=m.target, is_bind=True, rw=m.kind == "bind_rw", nosuid=True,
+                   is_dir=os.path.isdir(m.source or ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _render(policy: Policy) -> str:
+    r = policy.rlimits
+    cfg = NsJailConfig(
+        name="groupscore",
+        hostname=policy.hostname,
+        cwd=policy.work_dir,
+        nice_level=0,
+        keep_env=False,
+        envar=list(policy.env),
+        uidmap=[IdMap(inside_id=str(policy.uid_inside), outside_id=str(policy.uid_outside), count=1)],
+        gidmap=[IdMap(inside_id=str(policy.gid_inside), outside_id=str(policy.gid_outside), count=1)],
+        iface_no_lo=True,
+        rlimit_as=r.address_space_mb, rlimit_cpu=r.cpu_s, rlimit_fsize=r.file_size_mb,
+        rlimit_nofile=r.open_files, rlimit_nproc=r.processes, rlimit_core=r.core_mb,
+        rlimit_stack=r.stack_mb, rlimit_stack_type=RLimitType.VALUE,
+        mount=[_mount_pt(m) for m in policy.mounts],
+        seccomp_string=[policy.seccomp_kafel],
+        # The harness owns the wall clock (float seconds); nsjail's own limit is only a backstop.
+        time_limit=max(2, math.ceil(policy.wall_time_s) + 2),
+        exec_bin=None,
+    )
+    return to_textproto(cfg)
+
+
+def render_exec(argv: list[str]) -> str:
+    """The per-run `exec_bin` block."""
+    return to_textproto(NsJailConfig(exec_bin=Exe(path=argv[0], arg=list(argv[1:]))), 0).strip()
+
+
+def render_file_mount(source: str, target: str, *, writable: bool) -> str:
+    """A per-run bind of one host file into the work dir."""
+    return to_textproto(NsJailConfig(mount=[MountPt(src=source, dst=target, is_bind=True, rw=writable,
+                                                     is_dir=False, nosuid=True, nodev=True)]))

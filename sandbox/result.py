@@ -1,0 +1,59 @@
+"""Typed outcome of a sandboxed run (and of its compile step)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Status(str, Enum):
+    OK = "ok"
+    RUNTIME_ERROR = "runtime_error"  # non-zero exit or killed by a signal we did not send for a limit
+    TIMEOUT = "timeout"  # wall clock or CPU time limit
+    MEMORY_LIMIT = "memory_limit"  # cgroup OOM kill, or the program's own out-of-memory error
+    OUTPUT_LIMIT = "output_limit"  # stdout or stderr went past max_output_bytes; the run was stopped
+    COMPILE_ERROR = "compile_error"  # C/C++ only; see RunResult.compile
+    SANDBOX_ERROR = "sandbox_error"  # the jail failed for this run (bad request, setup error); see error
+
+
+class CompileResult(BaseModel):
+    """The compile step of a C/C++ run: itself a sandboxed run of gcc/g++ with its own limits."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Status
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+    peak_memory_mb: float | None = None
+    command: list[str] = Field(default_factory=list)
+
+
+class RunResult(BaseModel):
+    """What happened in one run. stdout/stderr are decoded as UTF-8 (undecodable bytes replaced)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Status
+    exit_code: int | None = None  # set when the program exited by itself
+    signal: int | None = None  # set when it was killed by a signal (ours or its own)
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0  # user+sys of the whole reaped tree, from wait4
+    peak_memory_mb: float | None = None  # whole-tree peak from the cgroup, else max RSS of one process
+    files: dict[str, bytes] = Field(default_factory=dict)  # the `collect` paths, as written by the program
+    files_truncated: list[str] = Field(default_factory=list)
+    compile: CompileResult | None = None
+    cgroup: str = ""  # which cgroup limits applied, e.g. "v1 memory+pids" or "none: <why>"
+    error: str | None = None  # harness message for sandbox_error (and limit details)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK

