@@ -159,15 +159,15 @@ def _batch_pool(size: int) -> bounded.WorkerPool:
 
 def _score_chunk(raws: list[Any]) -> list[Verdict]:
     _prepare_worker()
-    return [_score_one(raw) for raw in raws]
+    return [score_one(raw) for raw in raws]
 
 
 def _score_lines(lines: list[tuple[int, bytes | str]]) -> list[tuple[str, str]]:
     _prepare_worker()
-    return [_record(_score_one(text), number) for number, text in lines]
+    return [_record(score_one(text), number) for number, text in lines]
 
 
-def _score_one(raw: Any) -> Verdict:
+def score_one(raw: Any) -> Verdict:
     """Validate and score one raw item; every failure becomes an error verdict."""
     if isinstance(raw, (str, bytes)):
         try:
