@@ -1,0 +1,79 @@
+"""Sampling n completions per prompt and scoring them as groups: used by the preflight and the held-out evaluation."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from groupscore.train.passk import mean_pass_at_k
+from groupscore.train.scoring import wire_group
+from groupscore.train.taskset import Task
+
+SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidden tests, the exact answer)
+
+
+@dataclass
+class EvalResult:
+    n: int
+    pass_at: dict[int, float]  # k -> mean unbiased pass@k
+    mean_reward: float
+    solvable_share: float  # share of prompts with at least one sample of positive reward
+    zero_variance_share: float
+    per_task: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"n": self.n, **{f"pass@{k}": v for k, v in self.pass_at.items()}, "mean_reward": self.mean_reward,
+                "solvable_share": self.solvable_share, "zero_variance_share": self.zero_variance_share}
+
+
+def sample_completions(model, tokenizer, prompts: list[str], n: int, temperature: float, max_new_tokens: int,
+                       seed: int, batch_prompts: int = 32) -> list[list[str]]:
+    """n sampled completions per prompt (greedy when temperature is 0), seeded, in prompt order."""
+    import torch
+
+    was_training = model.training
+    model.eval()
+    out: list[list[str]] = []
+    devices = [model.device] if model.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # seeded sampling that leaves the training RNG stream alone
+        torch.manual_seed(seed)
+        for start in range(0, len(prompts), batch_prompts):
+            out.extend(_sample_chunk(model, tokenizer, prompts[start:start + batch_prompts], n, temperature,
+                                     max_new_tokens))
+    model.train(was_training)
+    return out
+
+
+def _sample_chunk(model, tokenizer, chunk: list[str], n: int, temperature: float, max_new_tokens: int):
+    import torch
+
+    enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 \
+        else {"do_sample": False}
+    with torch.no_grad():
+        generated = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=n,
+                                   pad_token_id=tokenizer.pad_token_id, **sampling)
+    texts = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    return [texts[i * n:(i + 1) * n] for i in range(len(chunk))]
+
+
+def evaluate(model, tokenizer, tasks: list[Task], scorer, *, n: int, ks: list[int], temperature: float,
+             max_new_tokens: int, seed: int, max_prompts: int | None = None) -> EvalResult:
+    """Sample, score every prompt's n samples as one group through the service, and summarise."""
+    if max_prompts is not None and max_prompts < len(tasks):
+        tasks = random.Random(seed).sample(tasks, max_prompts)
+    completions = sample_completions(model, tokenizer, [t.prompt for t in tasks], n, temperature, max_new_tokens, seed)
+    groups = [wire_group(t.id, t.item, cs) for t, cs in zip(tasks, completions)]
+    scored = scorer.score_groups(groups)
+    correct_counts, per_task = [], []
+    for task, texts, group in zip(tasks, completions, scored):
+        correct = sum(r >= SOLVED for r in group.rewards)
+        correct_counts.append(correct)
+        per_task.append({"id": task.id, "correct": correct, "rewards": group.rewards, "completions": texts})
+    rewards = [r for g in scored for r in g.rewards]
+    return EvalResult(
+        n=n, pass_at={k: mean_pass_at_k(correct_counts, n, k) for k in sorted(set(ks)) if k <= n},
+        mean_reward=sum(rewards) / len(rewards),
+        solvable_share=sum(any(r > 0 for r in g.rewards) for g in scored) / len(scored),
+        zero_variance_share=sum(g.zero_variance for g in scored) / len(scored), per_task=per_task,
+    )

@@ -1,0 +1,206 @@
+"""Stage 3, GRPO with TRL's GRPOTrainer, rewards from the scoring service, and checkpoints chosen by held-out pass@1.
+
+TRL does generation, the clipped objective and the KL to the reference model. We add three things:
+the service's group advantages replace TRL's own normalisation (so training uses exactly what the group logs show),
+scoring starts as soon as completions exist (overlapping the reference forward pass), and a callback that logs,
+warns, evaluates on the held-out split and keeps the best checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback
+from trl import GRPOConfig, GRPOTrainer
+
+from groupscore.train.config import EvalConfig, GrpoConfig
+from groupscore.train.evaluate import evaluate
+from groupscore.train.hardware import Hardware
+from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_group_log
+from groupscore.train.rewards import ServiceReward
+from groupscore.train.taskset import Task
+
+
+def grpo_dataset(tasks: list[Task]):
+    from datasets import Dataset
+
+    # Items differ in shape between kinds, so they travel as JSON text; the reward function parses them back.
+    return Dataset.from_list([{"prompt": t.prompt, "task_id": t.id, "item": json.dumps(t.item)} for t in tasks])
+
+
+def grpo_args(cfg: GrpoConfig, hardware: Hardware, out_dir: Path, seed: int, world_size: int = 1) -> GRPOConfig:
+    rollouts = cfg.prompts_per_step * cfg.num_generations  # one generation batch per optimizer step
+    if cfg.prompts_per_step % world_size:
+        raise ValueError(f"grpo.prompts_per_step ({cfg.prompts_per_step}) must be a multiple of the process count "
+                         f"({world_size}) so that every process holds whole groups")
+    per_process = rollouts // world_size
+    micro = cfg.micro_batch_size or per_process
+    if per_process % micro:
+        raise ValueError(f"grpo.micro_batch_size ({micro}) must divide the rollouts per process ({per_process})")
+    return GRPOConfig(
+        output_dir=str(out_dir), seed=seed, data_seed=seed, max_steps=cfg.max_steps,
+        per_device_train_batch_size=micro, gradient_accumulation_steps=per_process // micro,
+        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature, top_p=1.0, top_k=0, beta=cfg.beta, epsilon=cfg.epsilon, loss_type=cfg.loss_type,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0,
+        logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True, dataloader_num_workers=0,
+        use_vllm=hardware.use_vllm, vllm_mode="colocate", model_init_kwargs={"dtype": hardware.torch_dtype},
+        **hardware.trainer_flags(),
+    )
+
+
+class ServiceGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose advantages are the scoring service's per-group advantages."""
+
+    def __init__(self, *args, service_reward: ServiceReward, group_log: JsonlWriter, **kwargs):
+        super().__init__(*args, reward_funcs=[service_reward], **kwargs)
+        self.service_reward = service_reward
+        self.group_log = group_log
+        self.last_batch_stats: dict[str, float] = {}
+
+    def _generate_and_score_completions(self, inputs):
+        self.service_reward.expect(inputs)
+        output = super()._generate_and_score_completions(inputs)
+        batch = self.service_reward.batches[-1]
+        advantages = [a for g in batch.groups for a in g.advantages]
+        # TRL normalised the same rewards itself (its own std and epsilon); train on the service's numbers instead,
+        # so what the group log shows is exactly what moved the policy.
+        output["advantages"] = torch.tensor(advantages, dtype=output["advantages"].dtype,
+                                            device=output["advantages"].device)
+        step = self.state.global_step + 1
+        if self.accelerator.is_main_process:
+            write_group_log(self.group_log, step, batch)
+        self.last_batch_stats = batch_stats(batch)
+        self.service_reward.batches.clear()
+        return output
+
+    def _generate(self, prompts):
+        result = super()._generate(prompts)
+        completions = result[3]
+        self.service_reward.prefetch(completions, getattr(self, "async_loop", None))
+        return result
+
+
+@dataclass
+class Checkpoint:
+    step: int
+    path: Path
+    metrics: dict
+
+
+@dataclass
+class RunCallback(TrainerCallback):
+    """Per-step metrics and warnings, a progress bar, held-out evaluations and the best-so-far checkpoint."""
+
+    trainer: ServiceGRPOTrainer
+    tokenizer: object
+    eval_tasks: list[Task]
+    eval_cfg: EvalConfig
+    grpo_cfg: GrpoConfig
+    scorer: object
+    run_dir: Path
+    seed: int
+    monitor: Monitor
+    metrics: list[dict] = field(default_factory=list)
+    evals: list[dict] = field(default_factory=list)
+    best: Checkpoint | None = None
+    _bar: tqdm | None = None
+    _step_started: float = 0.0
+    _writer: JsonlWriter | None = None
+
+    def _evaluate(self, step: int) -> None:
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        result = evaluate(model, self.tokenizer, self.eval_tasks, self.scorer, n=self.eval_cfg.samples,
+                          ks=self.eval_cfg.k, temperature=self.eval_cfg.temperature,
+                          max_new_tokens=self.eval_cfg.max_completion_length or self.grpo_cfg.max_completion_length,
+                          seed=self.seed, max_prompts=self.eval_cfg.max_prompts)
+        record = {"step": step, **result.as_dict()}
+        self.evals.append(record)
+        if self.best is None or record["pass@1"] > self.best.metrics["pass@1"]:  # ties keep the earlier (closer to ref)
+            path = self.run_dir / "checkpoints" / f"step-{step:05d}"
+            if self.trainer.accelerator.is_main_process:
+                model.save_pretrained(path)
+                self.tokenizer.save_pretrained(path)
+                if self.best is not None:
+                    shutil.rmtree(self.best.path, ignore_errors=True)  # keep one full copy: the best so far
+            self.best = Checkpoint(step, path, record)
+        if self._bar is not None:
+            self._bar.write(f"[eval] step {step}: held-out pass@1 {record['pass@1']:.3f}"
+                            f" (best {self.best.metrics['pass@1']:.3f} at step {self.best.step})")
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._writer = JsonlWriter(self.run_dir / "metrics.jsonl")
+        self._bar = tqdm(total=state.max_steps, desc="grpo", unit="step", dynamic_ncols=True,
+                         disable=not self.trainer.accelerator.is_main_process)
+        self._evaluate(0)  # the starting point is a candidate too: GRPO must beat it to be selected
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._step_started = time.perf_counter()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" not in logs:  # the end-of-training summary log, not a step
+            return
+        record = {"step": state.global_step, "step_time_s": time.perf_counter() - self._step_started,
+                  **self.trainer.last_batch_stats,
+                  "kl": logs.get("kl"), "completion_length": logs.get("completions/mean_length"),
+                  "entropy": logs.get("entropy"), "loss": logs.get("loss"), "grad_norm": logs.get("grad_norm"),
+                  "clip_ratio": logs.get("clip_ratio/region_mean")}
+        self.metrics.append(record)
+        if self.trainer.accelerator.is_main_process:
+            self._writer.write(record)
+        self.monitor.check(state.global_step, record)
+        self._bar.set_postfix(reward=f"{record['reward_mean']:.3f}",
+                              kl=f"{record['kl']:.4f}" if record["kl"] is not None else "-",
+                              flat=f"{record['zero_variance_share']:.0%}", refresh=False)
+        self._bar.update(1)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step % self.grpo_cfg.eval_every == 0 or state.global_step == state.max_steps:
+            self._evaluate(state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._bar.close()
+        self._writer.close()
+
+
+@dataclass
+class GrpoOutcome:
+    best: Checkpoint
+    metrics: list[dict]
+    evals: list[dict]
+    train_s: float
+
+
+def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], cfg: GrpoConfig, eval_cfg: EvalConfig,
+             hardware: Hardware, scorer, run_dir: Path, seed: int, monitor: Monitor, peft_config=None,
+             max_steps: int | None = None) -> GrpoOutcome:
+    """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome."""
+    from transformers import AutoTokenizer
+
+    if max_steps is not None:
+        cfg = cfg.model_copy(update={"max_steps": max_steps})
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"
+    group_log = JsonlWriter(run_dir / "groups.jsonl")
+    service_reward = ServiceReward(scorer, cfg.num_generations)
+    trainer = ServiceGRPOTrainer(
+        model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed), train_dataset=grpo_dataset(train_tasks),
+        processing_class=tokenizer, peft_config=peft_config, service_reward=service_reward, group_log=group_log,
+    )
+    trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
+    callback = RunCallback(trainer, tokenizer, eval_tasks, eval_cfg, cfg, scorer, run_dir, seed, monitor)
+    trainer.add_callback(callback)
+    started = time.perf_counter()
+    try:
+        trainer.train()
+    finally:
+        group_log.close()
+    return GrpoOutcome(callback.best, callback.metrics, callback.evals, time.perf_counter() - started)

@@ -1,0 +1,54 @@
+"""Pick device, precision and thread count from the hardware actually present (TRL's bf16 default breaks on CPU)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hardware:
+    device: str  # "cuda" or "cpu"
+    precision: str  # "bf16", "fp16" or "fp32"
+    threads: int
+    use_vllm: bool
+
+    @property
+    def torch_dtype(self):
+        import torch
+
+        return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[self.precision]
+
+    def trainer_flags(self) -> dict:
+        """The precision flags transformers' TrainingArguments (and TRL's configs) expect."""
+        return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16",
+                "use_cpu": self.device == "cpu"}
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def pick_hardware(device: str = "auto", precision: str = "auto", threads: int | None = None,
+                  use_vllm: bool | str = "auto") -> Hardware:
+    import importlib.util
+
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if device == "cuda" and not has_cuda:
+        raise ValueError("device: cuda was asked for but torch sees no GPU")
+    device = ("cuda" if has_cuda else "cpu") if device == "auto" else device
+    if precision == "auto":
+        precision = "bf16" if device == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if device == "cpu" and precision != "fp32":
+        raise ValueError(f"precision: {precision} needs a GPU here; use fp32 (or auto) on the CPU")
+    vllm_installed = importlib.util.find_spec("vllm") is not None
+    if use_vllm is True and (device != "cuda" or not vllm_installed):
+        raise ValueError("grpo.use_vllm: true needs a GPU and the vllm package")
+    threads = threads or _cpu_count()
+    torch.set_num_threads(threads)
+    return Hardware(device, precision, threads, use_vllm=bool(use_vllm) and device == "cuda" and vllm_installed)

@@ -1,0 +1,53 @@
+"""Resolve the configured model to a local folder and load it (model, tokenizer) on the picked hardware."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from groupscore.train.config import ModelConfig
+from groupscore.train.hardware import Hardware
+from groupscore.train.taskset import Task
+from groupscore.train.tiny_model import ensure_tiny_model
+
+
+def set_offline() -> None:
+    """Nothing downloads at run time, and TRL/transformers skip their telemetry look-ups."""
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def task_corpus(tasks: list[Task]) -> list[str]:
+    return [t.prompt + (t.solution or "") for t in tasks]
+
+
+def resolve_model(model: ModelConfig, tasks: list[Task], cache_dir: Path, seed: int) -> str:
+    """A local folder (built on first use for the bundled models) or a hub id already in the local HF cache."""
+    if model.tiny is not None:
+        return str(ensure_tiny_model(model.tiny, task_corpus(tasks), cache_dir, seed))
+    if model.smollm2:
+        from groupscore.train.smollm2 import ensure_smollm2
+
+        return str(ensure_smollm2(cache_dir))
+    return model.path
+
+
+def load_model(path: str, hardware: Hardware):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"  # generation pads on the left
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=hardware.torch_dtype).to(hardware.device)
+    return model, tokenizer
+
+
+def lora_config(model: ModelConfig):
+    if model.lora is None:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(r=model.lora.r, lora_alpha=model.lora.alpha, lora_dropout=model.lora.dropout,
+                      target_modules=model.lora.target_modules, task_type="CAUSAL_LM")

@@ -1,0 +1,116 @@
+"""What a run shows while it trains: group logs, per-step metrics, health warnings, plots and the summary."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from groupscore.train.config import MonitorConfig
+from groupscore.train.rewards import ScoredBatch
+
+
+class JsonlWriter:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.path.open("a")
+
+    def write(self, record: dict) -> None:
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()  # a crashed run still leaves every finished step on disk
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
+    """One line per group: the prompt, its completions, per-component rewards and the service's advantages."""
+    g = len(batch.groups[0].rewards)
+    for index, group in enumerate(batch.groups):
+        rows = slice(index * g, (index + 1) * g)
+        log.write({
+            "step": step, "group": index, "task_id": batch.task_ids[rows][0], "prompt": batch.prompts[rows][0],
+            "completions": batch.completions[rows], "rewards": group.rewards, "components": group.components,
+            "statuses": group.statuses, "mean": group.mean, "std": group.std, "advantages": group.advantages,
+            "zero_variance": group.zero_variance,
+        })
+
+
+def batch_stats(batch: ScoredBatch) -> dict[str, float]:
+    """Reward mean/std in total and per component, and the share of groups the service flagged zero-variance."""
+    rewards = [r for g in batch.groups for r in g.rewards]
+    stats = {"reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
+             "zero_variance_share": sum(g.zero_variance for g in batch.groups) / len(batch.groups),
+             "reward_wait_s": batch.wait_s, "reward_request_s": batch.request_s}
+    for name in sorted({c for g in batch.groups for c in g.components}):
+        values = [v for g in batch.groups for v in g.components.get(name, [])]
+        stats[f"component/{name}/mean"] = statistics.fmean(values)
+        stats[f"component/{name}/std"] = statistics.pstdev(values)
+    return stats
+
+
+@dataclass
+class Monitor:
+    """Raises a warning when a failure mode starts (not on every step it lasts), and keeps them for the summary."""
+
+    cfg: MonitorConfig
+    emit: callable = print
+    warnings: list[dict] = field(default_factory=list)
+    _active: set[str] = field(default_factory=set)
+
+    def _flag(self, step: int, kind: str, on: bool, message: str) -> None:
+        if on and kind not in self._active:
+            self._active.add(kind)
+            self.warnings.append({"step": step, "kind": kind, "message": message})
+            self.emit(f"[warning] step {step}: {message}")
+        elif not on:
+            self._active.discard(kind)
+
+    def check(self, step: int, metrics: dict) -> None:
+        cfg = self.cfg
+        kl = metrics.get("kl")
+        if kl is not None and not math.isnan(kl):
+            self._flag(step, "kl_spike", kl > cfg.kl_spike,
+                       f"KL to the reference is {kl:.3g} (> {cfg.kl_spike}): the policy is drifting fast")
+            self._flag(step, "kl_collapse", step > cfg.warmup_steps and kl < cfg.kl_floor,
+                       f"KL to the reference is {kl:.2g}: the policy has stopped moving")
+        share = metrics.get("zero_variance_share")
+        if share is not None:
+            self._flag(step, "zero_variance", share >= cfg.zero_variance_share,
+                       f"{share:.0%} of groups have zero reward variance: no learning signal from them")
+        reward = metrics.get("reward_mean")
+        if reward is not None:
+            self._flag(step, "saturation", reward >= cfg.saturation,
+                       f"mean reward {reward:.3f} has saturated: the tasks are too easy now")
+
+
+def plot_run(run_dir: Path, metrics: list[dict], evals: list[dict]) -> dict[str, str]:
+    """PNG plots of reward, KL and held-out pass@1 over steps; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = {}
+    series = {
+        "reward": ("reward_mean", "mean reward (training groups)", metrics),
+        "kl": ("kl", "KL to reference", metrics),
+        "pass_at_1": ("pass@1", "held-out pass@1", evals),
+    }
+    for name, (key, label, rows) in series.items():
+        points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        if points:
+            ax.plot(*zip(*points), marker="o" if name == "pass_at_1" else None, markersize=4)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        path = run_dir / f"{name}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths[name] = str(path)
+    return paths

@@ -1,0 +1,37 @@
+"""Stage 1, the cold start: supervised fine-tuning on the taskset's worked solutions with TRL's SFTTrainer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from groupscore.train.config import SftConfig
+from groupscore.train.hardware import Hardware
+from groupscore.train.taskset import Task
+
+
+def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Hardware, out_dir: Path,
+               seed: int, peft_config=None) -> Path:
+    """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from groupscore.train.models import load_model
+
+    rows = [{"prompt": t.prompt, "completion": t.solution} for t in tasks if t.solution]
+    if not rows:
+        raise ValueError("sft: the train split has no `solution` fields to cold-start on")
+    model, tokenizer = load_model(model_path, hardware)
+    args = SFTConfig(
+        output_dir=str(out_dir), max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="constant", warmup_steps=0,
+        seed=seed, data_seed=seed, logging_steps=max(1, cfg.max_steps // 10), save_strategy="no",
+        report_to="none", disable_tqdm=True, dataloader_num_workers=0, **hardware.trainer_flags(),
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                         peft_config=peft_config)
+    trainer.train()
+    final = out_dir / "final"
+    merged = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
+    merged.save_pretrained(final)
+    tokenizer.save_pretrained(final)
+    return final
