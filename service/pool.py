@@ -18,6 +18,7 @@ import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable
 from typing import Any
 
 from groupscore.service import worker
@@ -27,6 +28,10 @@ from groupscore.verifiers.composite import raw_item_id
 from groupscore.verifiers.schema import Status, Verdict
 
 _RATE_WINDOW_S = 10.0
+
+
+class WorkerDied(RuntimeError):
+    """A task's worker process died on every attempt."""
 
 
 class QueueFull(Exception):
@@ -146,29 +151,35 @@ class ScoringPool:
                 verdicts.extend(task.result())
         return verdicts
 
-    async def _run_task(self, items: list[Any], spec_json: str | None, may_split: bool = True) -> list[dict[str, Any]]:
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(*args)` in a worker, sending it again when its worker dies (raises WorkerDied after max_attempts)."""
         for _attempt in range(self.settings.max_attempts):
             if self._executor is None:
                 raise RuntimeError("the scoring pool is shut down")
             generation, executor = self._generation, self._executor
             try:
-                future = executor.submit(worker.score_task, items, spec_json, self.settings.debug)
+                future = executor.submit(fn, *args)
             except (BrokenProcessPool, RuntimeError):  # broken, or shut down by another task's replacement
                 self._replace_executor(generation)
                 continue
             try:
-                verdicts = await asyncio.wrap_future(future)
+                return await asyncio.wrap_future(future)
             except BrokenProcessPool:
                 self._replace_executor(generation)
-                continue
-            self._completed.append((time.monotonic(), len(items)))
-            return verdicts
-        if may_split and len(items) > 1:
-            # Find the item that kills its worker: the others are scored, only it gets the error.
-            parts = await asyncio.gather(*(self._run_task([raw], spec_json, may_split=False) for raw in items))
-            return [verdict for part in parts for verdict in part]
-        return [Verdict.error(raw_item_id(raw), f"the scoring process died on this item "
-                              f"{self.settings.max_attempts} times").model_dump(mode="json") for raw in items]
+        raise WorkerDied(f"the worker process died {self.settings.max_attempts} times running this task")
+
+    async def _run_task(self, items: list[Any], spec_json: str | None, may_split: bool = True) -> list[dict[str, Any]]:
+        try:
+            verdicts = await self.call(worker.score_task, items, spec_json, self.settings.debug)
+        except WorkerDied:
+            if may_split and len(items) > 1:
+                # Find the item that kills its worker: the others are scored, only it gets the error.
+                parts = await asyncio.gather(*(self._run_task([raw], spec_json, may_split=False) for raw in items))
+                return [verdict for part in parts for verdict in part]
+            return [Verdict.error(raw_item_id(raw), f"the scoring process died on this item "
+                                  f"{self.settings.max_attempts} times").model_dump(mode="json") for raw in items]
+        self._completed.append((time.monotonic(), len(items)))
+        return verdicts
 
 
 def _deadline_verdict(raw: Any) -> dict[str, Any]:

@@ -5,13 +5,15 @@ Both go through the same dispatcher, pool and verifiers as `/v1/score`: nothing 
 
 from __future__ import annotations
 
+import base64
 import json
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from groupscore.service.pool import WorkerDied
 from groupscore.verifiers.composite import RewardSpec
 
 router = APIRouter()
@@ -88,3 +90,121 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
     for component in body.reward.components if body.reward else []:
         extra_logs[component.name] = [(v.get("components") or {}).get(component.name, 0.0) for v in verdicts]
     return json_response({"rewards": rewards, "scores": rewards, "extra_logs": extra_logs})
+
+
+# -- SandboxFusion ----------------------------------------------------------------------------------------------------
+
+# SandboxFusion's language names; this service runs the ones the sandbox supports and answers SandboxError for others.
+SandboxFusionLanguage = Literal[
+    "python", "cpp", "c", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql", "rust",
+    "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit", "kotlin_script", "jest",
+    "verilog", "python_gpu", "lean", "swift", "racket"]
+_SUPPORTED_LANGUAGES = ("python", "cpp", "c")
+
+
+class RunCodeRequest(BaseModel):
+    """SandboxFusion's /run_code request."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    compile_timeout: float = Field(default=10.0, gt=0.0, le=600.0)
+    run_timeout: float = Field(default=10.0, gt=0.0, le=600.0)
+    memory_limit_MB: int = Field(default=-1, description="-1: the sandbox's default (512 MB); always limited here.")
+    code: str
+    stdin: str | None = None
+    language: SandboxFusionLanguage
+    files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64 content")
+    fetch_files: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list, description="Accepted for compatibility; pytest mode is not offered.")
+
+
+class CommandRunResult(BaseModel):
+    status: Literal["Finished", "Error", "TimeLimitExceeded"]
+    execution_time: float | None = None
+    return_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class RunCodeResponse(BaseModel):
+    status: Literal["Success", "Failed", "SandboxError"]
+    message: str
+    compile_result: CommandRunResult | None = None
+    run_result: CommandRunResult | None = None
+    executor_pod_name: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+def _command_result(status: str, wall_time_s: float, exit_code: int | None, signal: int | None, stdout: str,
+                    stderr: str, error: str | None) -> dict[str, Any]:
+    if status == "timeout":
+        state = "TimeLimitExceeded"
+    elif status == "sandbox_error":
+        state = "Error"
+    else:  # the program ran and ended by itself or was stopped for memory or output: SandboxFusion says Finished
+        state = "Finished"
+    return_code = exit_code if exit_code is not None else (-signal if signal else None)
+    if state == "Finished" and return_code is None:
+        return_code = 1
+    if error and status not in ("ok", "runtime_error"):
+        stderr = f"{stderr}\n[sandbox] {error}" if stderr else f"[sandbox] {error}"
+    return {"status": state, "execution_time": wall_time_s, "return_code": return_code, "stdout": stdout,
+            "stderr": stderr}
+
+
+def sandbox_fusion_response(result: Any) -> dict[str, Any]:
+    """SandboxFusion's response for a sandbox RunResult (same rules for Success / Failed / SandboxError)."""
+    compile_result = None
+    if result.compile is not None:
+        c = result.compile
+        compile_result = _command_result(c.status.value, c.wall_time_s, c.exit_code, c.signal, c.stdout, c.stderr,
+                                         None)
+    run_result = None
+    if result.status.value != "compile_error":
+        run_result = _command_result(result.status.value, result.wall_time_s, result.exit_code, result.signal,
+                                     result.stdout, result.stderr, result.error)
+    outcomes = [r for r in (compile_result, run_result) if r is not None]
+    if any(r["status"] == "Error" for r in outcomes):
+        status, message = "SandboxError", result.error or "sandbox error"
+    elif any(r["status"] == "TimeLimitExceeded" for r in outcomes) or any(r["return_code"] for r in outcomes):
+        status, message = "Failed", ""
+    else:
+        status, message = "Success", ""
+    files = {path: base64.b64encode(content).decode() for path, content in result.files.items()}
+    return {"status": status, "message": message, "compile_result": compile_result, "run_result": run_result,
+            "executor_pod_name": None, "files": files}
+
+
+@router.post("/run_code", response_model=RunCodeResponse, tags=["adapters"],
+             responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
+async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
+    """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
+    from groupscore.service.app import json_response
+    from groupscore.service.worker import run_code_task
+
+    state = request.app.state
+    if body.language not in _SUPPORTED_LANGUAGES:
+        return json_response({"status": "SandboxError", "executor_pod_name": None, "files": {},
+                              "compile_result": None, "run_result": None,
+                              "message": f"language {body.language!r} is not supported by this service; "
+                                         f"supported: {', '.join(_SUPPORTED_LANGUAGES)}"})
+    fields = {"code": body.code, "language": body.language, "stdin": body.stdin or "",
+              "run_timeout_s": body.run_timeout, "compile_timeout_s": body.compile_timeout,
+              "memory_mb": body.memory_limit_MB if body.memory_limit_MB > 0 else None,
+              "files": {path: content or "" for path, content in body.files.items()},
+              "fetch_files": tuple(body.fetch_files)}
+    state.pool.admit(1)
+    try:
+        outcome, value = await state.pool.call(run_code_task, fields)
+    except WorkerDied as exc:
+        outcome, value = "sandbox_error", str(exc)
+    finally:
+        state.pool.release(1)
+    if outcome != "ok":
+        state.metrics.sandbox_failures.inc()
+        return json_response({"status": "SandboxError", "message": value, "compile_result": None,
+                              "run_result": None, "executor_pod_name": None, "files": {}})
+    answer = sandbox_fusion_response(value)
+    if answer["status"] == "SandboxError":
+        state.metrics.sandbox_failures.inc()
+    return json_response(answer)

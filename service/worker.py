@@ -54,3 +54,16 @@ def score_task(raw_items: list[Any], spec_json: str | None, debug: bool) -> list
                 time.sleep(min(float(delay), _MAX_DEBUG_SLEEP_S))
         verdicts.append(score_raw(raw, spec).model_dump(mode="json"))
     return verdicts
+
+
+def run_code_task(fields: dict[str, Any]) -> tuple[str, Any]:
+    """One SandboxFusion-style run through the verifiers layer: ("ok", RunResult) or ("sandbox_error", message)."""
+    from groupscore.sandbox import SandboxUnavailable
+    from groupscore.verifiers.run_code import ProgramRun, run_program
+
+    try:
+        return "ok", run_program(ProgramRun(**fields))
+    except SandboxUnavailable as exc:
+        return "sandbox_error", f"sandbox unavailable: {exc}"
+    except ValueError as exc:  # bad request details the models could not catch (files, limits)
+        return "sandbox_error", str(exc)

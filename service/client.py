@@ -1,0 +1,269 @@
+"""Sync and async clients of the scoring service: pooled connections, timeouts, retries, sharding over several URLs.
+
+    with ScoreClient(["http://127.0.0.1:8000", "http://127.0.0.1:8001"]) as client:
+        verdicts = client.score(items)            # list[Verdict], in the order of `items`
+
+- Retries (scoring is idempotent): on 429 (waiting what Retry-After says), 5xx, timeouts and connection errors,
+  with exponential backoff; a retry goes to the next URL, so one dead server costs one retry, not the batch.
+- Sharding: a batch is cut into contiguous shards, one per URL (and at most `max_batch` items each), sent
+  concurrently; results are put back in input order.
+- Other 4xx answers are not retried: `ServiceError` carries the status and the server's detail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from pydantic import BaseModel
+
+from groupscore.verifiers.composite import RewardSpec
+from groupscore.verifiers.schema import Verdict
+
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class ServiceError(RuntimeError):
+    """The service refused the request (4xx), or it still failed after every retry."""
+
+    def __init__(self, message: str, status_code: int | None = None, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 6
+    backoff_s: float = 0.25  # first wait; doubles each retry
+    max_backoff_s: float = 10.0
+    max_retry_after_s: float = 60.0  # cap on a server's Retry-After
+
+    def delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None and response.status_code == 429:
+            value = response.headers.get("retry-after", "")
+            try:
+                return min(self.max_retry_after_s, max(0.0, float(value)))
+            except ValueError:
+                pass
+        # Jitter spreads clients that failed together, so they do not come back together.
+        return min(self.max_backoff_s, self.backoff_s * 2 ** attempt) * (0.5 + random.random() / 2)
+
+
+def _as_json(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def _shards(n_items: int, n_urls: int, max_batch: int) -> list[tuple[int, int]]:
+    """Contiguous [start, stop) ranges: at least one per URL when there are enough items, none above max_batch."""
+    if n_items == 0:
+        return [(0, 0)]
+    count = max(min(n_urls, n_items), math.ceil(n_items / max_batch))
+    size = math.ceil(n_items / count)
+    return [(start, min(n_items, start + size)) for start in range(0, n_items, size)]
+
+
+def _error_from(response: httpx.Response) -> ServiceError:
+    try:
+        detail = response.json().get("detail")
+    except ValueError:
+        detail = response.text[:500]
+    return ServiceError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: {detail}",
+                        response.status_code, detail)
+
+
+class _Base:
+    def __init__(self, urls: str | Sequence[str], token: str | None, timeout_s: float, retry: RetryPolicy,
+                 max_batch: int) -> None:
+        self.urls = [urls] if isinstance(urls, str) else list(urls)
+        if not self.urls:
+            raise ValueError("at least one service URL is needed")
+        self.urls = [u.rstrip("/") for u in self.urls]
+        self.retry = retry
+        self.max_batch = max_batch
+        self.timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        self.headers = {"authorization": f"Bearer {token}"} if token else {}
+
+    def _score_payloads(self, items: Sequence[Any], reward: RewardSpec | dict | None,
+                        deadline_s: float | None) -> list[tuple[int, int, dict[str, Any]]]:
+        extra: dict[str, Any] = {}
+        if reward is not None:
+            extra["reward"] = _as_json(reward)
+        if deadline_s is not None:
+            extra["deadline_s"] = deadline_s
+        raw = [_as_json(item) for item in items]
+        return [(start, stop, {"items": raw[start:stop], **extra})
+                for start, stop in _shards(len(raw), len(self.urls), self.max_batch)]
+
+    def _groups_payloads(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None, eps: float,
+                         std: str, deadline_s: float | None) -> list[dict[str, Any]]:
+        extra: dict[str, Any] = {"eps": eps, "std": std}
+        if reward is not None:
+            extra["reward"] = _as_json(reward)
+        if deadline_s is not None:
+            extra["deadline_s"] = deadline_s
+        groups = [_as_json(group) for group in groups]
+        # Shard by groups (a group's statistics need all of it), keeping each shard under max_batch completions.
+        shards: list[list[dict[str, Any]]] = [[]]
+        per_shard = max(1, math.ceil(sum(len(g.get("completions", [])) for g in groups) / len(self.urls)))
+        per_shard = min(per_shard, self.max_batch)
+        count = 0
+        for group in groups:
+            size = len(group.get("completions", []))
+            if shards[-1] and count + size > per_shard:
+                shards.append([])
+                count = 0
+            shards[-1].append(group)
+            count += size
+        return [{"groups": shard, **extra} for shard in shards]
+
+
+class ScoreClient(_Base):
+    """Blocking client; safe to share between threads."""
+
+    def __init__(self, urls: str | Sequence[str], token: str | None = None, timeout_s: float = 330.0,
+                 retry: RetryPolicy = RetryPolicy(), max_batch: int = 4096) -> None:
+        super().__init__(urls, token, timeout_s, retry, max_batch)
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+        self._clients = [httpx.Client(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits)
+                         for u in self.urls]
+        self._threads = ThreadPoolExecutor(max_workers=max(4, 2 * len(self.urls)), thread_name_prefix="groupscore")
+
+    def __enter__(self) -> ScoreClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False)
+        for client in self._clients:
+            client.close()
+
+    def request(self, method: str, path: str, payload: Any = None, shard: int = 0) -> Any:
+        """One call with retries; a retry moves to the next URL. Returns the decoded JSON body."""
+        last: Exception | None = None
+        for attempt in range(self.retry.max_retries + 1):
+            client = self._clients[(shard + attempt) % len(self._clients)]
+            response = None
+            try:
+                response = client.request(method, path, json=payload)
+            except httpx.TransportError as exc:  # connection refused/reset, timeouts
+                last = exc
+            else:
+                if response.status_code < 400:
+                    return response.json()
+                if response.status_code not in _RETRY_STATUS:
+                    raise _error_from(response)
+                last = _error_from(response)
+            if attempt < self.retry.max_retries:
+                time.sleep(self.retry.delay(attempt, response))
+        raise ServiceError(f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {last}",
+                           getattr(last, "status_code", None), getattr(last, "detail", None)) from last
+
+    def score_raw(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
+                  deadline_s: float | None = None) -> list[dict[str, Any]]:
+        """Verdicts as plain dicts, in input order."""
+        payloads = self._score_payloads(items, reward, deadline_s)
+        if len(payloads) == 1:
+            return self.request("POST", "/v1/score", payloads[0][2])["results"]
+        futures = [self._threads.submit(self.request, "POST", "/v1/score", payload, index)
+                   for index, (_, _, payload) in enumerate(payloads)]
+        return [verdict for future in futures for verdict in future.result()["results"]]
+
+    def score(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
+              deadline_s: float | None = None) -> list[Verdict]:
+        return [Verdict.model_validate(v) for v in self.score_raw(items, reward, deadline_s)]
+
+    def score_groups(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None = None,
+                     eps: float = 1e-4, std: str = "sample", deadline_s: float | None = None) -> list[dict[str, Any]]:
+        """Per group: results, total {rewards, mean, std, advantages, zero_variance}, components."""
+        payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)
+        futures = [self._threads.submit(self.request, "POST", "/v1/score/groups", payload, index)
+                   for index, payload in enumerate(payloads)]
+        return [group for future in futures for group in future.result()["groups"]]
+
+    def verifiers(self) -> dict[str, Any]:
+        return self.request("GET", "/v1/verifiers")
+
+    def ready(self) -> bool:
+        try:
+            return all(client.get("/readyz").status_code == 200 for client in self._clients)
+        except httpx.TransportError:
+            return False
+
+
+class AsyncScoreClient(_Base):
+    """asyncio client; use one per event loop."""
+
+    def __init__(self, urls: str | Sequence[str], token: str | None = None, timeout_s: float = 330.0,
+                 retry: RetryPolicy = RetryPolicy(), max_batch: int = 4096) -> None:
+        super().__init__(urls, token, timeout_s, retry, max_batch)
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+        self._clients = [httpx.AsyncClient(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits)
+                         for u in self.urls]
+
+    async def __aenter__(self) -> AsyncScoreClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            await client.aclose()
+
+    async def request(self, method: str, path: str, payload: Any = None, shard: int = 0) -> Any:
+        last: Exception | None = None
+        for attempt in range(self.retry.max_retries + 1):
+            client = self._clients[(shard + attempt) % len(self._clients)]
+            response = None
+            try:
+                response = await client.request(method, path, json=payload)
+            except httpx.TransportError as exc:
+                last = exc
+            else:
+                if response.status_code < 400:
+                    return response.json()
+                if response.status_code not in _RETRY_STATUS:
+                    raise _error_from(response)
+                last = _error_from(response)
+            if attempt < self.retry.max_retries:
+                await asyncio.sleep(self.retry.delay(attempt, response))
+        raise ServiceError(f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {last}",
+                           getattr(last, "status_code", None), getattr(last, "detail", None)) from last
+
+    async def score_raw(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
+                        deadline_s: float | None = None) -> list[dict[str, Any]]:
+        payloads = self._score_payloads(items, reward, deadline_s)
+        answers = await asyncio.gather(*(self.request("POST", "/v1/score", payload, index)
+                                         for index, (_, _, payload) in enumerate(payloads)))
+        return [verdict for answer in answers for verdict in answer["results"]]
+
+    async def score(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
+                    deadline_s: float | None = None) -> list[Verdict]:
+        return [Verdict.model_validate(v) for v in await self.score_raw(items, reward, deadline_s)]
+
+    async def score_groups(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None = None,
+                           eps: float = 1e-4, std: str = "sample",
+                           deadline_s: float | None = None) -> list[dict[str, Any]]:
+        payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)
+        answers = await asyncio.gather(*(self.request("POST", "/v1/score/groups", payload, index)
+                                         for index, payload in enumerate(payloads)))
+        return [group for answer in answers for group in answer["groups"]]
+
+    async def verifiers(self) -> dict[str, Any]:
+        return await self.request("GET", "/v1/verifiers")
+
+    async def ready(self) -> bool:
+        try:
+            return all((await client.get("/readyz")).status_code == 200 for client in self._clients)
+        except httpx.TransportError:
+            return False

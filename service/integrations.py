@@ -1,0 +1,234 @@
+"""Drop-in reward functions for trainers, backed by the scoring service: TRL's GRPOTrainer and verl.
+
+TRL (sync or async; TRL awaits async reward functions itself):
+
+    reward = trl_reward_func("http://127.0.0.1:8000", verifier="math")
+    GRPOTrainer(..., reward_funcs=[reward])
+
+verl (`custom_reward_function.path=<this file>`, `name=compute_score`), with GROUPSCORE_URL pointing at the service:
+
+    compute_score(data_source, solution_str, ground_truth, extra_info)
+
+OpenRLHF and SandboxFusion speak HTTP to the service directly: see `groupscore.service.protocols`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from groupscore.service.client import AsyncScoreClient, ScoreClient
+from groupscore.verifiers.composite import RewardSpec
+from groupscore.verifiers.registry import KINDS
+
+_BASE_FIELDS = frozenset({"id", "completion", "metadata", "verifier"})
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion as text: a string as is; a chat completion (list of messages): its assistant content."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        completion = [completion]
+    parts = []
+    for message in completion or []:
+        if not isinstance(message, dict) or message.get("role", "assistant") != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):  # multimodal content: keep the text parts
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return "".join(parts)
+
+
+class _ItemBuilder:
+    """Turns one TRL batch (completions + dataset columns) into items of one verifier kind."""
+
+    def __init__(self, verifier: str, columns: dict[str, str] | None, fixed: dict[str, Any] | None,
+                 kind_column: str | None) -> None:
+        if verifier not in KINDS:
+            raise ValueError(f"unknown verifier kind {verifier!r}; known: {', '.join(sorted(KINDS))}")
+        self.verifier = verifier
+        self.kind_column = kind_column
+        self.fixed = dict(fixed or {})
+        # Item field -> dataset column: every field of the kind that a column of the same name holds, unless renamed.
+        self.item_fields = [f for f in KINDS[verifier].item_model.model_fields if f not in _BASE_FIELDS]
+        self.columns = {f: f for f in self.item_fields}
+        self.columns.update(columns or {})
+
+    def build(self, completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
+        """Items for the rows this kind applies to, and the row index of each."""
+        items, rows = [], []
+        kinds = kwargs.get(self.kind_column) if self.kind_column else None
+        for row, completion in enumerate(completions):
+            if isinstance(kinds, (list, tuple)) and kinds[row] is not None and kinds[row] != self.verifier:
+                continue  # another kind's row: this reward does not apply (TRL takes None)
+            item: dict[str, Any] = {"verifier": self.verifier, "id": row, "completion": completion_text(completion),
+                                    **self.fixed}
+            for field, column in self.columns.items():
+                values = kwargs.get(column)
+                if isinstance(values, (list, tuple)) and len(values) == len(completions) and values[row] is not None:
+                    value = values[row]
+                    if field == "answer" and not isinstance(value, str):
+                        value = str(value)  # numeric answer columns (GSM8K-style ints)
+                    # Datasets often store structured references (tests) as JSON text.
+                    if field not in ("answer",) and isinstance(value, str) and value[:1] in "[{":
+                        try:
+                            value = json.loads(value)
+                        except json.JSONDecodeError:
+                            pass
+                    item[field] = value
+            items.append(item)
+            rows.append(row)
+        return items, rows
+
+
+def _fold(n_rows: int, rows: list[int], verdicts: list[dict[str, Any]], component: str | None,
+          log_metric: Callable[[str, float], None] | None, name: str) -> list[float | None]:
+    rewards: list[float | None] = [None] * n_rows
+    for row, verdict in zip(rows, verdicts):
+        if component is None:
+            rewards[row] = float(verdict["reward"])
+        else:
+            rewards[row] = float((verdict.get("components") or {}).get(component, 0.0))
+    if log_metric is not None and verdicts:
+        # Per-component means of the rows this reward applies to (TRL averages them over the logging step).
+        names = sorted({c for v in verdicts for c in (v.get("components") or {})})
+        for c in names:
+            log_metric(f"{name}/{c}", sum((v.get("components") or {}).get(c, 0.0) for v in verdicts) / len(verdicts))
+        log_metric(f"{name}/error_rate", sum(v["status"] == "error" for v in verdicts) / len(verdicts))
+    return rewards
+
+
+def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str = "math",
+                    columns: dict[str, str] | None = None, fixed: dict[str, Any] | None = None,
+                    reward: RewardSpec | dict | None = None, component: str | None = None,
+                    kind_column: str | None = "verifier", name: str | None = None, token: str | None = None,
+                    asynchronous: bool = False, deadline_s: float | None = None) -> Callable[..., Any]:
+    """A reward function with GRPOTrainer's signature: `f(prompts, completions, **dataset_columns) -> list`.
+
+    - Items of kind `verifier` are built from each completion and the dataset columns named like the kind's fields
+      (`answer` for math, `tests`/`hidden_tests` for code, ...); `columns` renames ({"answer": "solution"}),
+      `fixed` sets constant fields ({"strict": True}).
+    - Rows whose `kind_column` names another kind get None (the reward does not apply to them).
+    - `reward` makes it a composite; `component` returns that component's score instead of the total.
+    - With `log_metric` among the kwargs (TRL passes it), logs each component's mean and the error rate.
+    - `asynchronous=True` returns a coroutine function (TRL runs async reward functions concurrently).
+    """
+    builder = _ItemBuilder(verifier, columns, fixed, kind_column)
+    spec = RewardSpec.model_validate(reward) if isinstance(reward, dict) else reward
+    if component is not None and (spec is None or component not in {c.name for c in spec.components}):
+        raise ValueError(f"component {component!r} is not in the reward spec")
+    label = name or (f"groupscore_{verifier}" + (f"_{component}" if component else ""))
+
+    if asynchronous:
+        urls = service.urls if isinstance(service, ScoreClient) else service
+        clients: dict[int, AsyncScoreClient] = {}  # httpx async clients belong to one event loop each
+
+        async def reward_async(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+            loop_id = id(asyncio.get_running_loop())
+            if loop_id not in clients:
+                clients[loop_id] = AsyncScoreClient(urls, token=token)
+            items, rows = builder.build(completions, kwargs)
+            verdicts = await clients[loop_id].score_raw(items, spec, deadline_s) if items else []
+            return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
+
+        reward_async.__name__ = label
+        return reward_async
+
+    client = service if isinstance(service, ScoreClient) else ScoreClient(service, token=token)
+
+    def reward_sync(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+        items, rows = builder.build(completions, kwargs)
+        verdicts = client.score_raw(items, spec, deadline_s) if items else []
+        return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
+
+    reward_sync.__name__ = label
+    return reward_sync
+
+
+# -- verl ---------------------------------------------------------------------------------------------------------------
+
+# data_source prefixes that verl's own default scorer routes to code execution; everything else is math here.
+_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco", "primeintellect", "livecodebench", "humaneval", "mbpp",
+                 "code")
+_verl_client: ScoreClient | None = None
+_verl_lock = threading.Lock()
+
+
+def _client_from_env() -> ScoreClient:
+    global _verl_client
+    with _verl_lock:
+        if _verl_client is None:
+            urls = [u for u in os.environ.get("GROUPSCORE_URL", "http://127.0.0.1:8000").split(",") if u.strip()]
+            _verl_client = ScoreClient(urls, token=os.environ.get("GROUPSCORE_TOKEN") or None)
+        return _verl_client
+
+
+def verl_item(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None) -> dict[str, Any]:
+    """The item for one verl sample.
+
+    `extra_info["verifier"]` picks the kind, else the data source does (code datasets -> code, the rest -> math).
+    A ground truth that is an object (or JSON object text) with item fields is used as is; a code ground truth in
+    verl's `{"inputs": [...], "outputs": [...]}` form (with `fn_name` for call-style tests) becomes tests.
+    """
+    extra_info = extra_info or {}
+    kind = extra_info.get("verifier")
+    if kind is None:
+        source = (data_source or "").lower().replace("-", "").replace("_", "")
+        kind = "code" if any(key in source for key in _CODE_SOURCES) else "math"
+    reference = ground_truth
+    if isinstance(reference, str) and reference.lstrip().startswith("{"):
+        try:
+            reference = json.loads(reference)
+        except json.JSONDecodeError:
+            pass
+    item: dict[str, Any] = {"verifier": kind, "completion": solution_str}
+    if isinstance(reference, dict) and "inputs" in reference and "outputs" in reference and kind == "code":
+        item["tests"] = _verl_code_tests(reference)
+    elif isinstance(reference, dict):
+        item.update({k: v for k, v in reference.items() if k not in ("completion", "id")})
+    else:
+        item["answer"] = "" if reference is None else str(reference)
+    return item
+
+
+def _verl_code_tests(reference: dict[str, Any]) -> list[dict[str, Any]]:
+    fn_name = reference.get("fn_name")
+    tests = []
+    for given, expected in zip(reference["inputs"], reference["outputs"]):
+        if fn_name:
+            # Call-style (TACO/APPS): inputs are argument lists; outputs are usually wrapped in a one-element list.
+            args = given if isinstance(given, list) else [given]
+            if isinstance(expected, list) and len(expected) == 1:
+                expected = expected[0]
+            tests.append({"type": "call", "fn": fn_name, "args": args, "expected": expected})
+        else:
+            tests.append({"type": "stdio", "stdin": str(given), "stdout": str(expected)})
+    return tests
+
+
+def _verl_result(verdict: dict[str, Any]) -> dict[str, Any]:
+    # verl takes a dict with "score" and logs the other keys per sample: numbers only, same keys every time.
+    return {"score": float(verdict["reward"]), "acc": 1.0 if verdict["status"] == "correct" else 0.0,
+            **{f"component_{k}": float(v) for k, v in (verdict.get("components") or {}).items()}}
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+    """verl's custom reward function signature, scored by the service at GROUPSCORE_URL."""
+    verdict = _client_from_env().score_raw([verl_item(data_source, solution_str, ground_truth, extra_info)])[0]
+    return _verl_result(verdict)
+
+
+def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str], ground_truths: Sequence[Any],
+                        extra_infos: Sequence[dict[str, Any] | None] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+    """verl's batched reward manager signature: one request for the whole batch."""
+    extra_infos = extra_infos or [None] * len(solution_strs)
+    items = [verl_item(*row) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]
+    return [_verl_result(v) for v in _client_from_env().score_raw(items)]
