@@ -192,6 +192,7 @@ class WorkerPool:
         self._live = 0  # started and not killed, idle or busy
         self._preload: dict[str, None] = {}  # modules that calls have used; new workers import them before "ready"
         self._closed = False
+        self._warm_up_lock = threading.Lock()  # two warm-ups each holding half the workers would wait for each other
 
     def run(self, fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
         """Run fn(*args) in a worker and return its value, within timeout_s seconds of wall-clock time."""
@@ -220,6 +221,8 @@ class WorkerPool:
         deadline = time.monotonic() + timeout_s
         payload = pickle.dumps((_import_all, (names,)))
         taken: list[_Worker] = []
+        if not self._warm_up_lock.acquire(timeout=timeout_s):
+            raise BudgetExceeded("warm-up ran out of its budget waiting for another warm-up")
         try:
             for _ in range(self.size):  # all at once, so that each worker gets the imports
                 taken.append(self._acquire(deadline, "warm-up"))
@@ -229,6 +232,8 @@ class WorkerPool:
             for worker in taken:
                 self._replace(worker)
             raise
+        finally:
+            self._warm_up_lock.release()
         for worker in taken:
             self._release(worker)
 
