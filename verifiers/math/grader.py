@@ -1,0 +1,377 @@
+"""Answer comparison: structures matched shape by shape, leaves through a cheapest-first cascade.
+
+Leaf cascade: normalised string, then exact/toleranced numbers, then (for expressions in variables) a numeric
+identity test at fixed sample points, then sympy. The fast path (`symbolic=False`) never touches sympy: where it
+cannot decide it answers `equal=None`, and the caller re-runs the comparison with `symbolic=True` in a bounded
+worker process (`symbolic_outcome`), where sympy is imported on first use.
+"""
+
+from __future__ import annotations
+
+import cmath
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from groupscore.verifiers.math.numeric import evaluate, free_variables, numbers_equal
+from groupscore.verifiers.math.structures import (
+    Choice,
+    Expr,
+    Interval,
+    Items,
+    Matrix,
+    Node,
+    Relation,
+    Union,
+    as_interval,
+    is_inequality,
+    is_variable,
+    parse_structure,
+)
+
+Tri = bool | None  # True, False, or "cannot tell here"
+
+# Fixed, irrational-looking sample points: deterministic, and unlikely roots of a non-zero difference.
+_SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775, 0.3183098862, 2.7320508075)
+_CHOICE_PREFIX = re.compile(r"\(?([A-J])\)(?:\s|$|[^a-zA-Z])|([A-J])(?:[.:]|\s)|([A-J])$")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of comparing a predicted answer with the reference."""
+
+    equal: Tri  # None: the fast path needs sympy, or (symbolic path) the prediction could not be read
+    method: str  # the costliest test that decided: string, numeric, sample, symbolic, structure
+    reason: str = ""
+    hedge: bool = False
+    too_complex: bool = False  # a guard refused to hand an expression to sympy
+
+
+def all3(results: Iterable[Callable[[], Tri]]) -> Tri:
+    """Kleene AND over lazily computed tri-states: stops at the first False."""
+    unknown = False
+    for result in results:
+        value = result()
+        if value is False:
+            return False
+        unknown |= value is None
+    return None if unknown else True
+
+
+def _perfect_matching(n: int, edge: Callable[[int, int], bool]) -> bool:
+    """Kuhn's augmenting paths on an n x n bipartite graph (n <= 64)."""
+    match_of: list[int] = [-1] * n
+
+    def augment(i: int, seen: list[bool]) -> bool:
+        for j in range(n):
+            if edge(i, j) and not seen[j]:
+                seen[j] = True
+                if match_of[j] < 0 or augment(match_of[j], seen):
+                    match_of[j] = i
+                    return True
+        return False
+
+    return all(augment(i, [False] * n) for i in range(n))
+
+
+class _Judge:
+    """Compares structures; `leaf` decides single expressions. One judge per comparison (it records methods)."""
+
+    def __init__(self, rel_tol: float, symbolic: bool) -> None:
+        self.rel_tol = rel_tol
+        self.symbolic = symbolic
+        self.methods: set[str] = set()
+        self.too_complex = False
+        self._sympy = None
+
+    # -- leaves -----------------------------------------------------------------------------------------------------
+
+    def leaf(self, pred: str, gold: str) -> Tri:
+        if pred == gold:
+            self.methods.add("string")
+            return True
+        if not pred or not gold:
+            return False
+        pv, gv = evaluate(pred), evaluate(gold)
+        if pv is not None and gv is not None:
+            self.methods.add("numeric")
+            return numbers_equal(pv, gv, self.rel_tol)
+        pf, gf = free_variables(pred), free_variables(gold)
+        if pf != gf:
+            # A number against an expression in x, or expressions in different variables, are different answers.
+            self.methods.add("numeric")
+            return False
+        if pf:
+            sampled = self._sample_equal(pred, gold, sorted(pf))
+            if sampled is not None:
+                self.methods.add("sample")
+                return sampled
+        return self._symbolic_leaf(pred, gold)
+
+    def _sample_equal(self, pred: str, gold: str, names: Sequence[str]) -> Tri:
+        decided_equal = True
+        for trial in range(3):
+            point = {name: complex(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial), 0.0) for k, name in enumerate(names)}
+            a, b = evaluate(pred, point), evaluate(gold, point)
+            if a is None or b is None:
+                return None
+            x, y = complex(a.value), complex(b.value)
+            if cmath.isinf(x) or cmath.isinf(y):
+                return None
+            scale = max(abs(x), abs(y), 1e-300)
+            if abs(x - y) > 1e-6 * scale and abs(x - y) > 1e-9:
+                return False
+            if abs(x - y) > max(1e-10 * scale, 1e-12):
+                decided_equal = False
+        return True if decided_equal else None
+
+    def _symbolic_leaf(self, pred: str, gold: str) -> Tri:
+        if not self.symbolic:
+            return None
+        from groupscore.verifiers.math import symbolic  # sympy lives only on the worker side
+
+        self.methods.add("symbolic")
+        try:
+            return symbolic.expressions_equal(pred, gold, self.rel_tol)
+        except symbolic.TooComplex:
+            self.too_complex = True
+            return None
+
+    def relation(self, pred: Relation, gold: Relation) -> Tri:
+        """Two equations (or inequalities) are equal when one is a non-zero (positive) multiple of the other."""
+        if pred.op == gold.op and pred.lhs == gold.lhs:
+            same_rhs = self.leaf(pred.rhs, gold.rhs)
+            if same_rhs:
+                return True
+        p_diff, p_strict, p_kind = _as_difference(pred)
+        g_diff, g_strict, g_kind = _as_difference(gold)
+        if p_kind != g_kind or p_strict != g_strict:
+            return False
+        names = sorted(free_variables(p_diff) | free_variables(g_diff))
+        ratio = self._sample_ratio(p_diff, g_diff, names)
+        if ratio is not None:
+            self.methods.add("sample")
+            return ratio > 0 if p_kind == "ineq" else True
+        if ratio is None and self._ratio_known_absent(p_diff, g_diff, names):
+            self.methods.add("sample")
+            return False
+        if not self.symbolic:
+            return None
+        from groupscore.verifiers.math import symbolic
+
+        self.methods.add("symbolic")
+        try:
+            return symbolic.relations_equal(p_diff, g_diff, p_kind == "ineq")
+        except symbolic.TooComplex:
+            self.too_complex = True
+            return None
+
+    def _ratios(self, p_diff: str, g_diff: str, names: Sequence[str]) -> list[complex] | None:
+        ratios = []
+        for trial in range(4):
+            point = {name: complex(_SAMPLES[(k + 3 * trial) % len(_SAMPLES)] * (1 + trial), 0.0) for k, name in enumerate(names)}
+            a, b = evaluate(p_diff, point), evaluate(g_diff, point)
+            if a is None or b is None:
+                return None
+            x, y = complex(a.value), complex(b.value)
+            if abs(y) < 1e-12 or cmath.isinf(x) or cmath.isinf(y):
+                if abs(x) < 1e-12 and abs(y) < 1e-12:
+                    continue
+                return []  # one side vanishes where the other does not: not proportional
+            ratios.append(x / y)
+        return ratios or None  # None: both sides vanished at every sample, nothing learned
+
+    def _sample_ratio(self, p_diff: str, g_diff: str, names: Sequence[str]) -> float | None:
+        """The constant real ratio p/g if the samples show one."""
+        ratios = self._ratios(p_diff, g_diff, names)
+        if not ratios:
+            return None
+        first = ratios[0]
+        if abs(first) < 1e-12 or abs(first.imag) > 1e-9 * abs(first):
+            return None
+        if all(abs(r - first) <= 1e-9 * abs(first) for r in ratios):
+            return first.real
+        return None
+
+    def _ratio_known_absent(self, p_diff: str, g_diff: str, names: Sequence[str]) -> bool:
+        ratios = self._ratios(p_diff, g_diff, names)
+        if ratios is None:
+            return False
+        if not ratios:
+            return True
+        first = ratios[0]
+        return any(abs(r - first) > 1e-6 * max(abs(first), 1e-12) for r in ratios) or abs(first) < 1e-12
+
+    # -- structures -------------------------------------------------------------------------------------------------
+
+    def match(self, pred: Node, gold: Node) -> Tri:
+        if isinstance(gold, Choice) or isinstance(pred, Choice):
+            return self._choice(pred, gold)
+        if isinstance(pred, Items) and len(pred.items) == 1:
+            return self.match(pred.items[0], gold)
+        if isinstance(gold, Items) and len(gold.items) == 1:
+            return self.match(pred, gold.items[0])
+        if isinstance(gold, Interval | Union) or isinstance(pred, Interval | Union):
+            return self._intervals(pred, gold)
+        if is_inequality(pred) != is_inequality(gold):  # `x > 3` against `(3, \infty)`
+            return self._intervals(pred, gold)
+        if isinstance(pred, Relation) and isinstance(gold, Relation):
+            if pred.op not in ("=", "\\neq") and gold.op not in ("=", "\\neq"):
+                p_int, g_int = as_interval(pred), as_interval(gold)
+                if p_int is not None and g_int is not None:
+                    return self._intervals(p_int, g_int)
+            return self.relation(pred, gold)
+        if isinstance(pred, Relation):
+            value = _value_of(pred)
+            return self.match(value, gold) if value is not None else False
+        if isinstance(gold, Relation):
+            value = _value_of(gold)
+            return self.match(pred, value) if value is not None else False
+        if isinstance(pred, Items) and isinstance(gold, Items):
+            return self._items(pred, gold)
+        if isinstance(pred, Matrix) or isinstance(gold, Matrix):
+            return self._matrix(pred, gold)
+        if isinstance(pred, Expr) and isinstance(gold, Expr):
+            return self.leaf(pred.text, gold.text)
+        return False  # one answer against several, or different shapes
+
+    def _choice(self, pred: Node, gold: Node) -> Tri:
+        self.methods.add("string")
+        if isinstance(pred, Choice) and isinstance(gold, Choice):
+            return pred.letter == gold.letter
+        if isinstance(gold, Choice) and isinstance(pred, Expr):
+            found = _CHOICE_PREFIX.match(pred.text)
+            return bool(found) and next(g for g in found.groups() if g) == gold.letter
+        return False
+
+    def _items(self, pred: Items, gold: Items) -> Tri:
+        if len(pred.items) != len(gold.items):
+            return False
+        if gold.ordered and pred.kind == "set" or pred.ordered and gold.kind == "set":
+            return False
+        if gold.ordered and pred.kind in ("tuple", "list") or pred.ordered and gold.kind == "list":
+            return all3(lambda p=p, g=g: self.match(p, g) for p, g in zip(pred.items, gold.items))
+        return self._unordered(pred.items, gold.items)
+
+    def _unordered(self, preds: Sequence[Node], golds: Sequence[Node]) -> Tri:
+        n = len(preds)
+        if n != len(golds):
+            return False
+        table = [[self.match(p, g) for g in golds] for p in preds]
+        if _perfect_matching(n, lambda i, j: table[i][j] is True):
+            return True
+        if not _perfect_matching(n, lambda i, j: table[i][j] is not False):
+            return False
+        return None
+
+    def _intervals(self, pred: Node, gold: Node) -> Tri:
+        p, g = as_interval(pred), as_interval(gold)
+        if p is None or g is None:
+            return False
+        if isinstance(p, Union) and len(p.parts) == 1:
+            p = as_interval(p.parts[0])
+        if isinstance(g, Union) and len(g.parts) == 1:
+            g = as_interval(g.parts[0])
+        if isinstance(p, Interval) and isinstance(g, Interval):
+            if (p.left_closed, p.right_closed) != (g.left_closed, g.right_closed):
+                return False
+            return all3((lambda: self.leaf(p.lo, g.lo), lambda: self.leaf(p.hi, g.hi)))
+        if isinstance(p, Union) and isinstance(g, Union):
+            return self._unordered(p.parts, g.parts)
+        return False
+
+    def _matrix(self, pred: Node, gold: Node) -> Tri:
+        p_rows, g_rows = _matrix_rows(pred), _matrix_rows(gold)
+        if p_rows is None or g_rows is None:
+            return False
+        if len(p_rows) != len(g_rows) or any(len(a) != len(b) for a, b in zip(p_rows, g_rows)):
+            if isinstance(pred, Matrix) and isinstance(gold, Matrix):
+                return False  # a row is not a column
+            # A vector written as a tuple against the same vector as a one-column (or one-row) matrix.
+            p_flat, g_flat = _as_vector(p_rows), _as_vector(g_rows)
+            if p_flat is None or g_flat is None or len(p_flat) != len(g_flat):
+                return False
+            return all3(lambda a=a, b=b: self.leaf(a, b) for a, b in zip(p_flat, g_flat))
+        return all3(lambda a=a, b=b: self.leaf(a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
+
+
+def _matrix_rows(node: Node) -> tuple[tuple[str, ...], ...] | None:
+    if isinstance(node, Matrix):
+        return node.rows
+    if isinstance(node, Items) and node.kind == "tuple" and all(isinstance(i, Expr) for i in node.items):
+        return (tuple(i.text for i in node.items),)  # type: ignore[union-attr]
+    return None
+
+
+def _as_vector(rows: tuple[tuple[str, ...], ...]) -> tuple[str, ...] | None:
+    if len(rows) == 1:
+        return rows[0]
+    if all(len(r) == 1 for r in rows):
+        return tuple(r[0] for r in rows)
+    return None
+
+
+def _value_of(relation: Relation) -> Node | None:
+    """The answer a relation states: `x = 3` -> 3, `2+3=5` -> 5; None for a genuine equation or inequality."""
+    if relation.op != "=":
+        return None
+    if relation.is_assignment or not free_variables(relation.lhs):
+        return parse_structure(relation.rhs)
+    return None
+
+
+def _as_difference(relation: Relation) -> tuple[str, bool, str]:
+    """`L op R` as `D op' 0` with op' one of =, <, <=: (D, strict, kind)."""
+    lhs, rhs = relation.lhs or "0", relation.rhs or "0"
+    if relation.op in ("=", "\\neq"):
+        return f"({lhs})-({rhs})", relation.op == "\\neq", "eq"
+    if relation.op in ("<", "\\leq"):
+        return f"({lhs})-({rhs})", relation.op == "<", "ineq"
+    return f"({rhs})-({lhs})", relation.op == ">", "ineq"
+
+
+def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
+    """Whether the prediction hedges against this reference, and why."""
+    single_gold = isinstance(gold, Expr | Choice) or (isinstance(gold, Relation) and gold.op == "=")
+    if isinstance(pred, Items) and len(pred.items) > 1 and single_gold:
+        return True, f"hedge: {len(pred.items)} candidate answers against a single reference"
+    if isinstance(pred, Expr) and is_variable(pred.text) and not (isinstance(gold, Expr) and is_variable(gold.text)):
+        return True, "hedge: a bare variable is not an answer"
+    return False, ""
+
+
+def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool) -> Outcome:
+    """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None."""
+    pred_node, gold_node = parse_structure(pred), parse_structure(gold)
+    hedge, why = _describe(pred_node, gold_node)
+    if hedge:
+        return Outcome(False, "structure", why, hedge=True)
+    judge = _Judge(rel_tol, symbolic)
+    try:
+        equal = judge.match(pred_node, gold_node)
+    except RecursionError:
+        return Outcome(None, "structure", "answer nested too deeply", too_complex=True)
+    method = next((m for m in ("symbolic", "sample", "numeric", "string") if m in judge.methods), "structure")
+    if equal is None and symbolic:
+        reason = "expression exceeds the symbolic limits" if judge.too_complex else "could not read the answer"
+        return Outcome(None, method, reason, too_complex=judge.too_complex)
+    if equal is None:
+        return Outcome(None, method, "needs symbolic comparison")
+    return Outcome(equal, method, f"{method} {'match' if equal else 'mismatch'}")
+
+
+@lru_cache(maxsize=1 << 16)
+def compare_fast(pred: str, gold: str, rel_tol: float) -> Outcome:
+    """The in-process fast path (no sympy); cached because RL batches repeat the same (answer, reference) pairs."""
+    return compare_answers(pred, gold, rel_tol, symbolic=False)
+
+
+def symbolic_outcome(pred: str, gold: str, rel_tol: float) -> Outcome:
+    """Worker entry point: the full comparison, sympy included. Picklable in and out."""
+    return compare_answers(pred, gold, rel_tol, symbolic=True)
+
+
+def symbolic_equal(pred_repr: str, gold_repr: str, rel_tol: float) -> bool | None:
+    """Worker entry point returning only the verdict: True, False, or None when the prediction cannot be read."""
+    return symbolic_outcome(pred_repr, gold_repr, rel_tol).equal

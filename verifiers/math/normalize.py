@@ -1,0 +1,237 @@
+"""Normalisation of an answer string to one canonical LaTeX-ish spelling, so cheap string and numeric tests decide most pairs.
+
+Every rewrite here is a linear-time regex or string operation; callers cap the input length, so normalising is
+bounded in time. The output stays parseable by latex2sympy for the symbolic step.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+
+# Unicode spellings models emit for LaTeX commands.
+_UNICODE = {
+    "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u22c5": r"\cdot ", "\u00b7": r"\cdot ", "\u00f7": r"\div ",
+    "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u2264": r"\leq ", "\u2265": r"\geq ", "\u2260": r"\neq ",
+    "\u222a": r"\cup ", "\u2229": r"\cap ", "\u221a": r"\sqrt", "\u00b1": r"\pm ", "\u00b0": "",
+    "\u2009": " ", "\u00a0": " ", "\u202f": " ",
+}
+_UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
+
+_MATH_DELIMS = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$")
+_SIZING = re.compile(r"\\(?:left|right|[bB]igg?[lr]?|middle)(?![a-zA-Z])\s*(\.)?")
+_SPACING = re.compile(r"(?<!\\)\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~")
+_STYLE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![a-zA-Z])")
+_FRAC_CMDS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
+_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![a-zA-Z])|\\text\{\s*degrees?\s*\}|(?<=\d)\s*degrees?\b")
+_PERCENT = re.compile(r"\\?%|\\text\{\s*percent\s*\}|(?<=\d)\s*percent\b")
+_DOLLAR = re.compile(r"\\\$|\\text\{\s*dollars?\s*\}|(?<=\d)\s*dollars?\b")
+# \text{...} and friends without nested braces: the content is kept, the wrapper dropped.
+_TEXT_WRAPPERS = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mathsf|mathtt|mbox|operatorname\*?|bold|boldsymbol|emph)"
+    r"\s*\{([^{}]*)\}"
+)
+_FRAC_SHORT_BOTH = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*(?=\{)")
+_FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
+_SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])(?![\d])")
+_THIN_GROUP = re.compile(r"\{,\}")
+_THOUSANDS_COMMA = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_THOUSANDS_SPACE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_MIXED_LATEX = re.compile(r"(?<![\d.}^_a-zA-Z\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
+_MIXED_PLAIN = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_LEADING_DOT = re.compile(r"(?<![\d.])\.(\d)")
+_DECIMAL = re.compile(r"\d+\.\d*")
+_RELATIONS = (
+    (re.compile(r"<=|\\le(?:q|qslant)?(?![a-zA-Z])"), r"\\leq "),
+    (re.compile(r">=|\\ge(?:q|qslant)?(?![a-zA-Z])"), r"\\geq "),
+    (re.compile(r"!=|\\ne(?![a-zA-Z])"), r"\\neq "),
+    (re.compile(r"\\lt(?![a-zA-Z])"), "<"),
+    (re.compile(r"\\gt(?![a-zA-Z])"), ">"),
+)
+_EMPTY_SET = re.compile(r"\\varnothing|\\emptyset|\\O(?![a-zA-Z])|\\\{\s*\\\}|\u2205")
+_REALS_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*(?:\\setminus|\\backslash|-)\s*\\\{([^{}\\,]+)\\\}")
+_REALS = re.compile(r"\\mathbb\{R\}|\(\s*-\s*\\infty\s*,\s*\+?\s*\\infty\s*\)")
+_INFINITY = re.compile(r"\\infinity|\\inf(?![a-zA-Z])|(?<![a-zA-Z\\])(?:infinity|inf)(?![a-zA-Z])|\+\s*(?=\\infty)")
+# Plain-text function names become LaTeX commands so that latex2sympy does not read `exp` as e*x*p.
+_PLAIN_FUNCS = re.compile(r"(?<![a-zA-Z\\])(exp|sin|cos|tan|cot|sec|csc|ln|log|arcsin|arccos|arctan|pi|sqrt)(?![a-zA-Z])")
+_BRACE_SINGLE = re.compile(r"([\^_])\{(\w)\}")
+_SPACES = re.compile(r"\s+")
+_TRAILING_PUNCT = re.compile(r"[\s.,;:?]+$")
+_SCIENTIFIC = re.compile(r"([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d{1,4})")
+_UNIT_WORDS = frozenset(
+    """cm m mm km meter meters metre metres inch inches in ft feet foot yard yards yd mile miles mi
+    g kg mg gram grams kilogram kilograms lb lbs pound pounds oz ounce ounces ton tons
+    s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks month months year years
+    l ml liter liters litre litres gallon gallons cup cups mph kph kmh km/h m/s
+    unit units square sq cubic cents cent dollars dollar euros euro people persons students apples
+    degree degrees radian radians rad deg sqft""".split()
+)
+# A trailing run of words after a number is a unit ("5 cm", "12 square units"), unless a word is a connective.
+_TRAILING_WORDS = re.compile(r"^(.*?[\d}.)])\s*((?:[a-zA-Z]+(?:\s*\^\s*\{?\d\}?)?[ /.]*){1,4})$")
+_TEXT_LABEL = re.compile(
+    r"\\(?:text|textrm|textnormal|mathrm|mbox)\s*\{([^{}]*)\}(?:\s*\^\s*\{?\d\}?)?"
+)
+_WORDS_ONLY = re.compile(r"[a-zA-Z]+(?: [a-zA-Z]+)*")
+_PLAIN_NUMBER = re.compile(r"[-+]?[\d.,/]+")
+_CONNECTIVES = frozenset({"or", "and", "i", "e"})
+_CONNECTIVE_WORDS = frozenset({"or", "and"})
+
+
+def _unicode(text: str) -> str:
+    return _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], text)
+
+
+def _unwrap_text(match: re.Match[str]) -> str:
+    return f" {match.group(1).strip()} "
+
+
+def _drop_text_words(match: re.Match[str]) -> str:
+    """A \\text{} holding only words ("cm", "square units") is a unit or label beside the answer: drop it."""
+    content = match.group(1).strip()
+    if _WORDS_ONLY.fullmatch(content) and content not in ("or", "and") and len(content) > 1:
+        return " "
+    return match.group(0)
+
+
+def _strip_units(text: str) -> str:
+    match = _TRAILING_WORDS.match(text)
+    if not match:
+        return text
+    head = match.group(1)
+    words = [w.rstrip("^0123456789") for w in re.split(r"[ /.]+", match.group(2)) if w]
+    if any(w.lower() in _CONNECTIVES for w in words) or not re.search(r"\d", head):
+        return text
+    known = all(w.lower() in _UNIT_WORDS for w in words)
+    # Unknown words count as a unit only after a plain number ("5 apples"), never after an expression ("3 xy").
+    if known or (_PLAIN_NUMBER.fullmatch(head.strip()) and all(len(w) >= 3 for w in words)):
+        return head
+    return text
+
+
+def _mixed_latex(match: re.Match[str]) -> str:
+    whole, num, den = int(match.group(1)), int(match.group(2)), int(match.group(3))
+    if den == 0 or num >= den:
+        return match.group(0)  # "2\frac{3}{2}" is not a mixed number: leave the product alone
+    return rf"\frac{{{whole * den + num}}}{{{den}}}"
+
+
+def _mixed_plain(match: re.Match[str]) -> str:
+    sign, whole, num, den = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
+    if den == 0 or num >= den:
+        return match.group(0)
+    return rf"{sign}\frac{{{whole * den + num}}}{{{den}}}"
+
+
+def _trim_decimal(match: re.Match[str]) -> str:
+    text = match.group(0)
+    whole, _, frac = text.partition(".")
+    frac = frac.rstrip("0")
+    whole = whole.lstrip("0") or "0"
+    return f"{whole}.{frac}" if frac else whole
+
+
+def _plain_sqrt(text: str) -> str:
+    """`sqrt(2)` -> `\\sqrt{2}` (after `_PLAIN_FUNCS` made it `\\sqrt(2)`), matching parentheses in one pass."""
+    out: list[str] = []
+    i = 0
+    while True:
+        j = text.find(r"\sqrt(", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        depth, k = 0, j + 5
+        while k < len(text):
+            if text[k] == "(":
+                depth += 1
+            elif text[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        if k >= len(text):
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j] + r"\sqrt{" + text[j + 6 : k] + "}")
+        i = k + 1
+
+
+@lru_cache(maxsize=1 << 16)
+def normalize(answer: str) -> str:
+    """Canonical spelling of one answer (already extracted): same meaning, same string, for the common spellings."""
+    text = _unicode(answer.strip())
+    text = _MATH_DELIMS.sub(" ", text.replace(r"\$", " ").replace("$$", " "))
+    text = _STYLE.sub("", text)
+    text = _SIZING.sub("", text)
+    text = _SPACING.sub(" ", text)
+    text = _FRAC_CMDS.sub(r"\\frac", text)
+    text = _DEGREES.sub("", text)
+    text = _PERCENT.sub("", text)
+    text = _DOLLAR.sub("", text)
+    text = _THIN_GROUP.sub("", text)
+    if "\\" in text:
+        without_labels = _TEXT_LABEL.sub(_drop_text_words, text)
+        if re.search(r"\d", without_labels):
+            text = without_labels
+    for _ in range(3):  # \text{\textbf{x}}: three levels are plenty and keep this bounded
+        new = _TEXT_WRAPPERS.sub(_unwrap_text, text)
+        if new == text:
+            break
+        text = new
+    text = _FRAC_SHORT_BOTH.sub(r"\\frac{\1}{\2}", text)
+    text = _FRAC_SHORT_NUM.sub(r"\\frac{\1}", text)
+    text = _FRAC_SHORT_DEN.sub(r"\\frac\1{\2}", text)
+    text = _SQRT_SHORT.sub(r"\\sqrt{\1}", text)
+    for pattern, repl in _RELATIONS:
+        text = pattern.sub(repl, text)
+    text = _INFINITY.sub(lambda m: "" if m.group(0).startswith("+") else r"\infty ", text)
+    text = _PLAIN_FUNCS.sub(r"\\\1", text)
+    text = _EMPTY_SET.sub(r"\\emptyset ", text)
+    text = _REALS_MINUS_POINT.sub(lambda m: rf"(-\infty,{m.group(1).strip()})\cup({m.group(1).strip()},\infty)", text)
+    text = _REALS.sub(r"(-\\infty,\\infty)", text)
+    if r"\sqrt(" in text:
+        text = _plain_sqrt(text)
+    text = text.replace(r"\langle", "(").replace(r"\rangle", ")")
+    text = text.replace("**", "^").replace(r"\dots", r"\ldots").replace(r"\cdots", r"\ldots")
+    text = _SPACES.sub(" ", text).strip()
+    text = _TRAILING_PUNCT.sub("", text)
+    text = _strip_units(text)
+    if _THOUSANDS_COMMA.fullmatch(text) or _THOUSANDS_SPACE.fullmatch(text):
+        text = text.replace(",", "").replace(" ", "")
+    if _SCIENTIFIC.fullmatch(text):
+        text = _SCIENTIFIC.sub(lambda m: rf"{m.group(1)}\times10^{{{int(m.group(2))}}}", text)
+    text = _MIXED_LATEX.sub(_mixed_latex, text)
+    text = _MIXED_PLAIN.sub(_mixed_plain, text)
+    text = _LEADING_DOT.sub(r"0.\1", text)
+    text = _DECIMAL.sub(_trim_decimal, text)
+    text = _BRACE_SINGLE.sub(r"\1\2", text)
+    return _compact(text)
+
+
+def _compact(text: str) -> str:
+    """Drop spaces that carry no meaning, keeping those that separate words or a command from a letter."""
+    out: list[str] = []
+    parts = text.split(" ")
+    for i, part in enumerate(parts):
+        if not part:
+            continue
+        if out:
+            prev = out[-1]
+            if (
+                (prev[-1:].isalpha() and part[:1].isalpha())
+                or (prev[-1:].isdigit() and part[:1].isdigit())  # "\log_2 8" is not "\log_28"
+                or part in _CONNECTIVE_WORDS
+                or prev in _CONNECTIVE_WORDS
+            ):
+                out.append(" ")
+        out.append(part)
+    return "".join(out)
+
+
+def fraction_of_literal(text: str) -> Fraction | None:
+    """The exact value of a plain numeric literal ("-12", "3.50", "7/8"), or None."""
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return None

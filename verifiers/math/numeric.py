@@ -1,0 +1,332 @@
+"""A small, bounded evaluator for numeric answers (no sympy): the fast path's numeric step.
+
+It reads the normalised LaTeX of a closed-form number (integers, decimals, fractions, roots, powers with modest
+exponents, pi, e, i, infinity, a few functions) and returns its value, or None when the text is anything else.
+Values are exact Fractions while only rational operations are involved; every size is capped so that no input
+can make it slow (no huge powers or factorials, bounded nesting).
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+MAX_EXPONENT = 10_000
+MAX_RESULT_BITS = 100_000
+MAX_FACTORIAL = 1_000
+MAX_DEPTH = 60
+FLOAT_NOISE = 1e-10  # relative error float arithmetic may add to an exact closed form like e^{16}-1
+
+_TOKEN = re.compile(r"\d+(?:\.\d+)?|\\[a-zA-Z]+|[a-zA-Z]|\S")
+_FUNCS = {r"\exp": cmath.exp, r"\ln": cmath.log, r"\sin": cmath.sin, r"\cos": cmath.cos, r"\tan": cmath.tan}
+_MULTIPLY = {"*", r"\cdot", r"\times"}
+_DIVIDE = {"/", r"\div"}
+
+
+class NotNumeric(Exception):
+    """The text is not a closed-form number this evaluator handles."""
+
+
+@dataclass(frozen=True)
+class Number:
+    value: Fraction | complex  # a Fraction while only rational operations took part
+    approx: bool  # a decimal literal took part: someone rounded, so compare with the item's tolerance
+
+    @property
+    def is_exact(self) -> bool:
+        return isinstance(self.value, Fraction)
+
+
+def _approx(value: complex, *operands: Number) -> Number:
+    """A float result; it counts as approximate only if a decimal literal went into it."""
+    if cmath.isnan(value):
+        raise NotNumeric("nan")
+    return Number(complex(value), any(o.approx for o in operands))
+
+
+def _as_complex(n: Number) -> complex:
+    return complex(n.value) if isinstance(n.value, Fraction) else n.value
+
+
+def _int_root(n: int, k: int) -> int | None:
+    if k == 2:
+        r = math.isqrt(n)
+        return r if r * r == n else None
+    try:
+        r = round(n ** (1 / k))
+    except OverflowError:
+        return None
+    return next((c for c in (r - 1, r, r + 1) if c >= 0 and c**k == n), None)
+
+
+def _exact_root(q: Fraction, k: int) -> Fraction | None:
+    """The exact k-th root of a non-negative rational when it is rational, else None."""
+    if q < 0:
+        return None
+    num, den = _int_root(q.numerator, k), _int_root(q.denominator, k)
+    return Fraction(num, den) if num is not None and den is not None else None
+
+
+GREEK = frozenset(
+    r"\alpha \beta \gamma \delta \theta \lambda \mu \phi \varphi \omega \sigma \tau \rho \psi \xi \eta \zeta \kappa \nu".split()
+)
+
+
+class _Reader:
+    def __init__(self, text: str, variables: Mapping[str, complex]) -> None:
+        self.tokens = _TOKEN.findall(text)
+        self.pos = 0
+        self.depth = 0
+        self.variables = variables
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (expected is not None and tok != expected):
+            raise NotNumeric(f"expected {expected!r}")
+        self.pos += 1
+        return tok
+
+    def group(self) -> Number:
+        """A braced group, or (as LaTeX allows) a single token: `\\frac12`, `x^2`."""
+        if self.peek() == "{":
+            self.take("{")
+            value = self.expr()
+            self.take("}")
+            return value
+        return self.atom()
+
+    def expr(self) -> Number:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise NotNumeric("nesting too deep")
+        value = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            rhs = self.term()
+            value = _add(value, rhs if op == "+" else _neg(rhs))
+        self.depth -= 1
+        return value
+
+    def term(self) -> Number:
+        value = self.unary()
+        while True:
+            tok = self.peek()
+            if tok in _MULTIPLY:
+                self.take()
+                value = _mul(value, self.unary())
+            elif tok in _DIVIDE:
+                self.take()
+                value = _div(value, self.unary())
+            elif tok is not None and _starts_atom(tok):
+                value = _mul(value, self.power())  # implicit product: 2\pi, 3\sqrt{2}, 2(3+1)
+            else:
+                return value
+
+    def unary(self) -> Number:
+        if self.peek() == "-":
+            self.take()
+            return _neg(self.unary())
+        if self.peek() == "+":
+            self.take()
+            return self.unary()
+        return self.power()
+
+    def power(self) -> Number:
+        base = self.postfix()
+        if self.peek() == "^":
+            self.take()
+            if self.peek() == "-":
+                self.take()
+                exponent = _neg(self.group())
+            else:
+                exponent = self.group()
+            return _pow(base, exponent)
+        return base
+
+    def postfix(self) -> Number:
+        value = self.atom()
+        while self.peek() == "!":
+            self.take()
+            value = _factorial(value)
+        return value
+
+    def atom(self) -> Number:
+        tok = self.take()
+        if tok[0].isdigit():
+            if "." in tok:
+                return Number(Fraction(tok), True)
+            if len(tok) > 400:
+                raise NotNumeric("literal too long")
+            return Number(Fraction(int(tok)), False)
+        if tok in ("(", "[", "{"):
+            close = {"(": ")", "[": "]", "{": "}"}[tok]
+            value = self.expr()
+            self.take(close)
+            return value
+        if tok == r"\frac":
+            num = self.group()
+            den = self.group()
+            return _div(num, den)
+        if tok == r"\sqrt":
+            index = 2
+            if self.peek() == "[":
+                self.take("[")
+                idx = self.expr()
+                self.take("]")
+                if not (idx.is_exact and idx.value.denominator == 1 and 2 <= idx.value <= 64):
+                    raise NotNumeric("root index")
+                index = int(idx.value)
+            return _root(self.group(), index)
+        if tok == r"\pi":
+            return Number(complex(math.pi, 0.0), False)
+        if tok == "e":
+            return Number(complex(math.e, 0.0), False)
+        if tok == "i":
+            return Number(1j, False)
+        if tok == r"\infty":
+            return Number(complex(math.inf, 0.0), False)
+        if tok in self.variables:
+            return Number(self.variables[tok], False)
+        if tok == r"\log" and self.peek() == "_":
+            self.take("_")
+            base = self.group()
+            arg = self.power() if self.peek() in ("(", "{") else self.unary()
+            return _div(_apply_function(cmath.log, arg), _apply_function(cmath.log, base))
+        if tok in _FUNCS:
+            arg = self.power() if self.peek() in ("(", "{") else self.unary()
+            return _apply_function(_FUNCS[tok], arg)
+        raise NotNumeric(f"unsupported token {tok!r}")
+
+
+def _apply_function(fn, arg: Number) -> Number:  # noqa: ANN001 - one of the cmath functions
+    try:
+        return _approx(fn(_as_complex(arg)), arg)
+    except (OverflowError, ValueError, ZeroDivisionError) as exc:
+        raise NotNumeric(str(exc)) from None
+
+
+def _starts_atom(tok: str) -> bool:
+    return (
+        tok[0].isdigit()
+        or (len(tok) == 1 and tok.isalpha())
+        or tok in ("(", r"\frac", r"\sqrt", r"\pi", r"\infty", r"\log")
+        or tok in _FUNCS
+        or tok in GREEK
+    )
+
+
+def _neg(a: Number) -> Number:
+    return Number(-a.value, a.approx)
+
+
+def _add(a: Number, b: Number) -> Number:
+    if a.is_exact and b.is_exact:
+        return Number(a.value + b.value, a.approx or b.approx)
+    return _approx(_as_complex(a) + _as_complex(b), a, b)
+
+
+def _mul(a: Number, b: Number) -> Number:
+    if a.is_exact and b.is_exact:
+        if a.value.numerator.bit_length() + b.value.numerator.bit_length() > MAX_RESULT_BITS:
+            raise NotNumeric("too large")
+        return Number(a.value * b.value, a.approx or b.approx)
+    return _approx(_as_complex(a) * _as_complex(b), a, b)
+
+
+def _div(a: Number, b: Number) -> Number:
+    if b.value == 0:
+        raise NotNumeric("division by zero")
+    if a.is_exact and b.is_exact:
+        return Number(a.value / b.value, a.approx or b.approx)
+    return _approx(_as_complex(a) / _as_complex(b), a, b)
+
+
+def _root(a: Number, index: int) -> Number:
+    if a.is_exact:
+        exact = _exact_root(a.value, index)
+        if exact is not None:
+            return Number(exact, a.approx)
+        if a.value < 0:
+            if index % 2 == 1:  # the real odd root, as a student means it
+                return _approx(-(float(-a.value) ** (1 / index)), a)
+            return _approx(1j * float(-a.value) ** (1 / index), a)
+        return _approx(float(a.value) ** (1 / index), a)
+    return _approx(_as_complex(a) ** (1 / index), a)
+
+
+def _pow(base: Number, exponent: Number) -> Number:
+    if exponent.is_exact and exponent.value.denominator == 1:
+        e = int(exponent.value)
+        if abs(e) > MAX_EXPONENT:
+            raise NotNumeric("exponent too large")
+        if base.is_exact:
+            if base.value == 0 and e < 0:
+                raise NotNumeric("division by zero")
+            bits = max(base.value.numerator.bit_length(), base.value.denominator.bit_length())
+            if bits * abs(e) > MAX_RESULT_BITS:
+                raise NotNumeric("power too large")
+            return Number(base.value**e, base.approx or exponent.approx)
+    try:
+        b, x = _as_complex(base), _as_complex(exponent)
+        if abs(x) > MAX_EXPONENT:
+            raise NotNumeric("exponent too large")
+        if b.imag == 0 and x.imag == 0 and b.real < 0 and x.real != int(x.real):
+            raise NotNumeric("negative base, fractional power")
+        if b == complex(math.e, 0):
+            return _approx(cmath.exp(x), base, exponent)
+        return _approx(b**x, base, exponent)
+    except (OverflowError, ZeroDivisionError, ValueError) as exc:
+        raise NotNumeric(str(exc)) from None
+
+
+def _factorial(a: Number) -> Number:
+    if not (a.is_exact and a.value.denominator == 1 and 0 <= a.value <= MAX_FACTORIAL):
+        raise NotNumeric("factorial argument")
+    return Number(Fraction(math.factorial(int(a.value))), a.approx)
+
+
+def evaluate(text: str, variables: Mapping[str, complex] | None = None) -> Number | None:
+    """The value of a normalised closed-form number (with `variables` bound, if given), or None if it is not one."""
+    if not text or len(text) > 2000:
+        return None
+    reader = _Reader(text, variables or {})
+    try:
+        value = reader.expr()
+        if reader.peek() is not None:
+            return None
+        return value
+    except (NotNumeric, RecursionError, OverflowError, ZeroDivisionError):
+        return None
+
+
+def numbers_equal(a: Number, b: Number, rel_tol: float) -> bool:
+    """Exact values must match exactly (up to float noise for irrationals); a value written with decimals matches
+    within `rel_tol`, since whoever wrote it rounded."""
+    if a.is_exact and b.is_exact:
+        if a.value == b.value:
+            return True
+        if not (a.approx or b.approx):
+            return False
+    x, y = _as_complex(a), _as_complex(b)
+    if cmath.isinf(x) or cmath.isinf(y):
+        return x == y
+    tolerance = rel_tol if (a.approx or b.approx) else FLOAT_NOISE
+    return abs(x - y) <= max(tolerance * max(abs(x), abs(y)), 1e-12)
+
+
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
+_LETTER = re.compile(r"[a-zA-Z]")
+
+
+def free_variables(text: str) -> frozenset[str]:
+    """The variables a normalised text names: letters other than the constants e and i, and Greek letters."""
+    names = {cmd for cmd in _COMMAND.findall(text) if cmd in GREEK}
+    names.update(ch for ch in _LETTER.findall(_COMMAND.sub(" ", text)) if ch not in "ei")
+    return frozenset(names)

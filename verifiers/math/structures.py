@@ -1,0 +1,272 @@
+"""The shape of an answer: a plain expression, or a set, tuple, interval, union, matrix, relation, list or choice.
+
+`parse_structure` reads normalised answer text into small frozen nodes; the grader compares nodes of matching
+shapes and hands only the leaf expressions to its string / numeric / symbolic cascade.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+MAX_ITEMS = 64  # a longer list is compared as plain text; nobody's answer has 65 parts
+MAX_NESTING = 8
+
+
+@dataclass(frozen=True)
+class Expr:
+    text: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    letter: str  # a multiple-choice answer: "B", "(B)", "\text{(B)}"
+
+
+@dataclass(frozen=True)
+class Relation:
+    lhs: str
+    op: str  # "=", "<", ">", "\leq", "\geq", "\neq"
+    rhs: str
+
+    @property
+    def is_assignment(self) -> bool:
+        """`x = 3`, `y = 2x+1`, `f(x) = ...`: the right side is the answer."""
+        return self.op == "=" and bool(
+            _VARIABLE.fullmatch(self.lhs) or _FUNCTION_OF.fullmatch(self.lhs) or _VARIABLE_TUPLE.fullmatch(self.lhs)
+        )
+
+
+@dataclass(frozen=True)
+class Items:
+    items: tuple[Node, ...]
+    kind: str  # "set" (\{..\}), "tuple" ((..) or \langle..\rangle), "list" (a, b / a and b), "or" (a or b), "pm" (a \pm b)
+
+    @property
+    def ordered(self) -> bool:
+        return self.kind == "tuple"
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: str
+    hi: str
+    left_closed: bool
+    right_closed: bool
+
+
+@dataclass(frozen=True)
+class Union:
+    parts: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    rows: tuple[tuple[str, ...], ...]
+
+
+Node = Expr | Choice | Relation | Items | Interval | Union | Matrix
+
+_VARIABLE = re.compile(r"[a-zA-Z](?:_\{?\w+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega|sigma|tau)")
+_FUNCTION_OF = re.compile(r"[a-zA-Z]\([a-zA-Z]\)")
+_VARIABLE_TUPLE = re.compile(r"\(\s*[a-zA-Z](?:_\{?\w+\}?)?(?:\s*,\s*[a-zA-Z](?:_\{?\w+\}?)?)+\s*\)")
+_PM = re.compile(r"\\(?:pm|mp)(?![a-zA-Z])")
+_CHOICE = re.compile(r"\(?([A-J])\)?")
+_MATRIX = re.compile(r"\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}", re.DOTALL)
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_RELATION_OPS = ("\\leq", "\\geq", "\\neq", "<", ">", "=")
+_LOWER_OPS = {"<": False, "\\leq": True}  # op -> closed, when the left side is the smaller
+_UPPER_OPS = {">": False, "\\geq": True}
+
+
+def split_top(text: str, separators: tuple[str, ...]) -> list[str]:
+    """Split at separators that sit outside every bracket; one linear pass."""
+    parts: list[str] = []
+    depth, start, i, n = 0, 0, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            for sep in separators:
+                if text.startswith(sep, i) and not _inside_word(text, i, sep):
+                    parts.append(text[start:i])
+                    i += len(sep)
+                    start = i
+                    break
+            else:
+                i += 1
+                continue
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _inside_word(text: str, i: int, sep: str) -> bool:
+    """`\\in` must not match the start of `\\infty`, nor `or` the middle of `for`."""
+    if sep[-1].isalpha() and i + len(sep) < len(text) and text[i + len(sep)].isalpha():
+        return True
+    if sep[0].isalpha() and i > 0 and (text[i - 1].isalpha() or text[i - 1] == "\\"):
+        return True
+    return False
+
+
+def _relation_ops(text: str) -> list[tuple[int, str]]:
+    """(position, op) of every top-level relation symbol."""
+    found: list[tuple[int, str]] = []
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            for op in _RELATION_OPS:
+                if text.startswith(op, i) and not (op[0] == "\\" and _inside_word(text, i, op)):
+                    found.append((i, op))
+                    i += len(op) - 1
+                    break
+        i += 1
+    return found
+
+
+@lru_cache(maxsize=1 << 15)
+def parse_structure(text: str) -> Node:
+    """The structure of one normalised answer."""
+    return _parse(text.strip(), 0)
+
+
+def _parse(text: str, depth: int) -> Node:
+    if depth > MAX_NESTING or len(text) < 1:
+        return Expr(text)
+    choice = _CHOICE.fullmatch(text)
+    if choice and (text[0] == "(") == (text[-1] == ")"):
+        return Choice(choice.group(1))
+    matrix = _MATRIX.fullmatch(text)
+    if matrix is None and text[:1] in "([" and text[-1:] in ")]" and "\\begin" in text:
+        matrix = _MATRIX.fullmatch(text[1:-1].strip())  # `\left[\begin{matrix}..\end{matrix}\right]`
+    if matrix:
+        rows = tuple(tuple(c.strip() for c in row.split("&")) for row in matrix.group(2).split("\\\\") if row.strip())
+        return Matrix(rows)
+    for separators, kind in (((" or ",), "or"), ((",", ";", " and "), "list")):
+        parts = [p.strip() for p in split_top(text, separators)]
+        if len(parts) > 1:
+            parts = [p for p in parts if p] if kind == "list" else parts
+            if len(parts) > MAX_ITEMS:
+                return Expr(text)
+            if len(parts) > 1:
+                return Items(tuple(_parse(p, depth + 1) for p in parts), kind)
+            return _parse(parts[0], depth + 1) if parts else Expr(text)
+    if "\\pm" in text or "\\mp" in text:
+        # `\pm` is a sign on the term after it, wherever it sits: `\frac{-1 \pm \sqrt5}{2}` is two numbers.
+        plus = _PM.sub(lambda m: "+" if m.group(0) == "\\pm" else "-", text)
+        minus = _PM.sub(lambda m: "-" if m.group(0) == "\\pm" else "+", text)
+        return Items((_parse(plus, depth + 1), _parse(minus, depth + 1)), "pm")
+    union = [p.strip() for p in split_top(text, ("\\cup",))]
+    if len(union) > 1 and all(union):
+        return Union(tuple(_parse(p, depth + 1) for p in union))
+    member = split_top(text, ("\\in",))
+    if len(member) == 2 and _VARIABLE.fullmatch(member[0].strip()):
+        return _parse(member[1].strip(), depth + 1)
+    ops = _relation_ops(text)
+    if ops:
+        return _relation(text, ops, depth)
+    return _bracketed(text, depth)
+
+
+def _relation(text: str, ops: list[tuple[int, str]], depth: int) -> Node:
+    pieces, prev = [], 0
+    for pos, op in ops:
+        pieces.append(text[prev:pos].strip())
+        prev = pos + len(op)
+    pieces.append(text[prev:].strip())
+    names = [op for _, op in ops]
+    if len(ops) == 1:
+        return Relation(pieces[0], names[0], pieces[1])
+    if all(op == "=" for op in names):
+        return _parse(pieces[-1], depth + 1)  # "2+3=5" or "x=y=5": the last member is the value
+    if len(ops) == 2 and _VARIABLE.fullmatch(pieces[1]):
+        a, b = names
+        if a in _LOWER_OPS and b in _LOWER_OPS:
+            return Interval(pieces[0], pieces[2], _LOWER_OPS[a], _LOWER_OPS[b])
+        if a in _UPPER_OPS and b in _UPPER_OPS:
+            return Interval(pieces[2], pieces[0], _UPPER_OPS[b], _UPPER_OPS[a])
+    return Expr(text)
+
+
+def _bracketed(text: str, depth: int) -> Node:
+    if text.startswith("\\{") and text.endswith("\\}") and _balanced_outer(text[1:]):
+        inner = text[2:-2].strip()
+        parts = [p.strip() for p in split_top(inner, (",", ";"))] if inner else []
+        return Items(tuple(_parse(p, depth + 1) for p in parts if p), "set")
+    if text.startswith("\\langle") and text.endswith("\\rangle"):
+        parts = [p.strip() for p in split_top(text[7:-7], (",",))]
+        return Items(tuple(_parse(p, depth + 1) for p in parts), "tuple")
+    if text[0] in "([" and text[-1] in ")]" and _balanced_outer(text):
+        inner = text[1:-1].strip()
+        parts = [p.strip() for p in split_top(inner, (",",))]
+        if len(parts) == 1:
+            if text[0] == "(" and text[-1] == ")":
+                return _parse(inner, depth + 1)
+            return Expr(text)
+        if len(parts) == 2 and not (text[0] == "(" and text[-1] == ")"):
+            return Interval(parts[0], parts[1], text[0] == "[", text[-1] == "]")
+        if len(parts) > MAX_ITEMS:
+            return Expr(text)
+        return Items(tuple(_parse(p, depth + 1) for p in parts), "tuple")
+    return Expr(text)
+
+
+def _balanced_outer(text: str) -> bool:
+    """The first bracket is closed (by any closer, as intervals mix them) exactly at the last character."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i == len(text) - 1
+    return False
+
+
+def is_inequality(node: Node) -> bool:
+    return isinstance(node, Relation) and node.op != "="
+
+
+def is_variable(text: str) -> bool:
+    return bool(_VARIABLE.fullmatch(text.strip()))
+
+
+def as_interval(node: Node) -> Node | None:
+    """An inequality in one variable as the interval (or union) it describes; None if it is not one."""
+    if isinstance(node, Interval | Union):
+        return node
+    if isinstance(node, Items) and node.kind == "tuple" and len(node.items) == 2:
+        lo, hi = node.items
+        if isinstance(lo, Expr) and isinstance(hi, Expr):
+            return Interval(lo.text, hi.text, False, False)  # "(a, b)" read as an open interval
+    if isinstance(node, Items) and node.kind == "or":
+        parts = [as_interval(item) for item in node.items]
+        if all(p is not None for p in parts):
+            return Union(tuple(p for p in parts if p is not None))
+    if not isinstance(node, Relation) or node.op == "=":
+        return None
+    var_left = is_variable(node.lhs)
+    var_right = is_variable(node.rhs)
+    if var_left == var_right:
+        return None
+    bound = node.rhs if var_left else node.lhs
+    if node.op == "\\neq":  # x != a: the reals without a
+        return Union((Interval("-\\infty", bound, False, False), Interval(bound, "\\infty", False, False)))
+    op = node.op
+    if not var_left:  # "3 < x" reads as "x > 3"
+        op = {"<": ">", ">": "<", "\\leq": "\\geq", "\\geq": "\\leq"}[op]
+    if op in ("<", "\\leq"):
+        return Interval("-\\infty", bound, False, op == "\\leq")
+    return Interval(bound, "\\infty", op == "\\geq", False)

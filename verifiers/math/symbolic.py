@@ -1,0 +1,186 @@
+"""The symbolic step: guarded LaTeX-to-sympy parsing and equality tests. Imported only in bounded worker processes.
+
+The guards run on the text before sympy sees it: towers of exponents, huge exponents or factorials and deep nesting
+are refused outright (`TooComplex`), since sympy would happily try to expand them. Whatever passes is still bounded
+by the worker's wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import sympy
+from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.latex2sympy2 import ConversionConfig
+from latex2sympy2_extended.math_normalization import NormalizationConfig
+
+from groupscore.verifiers.math.numeric import evaluate
+
+MAX_CHARS = 600
+MAX_DEPTH = 30
+MAX_EXPONENT = 10_000
+MAX_FACTORIAL = 1_000
+MAX_OPS = 400
+
+# Our own normaliser has already run; latex2sympy's is kept to its basic command clean-up.
+_NORMALIZATION = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False)
+# Mixed numbers were resolved by our normaliser; `2\frac{\pi}{3}` is a product. Symbols keep their case.
+_CONVERSION = ConversionConfig(interpret_as_mixed_fractions=False, lowercase_symbols=False)
+_SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775)
+_DIGITS = re.compile(r"\d+")
+
+
+class TooComplex(Exception):
+    """The expression is past the limits we hand to sympy."""
+
+
+def _group_after(text: str, i: int) -> str:
+    """The exponent (or other argument) starting at text[i]: a braced group, a number, or one character."""
+    if i >= len(text):
+        return ""
+    if text[i] == "{":
+        depth = 0
+        for j in range(i, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            if depth == 0:
+                return text[i + 1 : j]
+        return text[i + 1 :]
+    match = _DIGITS.match(text, i)
+    return match.group(0) if match else text[i]
+
+
+def _group_before(text: str, i: int) -> str:
+    """The operand that ends just before text[i] (for a postfix `!`)."""
+    if i == 0:
+        return ""
+    if text[i - 1] in ")}":
+        close, opener = text[i - 1], "(" if text[i - 1] == ")" else "{"
+        depth = 0
+        for j in range(i - 1, -1, -1):
+            depth += {close: 1, opener: -1}.get(text[j], 0)
+            if depth == 0:
+                return text[j + 1 : i - 1]
+        return text[: i - 1]
+    j = i
+    while j > 0 and text[j - 1].isdigit():
+        j -= 1
+    return text[j:i] if j < i else text[i - 1]
+
+
+def check_limits(text: str) -> None:
+    """Raise TooComplex for input that could make sympy run away; linear in the text's length."""
+    if len(text) > MAX_CHARS:
+        raise TooComplex(f"longer than {MAX_CHARS} characters")
+    depth = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise TooComplex(f"nested deeper than {MAX_DEPTH}")
+        elif ch in ")]}":
+            depth -= 1
+    for i, ch in enumerate(text):
+        if ch == "^":
+            exponent = _group_after(text, i + 1).strip().lstrip("-+")
+            if "^" in exponent or "!" in exponent:
+                raise TooComplex("tower of exponents")
+            value = evaluate(exponent)
+            if value is not None and abs(complex(value.value)) > MAX_EXPONENT:
+                raise TooComplex("exponent too large")
+            if value is None and any(len(d) > 5 for d in _DIGITS.findall(exponent)):
+                raise TooComplex("exponent too large")
+        elif ch == "!" and not text.startswith("!=", i):
+            operand = _group_before(text, i)
+            value = evaluate(operand)
+            if "^" in operand or "!" in operand:
+                raise TooComplex("factorial of a power")
+            if value is not None and (abs(complex(value.value)) > MAX_FACTORIAL):
+                raise TooComplex("factorial too large")
+            if value is None and any(len(d) > 3 for d in _DIGITS.findall(operand)):
+                raise TooComplex("factorial too large")
+
+
+@lru_cache(maxsize=4096)
+def to_sympy(text: str) -> sympy.Basic | None:
+    """The sympy form of a normalised answer, or None when latex2sympy cannot read it. Raises TooComplex."""
+    check_limits(text)
+    try:
+        expr = latex2sympy(text, normalization_config=_NORMALIZATION, conversion_config=_CONVERSION)
+    except Exception:  # noqa: BLE001 - the ANTLR parser raises bare Exceptions on bad input
+        return None
+    if not isinstance(expr, sympy.Basic):
+        return None
+    if sympy.count_ops(expr) > MAX_OPS:
+        raise TooComplex("expression too large")
+    imaginary = [s for s in expr.free_symbols if s.name == "i"]
+    if imaginary:
+        expr = expr.subs(imaginary[0], sympy.I)
+    return expr
+
+
+def _close(a: sympy.Expr, b: sympy.Expr, rel_tol: float) -> bool | None:
+    va, vb = complex(sympy.N(a, 30)), complex(sympy.N(b, 30))
+    if va != va or vb != vb:  # nan
+        return None
+    scale = max(abs(va), abs(vb))
+    return abs(va - vb) <= max(rel_tol * scale, 1e-12)
+
+
+def expressions_equal(pred: str, gold: str, rel_tol: float) -> bool | None:
+    """True/False, or None when either side cannot be read."""
+    a, b = to_sympy(pred), to_sympy(gold)
+    if a is None or b is None:
+        return None
+    if a == b:
+        return True
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        try:
+            return bool(sympy.simplify(a) == sympy.simplify(b))
+        except Exception:  # noqa: BLE001
+            return False
+    try:
+        if a.is_Rational and b.is_Rational:
+            return False  # two exact rationals that differ (a == b failed)
+        symbols = a.free_symbols | b.free_symbols
+        if not symbols:
+            if a.is_number and b.is_number:
+                both_exact = _is_exact(a) and _is_exact(b)
+                if both_exact and sympy.simplify(a - b) == 0:
+                    return True
+                close = _close(a, b, rel_tol if not both_exact else 1e-12)
+                return bool(close)
+            return False
+        if sympy.simplify(a - b) == 0:
+            return True
+        return _agree_at_samples(a, b, sorted(symbols, key=lambda s: s.name))
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError, RecursionError):
+        return False
+
+
+def _is_exact(expr: sympy.Expr) -> bool:
+    return not expr.has(sympy.Float)
+
+
+def _agree_at_samples(a: sympy.Expr, b: sympy.Expr, symbols: list[sympy.Symbol]) -> bool:
+    for trial in range(3):
+        point = {s: sympy.Float(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial)) for k, s in enumerate(symbols)}
+        va, vb = complex(a.evalf(20, subs=point)), complex(b.evalf(20, subs=point))
+        if abs(va - vb) > 1e-9 * max(abs(va), abs(vb), 1.0):
+            return False
+    return True
+
+
+def relations_equal(pred_diff: str, gold_diff: str, inequality: bool) -> bool | None:
+    """`P = 0` against `G = 0` (or `< 0`): equal when P / G is a non-zero constant (positive for inequalities)."""
+    a, b = to_sympy(pred_diff), to_sympy(gold_diff)
+    if a is None or b is None:
+        return None
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)) or b == 0:
+        return False
+    ratio = sympy.simplify(a / b)
+    if ratio.free_symbols or not ratio.is_number or ratio == 0:
+        return False
+    if inequality:
+        return bool(ratio.is_positive)
+    return True

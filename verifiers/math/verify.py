@@ -1,0 +1,121 @@
+"""`score_math`: extraction, then the in-process fast path, then (only when needed) sympy in a bounded worker.
+
+The fast path (extraction, normalisation, string and numeric tests) is bounded by construction: answers are capped
+in length and every scan is linear. Only comparisons it cannot decide go to `run_bounded`, which kills the worker
+when the item's budget runs out; the caller never uses signals, so this works from any thread or event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from functools import lru_cache
+
+from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_outcome
+from groupscore.verifiers.math.item import MathItem
+from groupscore.verifiers.math.normalize import normalize
+from groupscore.verifiers.math.parser import LENIENT, STRICT, extract_answer, parse_gold
+from groupscore.verifiers.schema import Status, Verdict
+
+SYMBOLIC_CACHE_SIZE = 1 << 14
+WARM_UP_TIMEOUT_S = 120.0
+
+
+@lru_cache(maxsize=1 << 14)
+def gold_answer(answer: str) -> str:
+    """The normalised reference answer (cached: a batch asks for the same gold many times)."""
+    return normalize(parse_gold(answer))
+
+
+class _SymbolicCache:
+    """Outcomes the workers computed, keyed by (prediction, reference, rel_tol); timeouts are never cached."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[tuple[str, str, float], Outcome] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, float]) -> Outcome | None:
+        with self._lock:
+            outcome = self._data.get(key)
+            if outcome is not None:
+                self._data.move_to_end(key)
+            return outcome
+
+    def put(self, key: tuple[str, str, float], outcome: Outcome) -> None:
+        with self._lock:
+            self._data[key] = outcome
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+
+_symbolic_cache = _SymbolicCache(SYMBOLIC_CACHE_SIZE)
+
+
+@lru_cache(maxsize=1)
+def _ensure_workers() -> None:
+    """Start the bounded pool once per process, outside any item's budget: a cold start is not the item's fault."""
+    from groupscore.verifiers.workers import warm_up
+
+    warm_up(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
+
+
+def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome | None:
+    """The worker's outcome, or None if the budget ran out."""
+    from groupscore.verifiers.workers import BudgetExceeded, run_bounded
+
+    key = (pred, gold, rel_tol)
+    cached = _symbolic_cache.get(key)
+    if cached is not None:
+        return cached
+    _ensure_workers()
+    try:
+        outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, timeout_s=max(budget_s, 0.001))
+    except BudgetExceeded:
+        return None
+    _symbolic_cache.put(key, outcome)
+    return outcome
+
+
+def _verdict(item: MathItem, status: Status, extracted: str | None, reason: str, **details: object) -> Verdict:
+    reward = 1.0 if status == Status.correct else 0.0
+    return Verdict(id=item.id, reward=reward, status=status, extracted=extracted, reason=reason, details=dict(details))
+
+
+def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
+    """Several boxed answers that are not all the same value."""
+    distinct = list(dict.fromkeys(normalize(b) for b in boxes))
+    return any(compare_fast(other, distinct[0], rel_tol).equal is not True for other in distinct[1:])
+
+
+def score_math(item: MathItem) -> Verdict:
+    """Score one math item within `item.timeout_s` of wall-clock time."""
+    started = time.monotonic()
+    extracted = extract_answer(item.completion, STRICT if item.strict else LENIENT)
+    if extracted is None:
+        return _verdict(item, Status.no_answer, None, "no final answer found")
+    if extracted.too_long:
+        return _verdict(item, Status.unparsable, extracted.text[:200], "answer too long", source=extracted.source)
+    gold = gold_answer(item.answer)
+    if not gold:
+        return Verdict.error(item.id, "the reference answer is empty")
+    pred = normalize(extracted.text)
+    if not pred:
+        return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
+    if item.strict and len(extracted.boxes) > 1 and _strict_hedge(extracted.boxes, item.rel_tol):
+        return _verdict(item, Status.incorrect, extracted.text, "hedge: several different boxed answers",
+                        source=extracted.source, hedge=True)
+    outcome = compare_fast(pred, gold, item.rel_tol)
+    if outcome.equal is None and not outcome.too_complex:
+        budget = item.timeout_s - (time.monotonic() - started)
+        symbolic = _symbolic(pred, gold, item.rel_tol, budget)
+        if symbolic is None:
+            return _verdict(item, Status.timeout, extracted.text, f"symbolic comparison ran past {item.timeout_s:g}s",
+                            source=extracted.source)
+        outcome = symbolic
+    if outcome.equal is None:
+        return _verdict(item, Status.unparsable, extracted.text, outcome.reason, source=extracted.source)
+    status = Status.correct if outcome.equal else Status.incorrect
+    return _verdict(item, status, extracted.text, outcome.reason, source=extracted.source, method=outcome.method,
+                    **({"hedge": True} if outcome.hedge else {}))
