@@ -13,7 +13,11 @@ from typing import Annotated, Any, Callable, Union
 from pydantic import Field, TypeAdapter, ValidationError
 
 from groupscore.verifiers.code.item import CodeItem
+from groupscore.verifiers.format.item import FormatItem
+from groupscore.verifiers.json_schema.item import JsonItem
+from groupscore.verifiers.length.item import LengthItem
 from groupscore.verifiers.math.item import MathItem
+from groupscore.verifiers.sql.item import SqlItem
 from groupscore.verifiers.schema import ItemBase, Verdict
 
 
@@ -37,6 +41,14 @@ KINDS: dict[str, VerifierKind] = {
                      "Boxed/final-answer extraction and string, numeric, symbolic equivalence."),
         VerifierKind("code", CodeItem, "groupscore.verifiers.code.verify:score_code",
                      "Program from the completion run on public and hidden tests in the sandbox; reward = pass rate."),
+        VerifierKind("format", FormatItem, "groupscore.verifiers.format.verify:score_format",
+                     "Required tags in order with non-empty content (e.g. <think>, <answer>), or a linear-time regex."),
+        VerifierKind("length", LengthItem, "groupscore.verifiers.length.verify:score_length",
+                     "Length in characters or whitespace tokens inside a target range, with a penalty outside it."),
+        VerifierKind("json", JsonItem, "groupscore.verifiers.json_schema.verify:score_json",
+                     "JSON document (optionally in a ```json block) that parses and validates against a JSON schema."),
+        VerifierKind("sql", SqlItem, "groupscore.verifiers.sql.verify:score_sql",
+                     "SELECT query run read-only on an SQLite database beside the gold query; result sets compared."),
     )
 }
 

@@ -1,0 +1,89 @@
+"""Scores a JsonItem: parse (strict JSON: no NaN or Infinity), then validate against the item's JSON schema.
+
+jsonschema evaluates `pattern` and `patternProperties` with Python's backtracking `re`, so a schema with regexes
+could take unbounded time on a crafted document; such validations run in a killable worker (`run_bounded`) within
+the item's budget. Schemas without regexes validate in this process: jsonschema is polynomial on them.
+`$ref` resolves only inside the schema itself: nothing is ever fetched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groupscore.verifiers.fenced_document import find_document
+from groupscore.verifiers.json_schema.item import JsonItem
+from groupscore.verifiers.schema import Status, Verdict
+
+MAX_MESSAGES = 5
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _uses_regex(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "pattern" in node or "patternProperties" in node or any(_uses_regex(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_regex(v) for v in node)
+    return False
+
+
+def check_document(schema: dict[str, Any], document: Any) -> tuple[list[str], float]:
+    """Error messages (at most MAX_MESSAGES, none when valid) and the fraction of declared properties that are valid."""
+    from jsonschema import validators
+    from referencing import Registry
+
+    validator = validators.validator_for(schema)(schema, registry=Registry())  # empty registry: no remote fetches
+    errors = list(validator.iter_errors(document))
+    messages = [f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"[:200] for e in errors]
+    declared = set(schema.get("properties", {})) | set(schema.get("required", []))
+    if not errors or not declared or not isinstance(document, dict):
+        return messages[:MAX_MESSAGES], 1.0 if not errors else 0.0
+    failing = {e.absolute_path[0] for e in errors if e.absolute_path}
+    failing |= {p for p in schema.get("required", []) if p not in document}
+    document_level = any(not e.absolute_path and e.validator != "required" for e in errors)
+    passed = len(declared - failing)
+    return messages[:MAX_MESSAGES], passed / (len(declared) + document_level)
+
+
+def score_json(item: JsonItem) -> Verdict:
+    if len(item.completion) > item.max_chars:
+        return Verdict(id=item.id, reward=0.0, status=Status.unparsable,
+                       reason=f"completion has {len(item.completion)} characters, more than max_chars={item.max_chars}")
+    text = find_document(item.completion, item.extract)
+    if text is None:
+        return Verdict(id=item.id, reward=0.0, status=Status.no_answer,
+                       reason="no ```json block" if item.extract == "fenced" else "empty completion")
+    try:
+        document = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        return Verdict(id=item.id, reward=0.0, status=Status.unparsable, extracted=text[:200],
+                       reason=f"not JSON: {str(exc)[:200]}")
+    if item.json_schema is None:
+        return Verdict(id=item.id, reward=1.0, status=Status.correct, extracted=text[:200], reason="valid JSON")
+
+    try:
+        if _uses_regex(item.json_schema):
+            from groupscore.verifiers.workers import BudgetExceeded, run_bounded
+
+            try:
+                messages, fraction = run_bounded(check_document, item.json_schema, document, timeout_s=item.timeout_s)
+            except BudgetExceeded:
+                return Verdict(id=item.id, reward=0.0, status=Status.timeout, extracted=text[:200],
+                               reason=f"schema validation ran past {item.timeout_s} s")
+        else:
+            messages, fraction = check_document(item.json_schema, document)
+    except RecursionError:
+        return Verdict(id=item.id, reward=0.0, status=Status.unparsable, extracted=text[:200],
+                       reason="document nested too deeply to validate")
+    except Exception as exc:  # an unresolvable $ref or a pattern Python cannot compile: the item is at fault
+        return Verdict.error(item.id, f"schema cannot be applied: {type(exc).__name__}: {str(exc)[:200]}")
+
+    if not messages:
+        return Verdict(id=item.id, reward=1.0, status=Status.correct, extracted=text[:200],
+                       reason="valid against the schema")
+    reward = fraction if item.partial_credit else 0.0
+    return Verdict(id=item.id, reward=reward, status=Status.partial if reward > 0 else Status.incorrect,
+                   extracted=text[:200], reason="; ".join(messages), details={"valid_fraction": fraction})
