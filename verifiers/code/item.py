@@ -28,6 +28,7 @@ class CallTest(_Test):
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
+    float_tol: float | None = Field(default=None, ge=0.0, description="Compare numbers within this tolerance (absolute, relative above 1).")
 
 
 class AssertTest(_Test):

@@ -1,0 +1,204 @@
+"""Turns assert lines and HumanEval `check(candidate)` bodies into call pairs whose outcome the host decides.
+
+`assert f(2, [1]) == 4` becomes: call `f(2, [1])` in the jail, bring the value out as plain data, evaluate `r0 == 4`
+on the host. Any assertion whose arguments are literals and whose other parts `host_eval` understands converts; the
+rest stays "residual" code, run by the jail's trusted runner against proxies of the candidate (the weaker mode).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from groupscore.verifiers.code import host_eval
+
+_PYTHON_BUILTINS = frozenset(dir(builtins))
+
+
+class PlanError(ValueError):
+    """A test that cannot be used (its code does not parse, no check function, ...)."""
+
+
+@dataclass(frozen=True)
+class Call:
+    fn: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ConvertedAssert:
+    """An assertion evaluated on the host: `expression` names each call's result by a placeholder."""
+
+    expression: ast.expr
+    placeholders: tuple[tuple[str, int], ...]  # (placeholder name, index into the unit's calls)
+    source: str
+
+
+@dataclass
+class Conversion:
+    calls: list[Call] = field(default_factory=list)
+    asserts: list[ConvertedAssert] = field(default_factory=list)
+    residual: list[ast.stmt] = field(default_factory=list)  # statements left to run in the jail
+
+
+def bound_names(tree: ast.AST) -> frozenset[str]:
+    """Every name the code binds anywhere (assignments, defs, imports, parameters): such names are not builtins."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return frozenset(names)
+
+
+def _is_trivial(stmt: ast.stmt) -> bool:
+    """Statements that cannot fail a test on their own."""
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Constant, ast.Name)):
+        return True  # a docstring, or a bare name such as a stray `print`
+    return isinstance(stmt, ast.Import) and all(a.name in ("math", "random", "copy", "string") for a in stmt.names)
+
+
+class _CallExtractor(ast.NodeTransformer):
+    def __init__(self, candidate_fn: Callable[[str], str | None], shadowed: frozenset[str], first_index: int):
+        self.candidate_fn, self.shadowed, self.next_index = candidate_fn, shadowed, first_index
+        self.calls: list[Call] = []
+        self.placeholders: list[tuple[str, int]] = []
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        fn = self.candidate_fn(node.func.id) if isinstance(node.func, ast.Name) else None
+        if fn is None:
+            return self.generic_visit(node)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise host_eval.Unsupported("starred argument")
+            args.append(self._literal(a))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                raise host_eval.Unsupported("keyword unpacking")
+            kwargs[k.arg] = self._literal(k.value)
+        name = f"__gs_r{len(self.calls)}"
+        self.placeholders.append((name, self.next_index))
+        self.calls.append(Call(fn, tuple(args), kwargs))
+        self.next_index += 1
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def _literal(self, node: ast.expr) -> Any:
+        host_eval.check_expression(node, shadowed=self.shadowed)  # no placeholders: nested candidate calls refuse
+        try:
+            return host_eval.evaluate(node)
+        except host_eval.EvalFailed as exc:
+            raise host_eval.Unsupported(f"argument does not evaluate: {exc}") from exc
+
+
+def convert_assert(stmt: ast.Assert, candidate_fn: Callable[[str], str | None], shadowed: frozenset[str],
+                   first_index: int) -> tuple[list[Call], ConvertedAssert]:
+    """Raises host_eval.Unsupported when the assertion cannot be decided on the host."""
+    extractor = _CallExtractor(candidate_fn, shadowed, first_index)
+    expression = extractor.visit(ast.fix_missing_locations(_copy(stmt.test)))
+    variables = frozenset(name for name, _ in extractor.placeholders)
+    host_eval.check_expression(expression, variables=variables, shadowed=shadowed)
+    return extractor.calls, ConvertedAssert(expression, tuple(extractor.placeholders), ast.unparse(stmt))
+
+
+def _copy(node: ast.expr) -> ast.expr:
+    return ast.parse(ast.unparse(node), mode="eval").body
+
+
+def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str], str | None],
+                       shadowed: frozenset[str]) -> Conversion:
+    out = Conversion()
+    for stmt in statements:
+        if isinstance(stmt, ast.Assert):
+            try:
+                calls, converted = convert_assert(stmt, candidate_fn, shadowed, len(out.calls))
+            except host_eval.Unsupported:
+                out.residual.append(stmt)
+                continue
+            out.calls.extend(calls)
+            out.asserts.append(converted)
+        elif not _is_trivial(stmt):
+            out.residual.append(stmt)
+    return out
+
+
+def _free_call_names(shadowed: frozenset[str]) -> Callable[[str], str | None]:
+    """Calls to names the test neither binds nor gets from Python are calls into the candidate's module."""
+    return lambda name: None if name in shadowed or name in _PYTHON_BUILTINS else name
+
+
+def _parse(code: str, what: str) -> ast.Module:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError) as exc:
+        raise PlanError(f"{what} does not parse") from exc
+
+
+def convert_assert_code(code: str) -> tuple[Conversion, str | None]:
+    """An MBPP-style assert line (or a few statements): the conversion and the residual code, if any."""
+    tree = _parse(code, "the assert code")
+    shadowed = bound_names(tree)
+    if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
+        raise PlanError("the assert code holds no assertion")
+    conversion = convert_statements(tree.body, _free_call_names(shadowed), shadowed)
+    residual = None
+    if conversion.residual:
+        # Statements run in order, so keep everything before the last residual one (imports, assignments).
+        residual = ast.unparse(ast.Module(body=[s for s in tree.body if not _converted(s, conversion)], type_ignores=[]))
+    return conversion, residual
+
+
+def _converted(stmt: ast.stmt, conversion: Conversion) -> bool:
+    return isinstance(stmt, ast.Assert) and stmt not in conversion.residual
+
+
+def convert_humaneval(test_code: str, entry_point: str) -> tuple[Conversion, dict[str, str] | None]:
+    """HumanEval's test module: asserts of check() convert; the rest becomes a residual check() run in the jail."""
+    tree = _parse(test_code, "the test code")
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(checks) != 1 or len(checks[0].args.args) != 1:
+        raise PlanError("the test code must define check(candidate) once")
+    check = checks[0]
+    parameter = check.args.args[0].arg
+    shadowed = bound_names(tree)
+    free = _free_call_names(shadowed)
+
+    def candidate_fn(name: str) -> str | None:
+        return entry_point if name == parameter else free(name)
+
+    # A check that rebinds its own parameter cannot be converted by position; leave all of it to the jail.
+    rebinds = parameter in bound_names(ast.Module(body=check.body, type_ignores=[]))
+    conversion = Conversion(residual=list(check.body)) if rebinds else convert_statements(check.body, candidate_fn, shadowed)
+    residual = None
+    if conversion.residual:
+        kept = [s for s in check.body if not _converted(s, conversion)] or [ast.Pass()]
+        module = ast.Module(body=[ast.FunctionDef(**{**_fields(check), "body": kept}) if n is check else n for n in tree.body],
+                            type_ignores=[])
+        residual = {"kind": "humaneval", "code": ast.unparse(ast.fix_missing_locations(module)),
+                    "check": "check", "entry_point": entry_point}
+    return conversion, residual
+
+
+def _fields(node: ast.AST) -> dict[str, Any]:
+    return {name: getattr(node, name) for name in node._fields if hasattr(node, name)}
+
+
+def evaluate_assert(converted: ConvertedAssert, results: list[Any]) -> tuple[bool, str]:
+    """Host side: (passed, why not). `results` are the unit's decoded call results."""
+    env = {name: results[index] for name, index in converted.placeholders}
+    try:
+        return bool(host_eval.evaluate(converted.expression, env)), ""
+    except host_eval.EvalFailed as exc:
+        return False, str(exc)

@@ -1,0 +1,104 @@
+"""Pulls the program out of a completion: fenced blocks of the item's language, or the whole text when it is code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Language = Literal["python", "c", "cpp"]
+BlockChoice = Literal["last", "first", "longest"]
+
+# Info-string words (lowercased) that name each language; an untagged fence counts for any language.
+LANGUAGE_TAGS: dict[str, frozenset[str]] = {
+    "python": frozenset({"python", "py", "python3", "py3"}),
+    "c": frozenset({"c", "h"}),
+    "cpp": frozenset({"cpp", "c++", "cc", "cxx", "hpp", "h++"}),
+}
+
+_FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)[ \t]*([^\s`{]*)[^\n]*$")
+_C_LIKE = re.compile(r"#\s*include\s*[<\"]|\bint\s+main\s*\(|\bvoid\s+main\s*\(")
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    language: Language = "python"
+    block: BlockChoice = "last"
+    prompt: str | None = None  # prepended to what is extracted (HumanEval-style body completions)
+
+
+@dataclass(frozen=True)
+class FencedBlock:
+    tag: str  # the info string's first word, lowercased ("" when untagged)
+    code: str
+    terminated: bool
+
+
+def fenced_blocks(text: str) -> list[FencedBlock]:
+    """Every fenced block in order; a fence left open at the end runs to the end of the text (a cut-off generation)."""
+    blocks: list[FencedBlock] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence, tag = opening.group(1), opening.group(2).lower()
+        body: list[str] = []
+        i += 1
+        while i < len(lines):
+            closing = _FENCE.match(lines[i])
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) and not closing.group(2):
+                break
+            body.append(lines[i])
+            i += 1
+        terminated = i < len(lines)
+        blocks.append(FencedBlock(tag=tag, code="\n".join(body) + "\n" if body else "", terminated=terminated))
+        i += 1
+    return blocks
+
+
+def looks_like_program(code: str, language: Language, prompt: str | None = None) -> bool:
+    """Whether unfenced text is the program itself: Python that parses (after the prompt), or C/C++ with a telltale."""
+    if not code.strip():
+        return False
+    if language == "python":
+        return _parses((prompt or "") + code)
+    return bool(_C_LIKE.search(code))
+
+
+def extract_program(completion: str, config: ExtractionConfig = ExtractionConfig()) -> str | None:
+    """The program to run, or None when the completion holds none (status no_answer)."""
+    blocks = [b for b in fenced_blocks(completion) if b.code.strip()]
+    tags = LANGUAGE_TAGS[config.language]
+    chosen = [b for b in blocks if b.tag in tags] or [b for b in blocks if b.tag == ""]
+    if chosen:
+        if config.block == "first":
+            code = chosen[0].code
+        elif config.block == "longest":
+            code = max(chosen, key=lambda b: len(b.code)).code  # max keeps the first of equal lengths
+        else:
+            code = chosen[-1].code
+    elif blocks:
+        return None  # fenced code, but all of it in other languages
+    elif looks_like_program(completion, config.language, config.prompt):
+        code = completion
+    else:
+        return None
+    if config.prompt:
+        # A body completion continues the prompt's function; a full definition after it simply redefines it.
+        joined = config.prompt + code
+        if config.language == "python" and not _parses(joined) and _parses(config.prompt + "\n" + code):
+            joined = config.prompt + "\n" + code  # a prompt without a final newline, then a full definition
+        return joined
+    return code
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True

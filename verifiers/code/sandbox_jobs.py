@@ -1,0 +1,81 @@
+"""The code verifier's requests to the sandbox: the call runner job and stdio jobs, run in parallel.
+
+Nothing here runs code itself: every job goes through `groupscore.sandbox`, and when the sandbox cannot isolate a run
+the whole item fails with JailFailed (never a fallback to a plain subprocess).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import groupscore.sandbox as sandbox
+from groupscore.sandbox import Limits, RunResult, SandboxUnavailable, run_many
+
+JobResult = RunResult
+SOURCE_NAME = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
+RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
+RUNNER_OUTPUT_BYTES = 16 << 20  # marked result lines; each call result is capped at 8 MiB inside the jail
+
+
+class JailFailed(RuntimeError):
+    """The sandbox could not run the item (unavailable, or a jail setup error): an error verdict, not a score."""
+
+
+class CompileFailed(RuntimeError):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Job:
+    runner_source: str | None  # the call runner's source, or None for a stdio job (the program reads stdin)
+    stdin: bytes
+    limits: Limits
+
+
+def runner_job(runner_source: str, program: str, plan_bytes: bytes, *, wall_time_s: float, memory_mb: int) -> Job:
+    del program  # the program travels in run_jobs, once for all jobs of the item
+    return Job(runner_source, plan_bytes, Limits(wall_time_s=min(wall_time_s, 3600.0),
+                                                 memory_mb=memory_mb + RUNNER_MEMORY_HEADROOM_MB,
+                                                 max_output_bytes=RUNNER_OUTPUT_BYTES))
+
+
+def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes: int) -> Job:
+    # Room for twice the expected output, so a slightly longer wrong answer is judged wrong, not cut off.
+    output_cap = max(1 << 20, 2 * expected_bytes + (64 << 10))
+    return Job(None, stdin.encode(), Limits(wall_time_s=time_limit_s, memory_mb=memory_mb, max_output_bytes=output_cap))
+
+
+def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
+    """Results in job order, all jobs of the item in parallel."""
+    source = SOURCE_NAME[language]
+    requests = [_request(language, source, program, job) for job in jobs]
+    try:
+        results = run_many(requests, workers=min(len(requests), sandbox.default_workers()))
+    except SandboxUnavailable as exc:
+        raise JailFailed(f"sandbox unavailable: {exc}") from exc
+    compile_failure = next((r for r in results if r.status == "compile_error"), None)
+    if compile_failure is not None:
+        raise CompileFailed(_compile_message(compile_failure))
+    for result in results:
+        if result.status == "sandbox_error":
+            raise JailFailed(f"sandbox error: {result.error}")
+    return results
+
+
+def _compile_message(result: RunResult) -> str:
+    step = result.compile
+    if step is None:
+        return result.error or "compile failed"
+    if step.status != "runtime_error":
+        return f"the compile step ended with {step.status.value}"
+    return step.stderr.strip() or f"the compiler exited with {step.exit_code}"
+
+
+def _request(language: str, source: str, program: str, job: Job) -> dict:
+    if job.runner_source is not None:
+        files = {"runner.py": job.runner_source, "solution.py": program}
+        return {"files": files, "language": "python", "main": "runner.py", "stdin": job.stdin, "limits": job.limits}
+    # C and C++ are compiled by the sandbox for each run (it has no separate compile step to reuse yet).
+    return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}

@@ -1,0 +1,226 @@
+"""The code verifier: extract the program, run the plan in the sandbox, judge every unit on the host, build the verdict.
+
+Expected values never enter the jail (call and converted-assert units bring plain values out; stdio units bring
+stdout out). Hidden tests contribute counts only: no input, expected value, assert text or message of theirs reaches
+the verdict. Public units always run before hidden ones in the runner, so a failure message of a public unit cannot
+carry anything the program saw of a hidden test.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from groupscore.verifiers.code import sandbox_jobs
+from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert
+from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
+from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
+from groupscore.verifiers.code.item import CodeItem
+from groupscore.verifiers.code.jail_runner import NotPlainData, decode_value, encode_value
+from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
+from groupscore.verifiers.schema import Status, Verdict
+
+RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
+MAX_MESSAGE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class UnitOutcome:
+    passed: bool
+    timed_out: bool = False
+    why: str = ""  # shown for public units only
+
+
+def score_code(item: CodeItem) -> Verdict:
+    try:
+        plan = build_plan(item)
+    except PlanError as exc:
+        return Verdict.error(item.id, f"bad test: {exc}")
+    program = extract_program(item.completion, ExtractionConfig(item.language, item.block, item.prompt))
+    if program is None:
+        return _verdict(item, plan, None, [UnitOutcome(False, why="no program")] * plan.total,
+                        status=Status.no_answer, reason=f"no {item.language} program found in the completion")
+    try:
+        outcomes = run_plan(item, plan, program)
+    except sandbox_jobs.CompileFailed as exc:
+        verdict = Verdict(id=item.id, reward=0.0, status=Status.error, extracted=program,
+                          reason=f"compile error: {_clip(exc.message, 1000)}")
+        verdict.details.update(_counts(plan, [UnitOutcome(False)] * plan.total), compile_error=True)
+        return verdict
+    except sandbox_jobs.JailFailed as exc:
+        return Verdict(id=item.id, reward=0.0, status=Status.error, extracted=program, reason=str(exc))
+    return _verdict(item, plan, program, outcomes)
+
+
+def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
+    """Every unit's outcome, in unit order: one runner job for all call units, one job per stdio unit, in parallel."""
+    marker = secrets.token_hex(16)
+    jobs: list[sandbox_jobs.Job] = []
+    if plan.call_units:
+        jobs.append(sandbox_jobs.runner_job(RUNNER_SOURCE, program, runner_plan(item, plan, marker),
+                                            wall_time_s=_runner_wall_limit(item, plan), memory_mb=item.memory_mb))
+    jobs.extend(sandbox_jobs.stdio_job(u.test.stdin, time_limit_s=u.time_limit_s, memory_mb=item.memory_mb,
+                                       expected_bytes=len(u.test.stdout.encode())) for u in plan.stdio_units)
+    results = sandbox_jobs.run_jobs(item.language, program, jobs)
+    outcomes: dict[int, UnitOutcome] = {}
+    if plan.call_units:
+        outcomes.update(judge_runner(plan.call_units, results.pop(0), marker))
+    for unit, result in zip(plan.stdio_units, results):
+        outcomes[unit.index] = judge_stdio(unit, result)
+    ordered = [outcomes[i] for i in range(plan.total)]
+    if item.stop_on_first_failure:
+        first = next((i for i, o in enumerate(ordered) if not o.passed), None)
+        if first is not None:
+            ordered = ordered[:first + 1] + [UnitOutcome(False, why="not counted after the first failure")] * (plan.total - first - 1)
+    return ordered
+
+
+# -- the runner job -----------------------------------------------------------------------------------------------
+
+def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
+    """What the jail's runner reads on stdin: call inputs and residual code; never an expected value."""
+    units = [{"calls": [{"fn": c.fn, "args": encode_value(list(c.args)), "kwargs": encode_value(dict(c.kwargs))}
+                        for c in unit.calls],
+              "residual": unit.residual, "time_limit_s": unit.time_limit_s} for unit in plan.call_units]
+    return json.dumps({"marker": marker, "solution": "solution.py", "import_limit_s": item.time_limit_s,
+                       "stop_on_failure": item.stop_on_first_failure, "units": units}).encode()
+
+
+def _runner_wall_limit(item: CodeItem, plan: Plan) -> float:
+    # A unit that times out or crashes costs its limit plus a fresh import for the next one.
+    return 2.0 + item.time_limit_s + sum(u.time_limit_s + item.time_limit_s for u in plan.call_units)
+
+
+def judge_runner(units: list[CallUnit], result: sandbox_jobs.JobResult, marker: str) -> dict[int, UnitOutcome]:
+    records: dict[int, dict[str, Any]] = {}
+    prefix = marker + " "
+    for line in result.stdout.splitlines():
+        if not line.startswith(prefix):
+            continue
+        try:
+            record = json.loads(line[len(prefix):])
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("unit"), int):
+            records.setdefault(record["unit"], record)
+    ended_early = _run_end_reason(result)
+    return {unit.index: (judge_call_unit(unit, records[position]) if position in records
+                         else UnitOutcome(False, timed_out=result.status == "timeout", why=ended_early))
+            for position, unit in enumerate(units)}
+
+
+def _run_end_reason(result: sandbox_jobs.JobResult) -> str:
+    return {"timeout": "the run hit its wall-clock limit", "memory_limit": "the run hit its memory limit",
+            "output_limit": "the run hit its output limit"}.get(result.status, "the runner ended before this test")
+
+
+def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
+    status = record.get("status")
+    if status == "timeout":
+        return UnitOutcome(False, timed_out=True, why=f"took longer than {unit.time_limit_s:g}s")
+    if status == "import_error":
+        return UnitOutcome(False, why=f"the program failed to load: {_clip(str(record.get('detail')))}")
+    if status != "done":
+        return UnitOutcome(False, why={"crashed": "the program's process died",
+                                       "skipped": "not run after an earlier failure"}.get(str(status), "no result"))
+    answers = record.get("answers")
+    if not isinstance(answers, list) or len(answers) != len(unit.calls):
+        return UnitOutcome(False, why="malformed runner record")
+    results: list[Any] = []
+    for call, answer in zip(unit.calls, answers):
+        if not isinstance(answer, dict) or "ok" not in answer:
+            error = answer.get("error") if isinstance(answer, dict) else None
+            return UnitOutcome(False, why=f"{_call_text(call)} raised {_clip(str(error))}")
+        try:
+            results.append(decode_value(answer["ok"]))
+        except (NotPlainData, ValueError, TypeError, RecursionError):
+            return UnitOutcome(False, why=f"{_call_text(call)} returned a malformed value")
+    for check in unit.checks:
+        if isinstance(check, ExpectedValue):
+            got = results[check.call_index]
+            if not json_values_equal(got, check.expected, check.float_tol):
+                return UnitOutcome(False, why=f"{_call_text(unit.calls[check.call_index])} returned {_clip(_repr(got))}, "
+                                              f"expected {_clip(_repr(check.expected))}")
+        else:
+            passed, problem = evaluate_assert(check, results)
+            if not passed:
+                return UnitOutcome(False, why=_assert_failure(check, unit, results, problem))
+    residual = record.get("residual")
+    if unit.residual is not None and residual != "passed":
+        return UnitOutcome(False, why=f"in-jail check {_clip(str(residual))}")
+    return UnitOutcome(True)
+
+
+def _assert_failure(check: ConvertedAssert, unit: CallUnit, results: list[Any], problem: str) -> str:
+    got = "; ".join(f"{_call_text(unit.calls[i])} returned {_clip(_repr(results[i]), 120)}" for _, i in check.placeholders)
+    return f"`{_clip(check.source, 200)}` failed" + (f" ({problem})" if problem else "") + (f": {got}" if got else "")
+
+
+# -- stdio units --------------------------------------------------------------------------------------------------
+
+def judge_stdio(unit: StdioUnit, result: sandbox_jobs.JobResult) -> UnitOutcome:
+    if result.status == "timeout":
+        return UnitOutcome(False, timed_out=True, why=f"took longer than {unit.time_limit_s:g}s")
+    if result.status != "ok":
+        detail = f"exit code {result.exit_code}" if result.exit_code is not None else f"signal {result.signal}"
+        return UnitOutcome(False, why=f"{result.status} ({detail}): {_clip(result.stderr.strip()[-300:])}")
+    test = unit.test
+    if stdout_matches(result.stdout, test.stdout, test.compare, test.float_tol):
+        return UnitOutcome(True)
+    return UnitOutcome(False, why=f"stdout {_clip(_repr(result.stdout), 150)} differs from the expected "
+                                  f"{_clip(_repr(test.stdout), 150)} ({test.compare} comparison)")
+
+
+# -- the verdict --------------------------------------------------------------------------------------------------
+
+def _counts(plan: Plan, outcomes: list[UnitOutcome]) -> dict[str, Any]:
+    units = sorted([*plan.call_units, *plan.stdio_units], key=lambda u: u.index)
+    public = [o for u, o in zip(units, outcomes) if not u.hidden]
+    hidden = [o for u, o in zip(units, outcomes) if u.hidden]
+    return {"public_passed": sum(o.passed for o in public), "public_total": len(public),
+            "hidden_passed": sum(o.passed for o in hidden), "hidden_total": len(hidden),
+            "weaker_mode": plan.weaker_mode}
+
+
+def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[UnitOutcome], *,
+             status: Status | None = None, reason: str | None = None) -> Verdict:
+    passed = sum(o.passed for o in outcomes)
+    if status is None:
+        if passed == plan.total:
+            status = Status.correct
+        elif passed:
+            status = Status.partial
+        else:
+            status = Status.timeout if any(o.timed_out for o in outcomes) else Status.incorrect
+    counts = _counts(plan, outcomes)
+    if reason is None:
+        reason = f"{passed}/{plan.total} tests passed (public {counts['public_passed']}/{counts['public_total']}, " \
+                 f"hidden {counts['hidden_passed']}/{counts['hidden_total']})"
+        units = sorted([*plan.call_units, *plan.stdio_units], key=lambda u: u.index)
+        first_public_failure = next(((u, o) for u, o in zip(units, outcomes) if not o.passed and not u.hidden), None)
+        if first_public_failure is not None:
+            unit, outcome = first_public_failure
+            reason += f"; first public failure, {unit.label}: {outcome.why}"
+        if plan.weaker_mode:
+            reason += "; some assertions ran inside the jail (weaker mode)"
+    return Verdict(id=item.id, reward=passed / plan.total, status=status, extracted=program, reason=reason,
+                   details=counts | {"language": item.language})
+
+
+def _call_text(call: Any) -> str:
+    args = [_repr(a) for a in call.args] + [f"{k}={_repr(v)}" for k, v in call.kwargs.items()]
+    return _clip(f"{call.fn}({', '.join(args)})", 160)
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except (ValueError, RecursionError):  # e.g. an int too long to print
+        return f"<{type(value).__name__}>"
+
+
+def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
