@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import statistics
 import time
 from collections import defaultdict
@@ -56,17 +58,20 @@ def percentile(values: list[float], q: float) -> float:
 
 def run_demo(run_dir: Path) -> int:
     """Score the bundled math fixtures one by one, write the verdicts under run_dir, print a table per category."""
+    import groupscore.verifiers.math as math_package
     from groupscore.verifiers import workers
     from groupscore.verifiers.batch import score_one
-    from groupscore.verifiers.registry import KINDS
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     cases = load_math_cases()
     print(f"groupscore demo: scoring {len(cases)} labelled math cases from {MATH_FIXTURES.relative_to(REPO_ROOT)}/")
 
-    # Start the bounded workers first, so that their start-up is not counted as the first cases' latency.
-    workers.warm_up([KINDS["math"].scorer_path.partition(":")[0]])
+    # Load the math verifier here and in the bounded workers first: start-up is not any case's latency.
+    math_modules = [f"groupscore.verifiers.math.{m.name}" for m in pkgutil.iter_modules(math_package.__path__)]
+    for name in math_modules:
+        importlib.import_module(name)
+    workers.warm_up(math_modules)
 
     # Score each case in turn and time it: these are the latencies a trainer calling the verifier would see.
     results = []
