@@ -222,40 +222,47 @@ class VerifierTarget(Target):
 
 class ServiceTarget(Target):
     """A running scoring service: each case becomes an item of its kind (its `verifier` field, the URL's `#kind`
-    fragment, or guessed from its fields) and is scored through groupscore's service client."""
+    fragment, or guessed from its fields), scored through groupscore's service client (`POST /v1/score`)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, token: str | None = None):
         base, _, fragment = url.partition("#")
         self.url = base.rstrip("/")
         self.default_kind = fragment or None
+        self.token = token if token is not None else os.environ.get("GROUPSCORE_TOKEN")
         self.description = f"scoring service at {url}"
         self._client: Any = None
 
+    def client(self) -> Any:
+        if self._client is None:
+            from groupscore.service.client import RetryPolicy, ScoreClient
+
+            # Few retries: a check wants to see a flaky service, not wait it out; the caller bounds the time anyway.
+            self._client = ScoreClient(self.url, token=self.token, retry=RetryPolicy(max_retries=2))
+        return self._client
+
     def validate(self, cases: Sequence[Case]) -> None:
         _validate_items(cases, self._kind_of)
+        if not self.client().ready():
+            raise TargetError(f"no ready scoring service at {self.url} (GET /readyz failed)")
 
     def _kind_of(self, case: Case) -> str:
         return infer_kind(case, self.default_kind)
 
     def score(self, cases: Sequence[Case]) -> list[Any]:
-        from groupscore.service.client import ScoringClient
-
-        if self._client is None:
-            self._client = ScoringClient(self.url)
         items = [item_for_case(case, self._kind_of(case)) for case in cases]
         out: list[Any] = []
-        for result in self._client.score(items):
-            status = result.get("status") if isinstance(result, dict) else getattr(result, "status", None)
-            reward = result.get("reward") if isinstance(result, dict) else getattr(result, "reward", None)
-            reason = result.get("reason", "") if isinstance(result, dict) else getattr(result, "reason", "")
-            out.append(ItemError(f"result status error: {reason}") if status == "error" else reward)
+        for result in self.client().score_raw(items):
+            if result.get("status") == "error":
+                out.append(ItemError(f"result status error: {result.get('reason', '')}"))
+            else:
+                out.append(result.get("reward"))
         return out
 
     def spec(self) -> TargetSpec:
         return TargetSpec("service", self.url + (f"#{self.default_kind}" if self.default_kind else ""))
 
     def close(self) -> None:
-        if self._client is not None and hasattr(self._client, "close"):
+        if self._client is not None:
             self._client.close()
         self._client = None
 
