@@ -55,11 +55,11 @@ def run_query(conn: sqlite3.Connection, sql: str, seconds: float, max_rows: int,
             rows = cursor.fetchmany(max_rows + 1)
     except sqlite3.ProgrammingError as exc:  # "You can only execute one statement at a time."
         raise QueryRejected(str(exc)) from None
-    except sqlite3.OperationalError as exc:
+    except sqlite3.Error as exc:
         if "interrupted" in str(exc):
             raise TimeoutError(f"ran past {seconds} s") from None
         if "not authorized" in str(exc) or "prohibited" in str(exc) or "readonly" in str(exc):
-            raise QueryRejected(f"only reads are allowed ({exc})") from None
+            raise QueryRejected(f"only deterministic reads are allowed ({exc})") from None
         raise
     if len(rows) > max_rows:
         raise QueryRejected(f"more than max_rows={max_rows} rows")
