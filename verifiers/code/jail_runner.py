@@ -218,6 +218,14 @@ class Worker:
             os.waitpid(self.pid, 0)
         except OSError:
             pass
+        # As pid 1 of the jail the runner inherits orphans (double-forked children); reap the dead ones.
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except OSError:
+                break
+            if pid == 0:
+                break
 
 
 class CandidateError(Exception):
@@ -302,16 +310,17 @@ def runner():
             continue
         if worker is None:
             worker = Worker(solution, python)
+            status = "import_error"
             try:
                 problem = worker.wait_ready(time.monotonic() + import_limit)
             except Deadline:
-                problem = "importing the program took longer than %.3gs" % import_limit
+                status, problem = "import_timeout", "importing the program took longer than %.3gs" % import_limit
             except (WorkerGone, OSError):
                 problem = "the program exited while being imported"
             if problem is not None:
                 worker.kill()
-                worker, stopped = None, ("import_error", problem)
-                emit({"unit": index, "status": "import_error", "detail": problem})
+                worker, stopped = None, (status, problem)
+                emit({"unit": index, "status": status, "detail": problem})
                 continue
         record = {"unit": index}
         try:

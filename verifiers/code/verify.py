@@ -121,6 +121,8 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
     status = record.get("status")
     if status == "timeout":
         return UnitOutcome(False, timed_out=True, why=f"took longer than {unit.time_limit_s:g}s")
+    if status == "import_timeout":
+        return UnitOutcome(False, timed_out=True, why=_clip(str(record.get("detail"))))
     if status == "import_error":
         return UnitOutcome(False, why=f"the program failed to load: {_clip(str(record.get('detail')))}")
     if status != "done":
