@@ -117,6 +117,16 @@ def test_catastrophic_schema_pattern_times_out_within_budget():
     assert time.perf_counter() - start < 10.0
 
 
+def test_quadratic_unique_items_check_is_bounded_too():
+    score("[1]", json_schema={"uniqueItems": True}, timeout_s=60)  # start a worker first
+    document = "[" + ", ".join(f'{{"k": {i}}}' for i in range(20_000)) + "]"  # pairwise comparison of objects
+    start = time.perf_counter()
+    verdict = score(document, json_schema={"type": "array", "uniqueItems": True}, timeout_s=1.0)
+    assert (verdict.reward, verdict.status) == (0.0, Status.timeout)
+    assert time.perf_counter() - start < 10.0
+    assert score('[{"k": 1}, {"k": 1}]', json_schema={"uniqueItems": True}, timeout_s=60).reward == 0.0
+
+
 @pytest.mark.parametrize("fields, path", [
     ({"json_schema": {"type": "nonsense"}}, "json.json_schema"),
     ({"json_schema": {"minimum": "zero"}}, "json.json_schema"),

@@ -1,8 +1,9 @@
 """Scores a JsonItem: parse (strict JSON: no NaN or Infinity), then validate against the item's JSON schema.
 
-jsonschema evaluates `pattern` and `patternProperties` with Python's backtracking `re`, so a schema with regexes
-could take unbounded time on a crafted document; such validations run in a killable worker (`run_bounded`) within
-the item's budget. Schemas without regexes validate in this process: jsonschema is polynomial on them.
+jsonschema evaluates `pattern` and `patternProperties` with Python's backtracking `re`, and `uniqueItems` on
+objects by comparing every pair, so a crafted document can keep it busy past any budget. Validations that use those
+keywords, or of documents over IN_PROCESS_MAX_CHARS, run in a killable worker (`run_bounded`) within the item's
+budget; the rest (small documents, linear keywords) validate in this process, without the worker's round trip.
 `$ref` resolves only inside the schema itself: nothing is ever fetched.
 """
 
@@ -16,17 +17,19 @@ from groupscore.verifiers.json_schema.item import JsonItem
 from groupscore.verifiers.schema import Status, Verdict
 
 MAX_MESSAGES = 5
+IN_PROCESS_MAX_CHARS = 100_000
+_SLOW_KEYWORDS = ("pattern", "patternProperties", "uniqueItems")
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _uses_regex(node: Any) -> bool:
+def _uses_slow_keywords(node: Any) -> bool:
     if isinstance(node, dict):
-        return "pattern" in node or "patternProperties" in node or any(_uses_regex(v) for v in node.values())
+        return any(k in node for k in _SLOW_KEYWORDS) or any(_uses_slow_keywords(v) for v in node.values())
     if isinstance(node, list):
-        return any(_uses_regex(v) for v in node)
+        return any(_uses_slow_keywords(v) for v in node)
     return False
 
 
@@ -65,14 +68,17 @@ def score_json(item: JsonItem) -> Verdict:
         return Verdict(id=item.id, reward=1.0, status=Status.correct, extracted=text[:200], reason="valid JSON")
 
     try:
-        if _uses_regex(item.json_schema):
-            from groupscore.verifiers.workers import BudgetExceeded, run_bounded
+        if len(text) > IN_PROCESS_MAX_CHARS or _uses_slow_keywords(item.json_schema):
+            from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, run_bounded
 
             try:
                 messages, fraction = run_bounded(check_document, item.json_schema, document, timeout_s=item.timeout_s)
             except BudgetExceeded:
                 return Verdict(id=item.id, reward=0.0, status=Status.timeout, extracted=text[:200],
                                reason=f"schema validation ran past {item.timeout_s} s")
+            except WorkerCrashed:
+                return Verdict(id=item.id, reward=0.0, status=Status.error, extracted=text[:200],
+                               reason="schema validation crashed its worker (memory exhausted?)")
         else:
             messages, fraction = check_document(item.json_schema, document)
     except RecursionError:
