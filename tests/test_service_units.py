@@ -78,7 +78,7 @@ def test_clipped_sum_and_gate():
     ([{"name": "a", "weight": 0.0}], "positive weight"),
     ([{"name": "a", "verifier": "no_such_kind"}], "unknown verifier kind"),
     ([{"name": "a", "params": {"completion": "x"}}], "may not set completion"),
-    ([{"name": "bad name!"}], "letters"),
+    ([{"name": "bad name!"}], "pattern"),
     ([{"name": "a", "verifier": "math", "params": {"rel_tol": 5}}], "components.0.params"),
 ])
 def test_bad_reward_specs_are_refused_with_the_reason(components, message):

@@ -21,7 +21,6 @@ whatever the other components say ("format required, else 0"). Every component's
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -29,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from groupscore.verifiers.registry import KINDS, describe_error, parse_item, score_item
 from groupscore.verifiers.schema import ItemBase, Status, Verdict
 
-_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 # Fields a component may not set through params: they always come from the item being scored.
 _RESERVED = frozenset({"id", "completion", "verifier"})
 
@@ -39,20 +37,14 @@ class Component(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(description="Label of this component in results and logs (letters, digits, _ . -).")
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+                      description="Label of this component in results and logs (letters, digits, _ . -).")
     weight: float = Field(default=1.0, ge=0.0, le=1e6, description="Relative weight in the total.")
     verifier: str | None = Field(default=None, description="Verifier kind; left out: the item's own kind.")
     params: dict[str, Any] = Field(default_factory=dict,
                                    description="The kind's item fields (all but id, completion and verifier).")
     gate: bool = Field(default=False, description="When true, the total is 0 unless this component reaches the threshold.")
     gate_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-
-    @field_validator("name")
-    @classmethod
-    def _name_is_a_label(cls, name: str) -> str:
-        if not _NAME.match(name):
-            raise ValueError("must be 1-64 letters, digits, '_', '.' or '-'")
-        return name
 
     @field_validator("verifier")
     @classmethod
