@@ -134,7 +134,7 @@ class Slot:
 
     def __init__(self, support: CgroupSupport, dirs: dict[str, Path]):
         self.support, self.dirs = support, dirs
-        self._oom_before = self._pids_before = 0
+        self._oom_before = self._pids_before = self._baseline = 0
 
     @property
     def procs_files(self) -> list[str]:
@@ -158,6 +158,10 @@ class Slot:
                     except OSError:
                         continue
                 self._oom_before = _counter(_read(mem / "memory.oom_control"), "oom_kill")
+                # A reused slot still carries page cache charged by earlier runs (reclaimable, so it does
+                # not eat into the limit); the reset peak starts there, so report the growth above it.
+                usage = _read(mem / "memory.usage_in_bytes").strip()
+                self._baseline = int(usage) if usage.isdigit() else 0
             else:
                 _write(mem / "memory.max", str(memory_bytes))
                 if (mem / "memory.swap.max").exists():
@@ -185,7 +189,7 @@ class Slot:
             else:
                 raw = _read(mem / "memory.peak").strip()
                 oom = _counter(_read(mem / "memory.events"), "oom_kill") > self._oom_before
-            peak = int(raw) if raw.isdigit() else None
+            peak = max(0, int(raw) - self._baseline) if raw.isdigit() else None
         hit = "pids" in self.dirs and _counter(_read(self.dirs["pids"] / "pids.events"), "max") > self._pids_before
         return SlotStats(peak, oom, hit, killed)
 
@@ -209,6 +213,23 @@ class Slot:
                 pass
 
 
+def _remove_stale(root: Path) -> None:
+    """Remove empty slot dirs left by harness processes that died without their atexit cleanup."""
+    for parent in root.glob("groupscore-sandbox-*"):
+        pid = parent.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+            continue
+        for slot in parent.glob("slot-*"):
+            try:
+                slot.rmdir()  # fails (and is kept) while it still holds processes
+            except OSError:
+                pass
+        try:
+            parent.rmdir()
+        except OSError:
+            pass
+
+
 class SlotPool:
     """Reusable slots under one per-process parent (v1: reset and reuse; v2: a fresh dir per run,
     because memory.peak cannot be reset on older kernels)."""
@@ -225,6 +246,7 @@ class SlotPool:
 
     def _parent(self, ctrl: str) -> Path:
         if ctrl not in self._parents:
+            _remove_stale(Path(self.support.roots[ctrl]))
             p = Path(self.support.roots[ctrl]) / f"groupscore-sandbox-{os.getpid()}"
             p.mkdir(exist_ok=True)
             if self.support.version == "v2":

@@ -23,6 +23,12 @@ from groupscore.sandbox.toolchains import Toolchain
 
 WORK_DIR = "/work"
 NOBODY = 65534
+# pid 1 of the jail is a shell that runs the program and waits for it. The kernel drops signals
+# with default action that pid 1 gets from inside its namespace, so a program that were pid 1 could
+# not abort() or raise() itself to death, and kill(-1) would spare it.
+INIT_SHELL = os.path.realpath("/bin/sh")
+INIT_SCRIPT = '"$@"; exit $?'  # not `exec`: the shell must stay pid 1
+MAX_WORK_FILES = 4096  # inodes of the work tmpfs: "many files" ends with ENOSPC, not host memory
 # Top-level merged-/usr symlinks of the host, mirrored so binaries find their loader and libraries.
 _TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _DEVICES_RO = ("/dev/zero", "/dev/urandom", "/dev/random")
@@ -65,6 +71,7 @@ class Policy(BaseModel):
     hostname: str = "sandbox"
     no_new_privs: bool = True
     capabilities: str = "all dropped"
+    init: str = f"{INIT_SHELL} -c '{INIT_SCRIPT}' (pid 1; the program is pid 2)"
     mounts: tuple[Mount, ...]
     work_dir: str = WORK_DIR
     tmpfs_mb: int
@@ -125,8 +132,8 @@ def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
     uid_in, uid_out, gid_in, gid_out = _ids()
     mounts = [
         *_host_symlinks(),
-        *_ro_mounts(tuple(ro_paths) + tuple(extra_ro)),
-        Mount(kind="tmpfs", target=WORK_DIR, options=f"size={limits.tmpfs_mb * 1024 * 1024},mode=0700"),
+        *_ro_mounts(tuple(ro_paths) + (INIT_SHELL,) + tuple(extra_ro)),
+        Mount(kind="tmpfs", target=WORK_DIR, options=f"size={limits.tmpfs_mb * 1024 * 1024},nr_inodes={MAX_WORK_FILES},mode=0700"),
         Mount(kind="symlink", target="/tmp", source=WORK_DIR),
         Mount(kind="proc", target="/proc"),
         Mount(kind="bind_rw", target="/dev/null", source="/dev/null"),
@@ -150,7 +157,7 @@ def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
         env=env,
         rlimits=Rlimits(address_space_mb=limits.address_space_mb, cpu_s=limits.cpu_seconds,
                         file_size_mb=max(1, math.ceil(limits.max_file_bytes / (1 << 20))),
-                        open_files=limits.max_open_files, processes=limits.max_processes),
+                        open_files=limits.max_open_files, processes=limits.max_processes + 1),  # +1: init
         cgroup=cg.describe(),
         cgroup_memory_mb=limits.memory_mb if cg.memory else None,
         cgroup_max_pids=limits.max_processes if cg.pids else None,

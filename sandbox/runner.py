@@ -22,7 +22,8 @@ from pathlib import Path, PurePosixPath
 from groupscore.sandbox.cgroups import SlotPool
 from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
-from groupscore.sandbox.policy import WORK_DIR, Policy, build_policy, host_cgroups, render_exec, render_file_mount
+from groupscore.sandbox.policy import (INIT_SCRIPT, INIT_SHELL, WORK_DIR, Policy, build_policy, host_cgroups,
+                                       render_exec, render_file_mount)
 from groupscore.sandbox.result import CompileResult, RunResult, Status
 from groupscore.sandbox.toolchains import Toolchain, toolchain
 
@@ -152,13 +153,14 @@ def cgroup_note() -> str:
 
 def _jail(policy: Policy, rundir: _RunDir, argv: list[str], stdin: bytes, limits: Limits) -> _Outcome:
     """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
-    cfg = rundir.write("jail.cfg", "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(argv)]) + "\n")
+    init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", *argv]
+    cfg = rundir.write("jail.cfg", "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]) + "\n")
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
     cmd = [nsjail_binary(), "--config", str(cfg), "--log", str(log)]
     slot = _pool().acquire()
     if slot is not None:
-        slot.prepare(limits.memory_mb << 20, limits.max_processes + 1)  # +1: nsjail itself sits in the slot
+        slot.prepare(limits.memory_mb << 20, limits.max_processes + 2)  # +2: nsjail and the init shell
         # Join the slot before nsjail clones, so the whole jail is charged to it.
         join = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
         cmd = ["/bin/sh", "-c", join, "sh", *slot.procs_files, "--", *cmd]
@@ -190,7 +192,7 @@ def _jail(policy: Policy, rundir: _RunDir, argv: list[str], stdin: bytes, limits
 
 
 def _collect_output(proc: subprocess.Popen, out: _Outcome, limits: Limits, start: float) -> None:
-    cap = limits.max_output_bytes
+    caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
@@ -210,7 +212,7 @@ def _collect_output(proc: subprocess.Popen, out: _Outcome, limits: Limits, start
                 sel.unregister(key.fileobj)
                 continue
             buf: bytearray = getattr(out, key.data)
-            room = cap - len(buf)
+            room = caps[key.data] - len(buf)
             if len(chunk) > room:
                 buf += chunk[:max(room, 0)]
                 setattr(out, f"{key.data}_truncated", True)
@@ -234,7 +236,12 @@ def _kill(proc: subprocess.Popen) -> float:
 
 def _read_exit(out: _Outcome) -> None:
     if m := _EXIT_RE.findall(out.log):
-        out.exit_code = int(m[-1])
+        code = int(m[-1])
+        # The init shell reports a program killed by signal N as status 128+N.
+        if 128 < code <= 128 + 64:
+            out.signal = code - 128
+        else:
+            out.exit_code = code
     elif m := _SIGNAL_RE.findall(out.log):
         out.signal = int(m[-1])
     elif out.timed_out or out.output_limit:
@@ -257,10 +264,10 @@ def _classify(out: _Outcome, limits: Limits) -> tuple[Status, str | None]:
         return Status.SANDBOX_ERROR, "jail setup failed: " + (" | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}")
     if out.output_limit:
         return Status.OUTPUT_LIMIT, f"output passed {limits.max_output_bytes} bytes; run stopped"
+    if out.oom_killed:  # before timeout: an OOM kill explains a run that then hung on its dead children
+        return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.timed_out:
         return Status.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
-    if out.oom_killed:
-        return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds - 0.05):
         return Status.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
     if "time limit" in out.log and "Killing it" in out.log:
@@ -278,8 +285,10 @@ def _classify(out: _Outcome, limits: Limits) -> tuple[Status, str | None]:
     return Status.OK, None
 
 
-# Debian's libnl carries no symbol versions; the loader says so on nsjail's stderr, which the jail inherits.
-_LOADER_NOISE = re.compile(rb"\A(?:[^\n]*: no version information available \(required by [^\n]*nsjail\)\n)+")
+# Debian's libnl carries no symbol versions; the loader says so on nsjail's stderr, which the jail
+# inherits, before nsjail's main() runs. Those exact bytes are measured once and cut from stderr.
+_LOADER_NOISE_RE = re.compile(rb"\A(?:[^\n]*: no version information available \(required by [^\n]*\)\n)+")
+_loader_noise = b""
 
 
 def _decode(b: bytearray) -> str:
@@ -287,7 +296,8 @@ def _decode(b: bytearray) -> str:
 
 
 def _strip_loader_noise(out: "_Outcome") -> None:
-    out.stderr = bytearray(_LOADER_NOISE.sub(b"", bytes(out.stderr), count=1))
+    if _loader_noise and out.stderr.startswith(_loader_noise):
+        del out.stderr[:len(_loader_noise)]
 
 
 def _peak_mb(out: _Outcome) -> float | None:
@@ -430,7 +440,12 @@ def ensure_available() -> None:
         if _AVAILABLE:
             return
         binary = nsjail_binary()
-        probe = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run([binary, "--help"], capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+        global _loader_noise
+        noise = _LOADER_NOISE_RE.match(probe.stderr)
+        _loader_noise = noise.group(0) if noise else b""
+        probe = subprocess.CompletedProcess(probe.args, probe.returncode, probe.stdout.decode(errors="replace"),
+                                            probe.stderr.decode(errors="replace"))
         missing = re.search(r"error while loading shared libraries: (\S+?):", probe.stderr)
         if missing:
             raise SandboxUnavailable(
@@ -453,7 +468,7 @@ def ensure_available() -> None:
             errs = " | ".join(ln for ln in log.splitlines() if ln.startswith(("[E]", "[F]")))[-600:]
             raise SandboxUnavailable(f"nsjail cannot start a jail: {why}. nsjail said: {errs or out.stderr[-300:]!r}")
         pid, uid, nprocs = (int(x) for x in out.stdout.decode().split())
-        if pid != 1 or nprocs > 2:
+        if pid != 2 or nprocs > 2:  # pid 1 is the init shell
             raise SandboxUnavailable(f"probe jail is not isolated: pid {pid}, sees {nprocs} processes")
         if os.geteuid() == 0 and uid == 0:
             raise SandboxUnavailable("probe jail runs as uid 0; refusing (would be root on the host)")

@@ -1,0 +1,730 @@
+"""Adversarial programs against the nsjail sandbox: each pins its exact outcome and checks the host is untouched.
+
+SAFETY: these run as root on shared machines. Every destructive case depends on the session fixture
+`jail_proven`, which runs a harmless probe first and FAILS the session (never skips) unless the probe
+shows a real jail: its own pid namespace (pid 1, no host pids visible) and a non-root uid on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from groupscore.sandbox import Limits, RunResult, Status, run, run_many
+from groupscore.sandbox.toolchains import toolchain
+
+PRELUDE = """\
+import os, sys, errno, ctypes, socket, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+def name(e):
+    n = e.errno if isinstance(e, OSError) else e
+    return errno.errorcode.get(n, str(n))
+def sys_call(*a):
+    r = libc.syscall(*a)
+    return "OK" if r >= 0 else name(ctypes.get_errno())
+"""
+FAST = Limits(wall_time_s=3, memory_mb=256)
+IS_ROOT = os.geteuid() == 0
+
+
+def host_pids_with(marker: str) -> list[int]:
+    """Host processes whose command line carries `marker` (every run below passes one in argv)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def host_uid(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])  # real uid
+    raise AssertionError("no Uid line")
+
+
+def jailed(code: str, *, limits: Limits = FAST, stdin: str = "", collect=(), files=None) -> tuple[RunResult, str]:
+    """Run `code` (after PRELUDE) as main.py with a unique marker in argv; assert nothing of it survives."""
+    marker = "gsmark-" + secrets.token_hex(6)
+    exe = toolchain("python").executable
+    result = run({"main.py": PRELUDE + code, **(files or {})}, [exe, "-s", "-B", "main.py", marker],
+                 limits=limits, stdin=stdin, collect=list(collect))
+    assert host_pids_with(marker) == [], "a process of the run survived it"
+    return result, marker
+
+
+@pytest.fixture(scope="session")
+def jail_proven() -> None:
+    """Harmless probe: prove pid namespace + unprivileged host uid before any destructive program runs."""
+    marker = "gsprobe-" + secrets.token_hex(6)
+    exe = toolchain("python").executable
+    code = ("import os, time\n"
+            "print(os.getpid(), os.getuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+            "time.sleep(1.5)\n")
+    box: dict[str, RunResult] = {}
+    t = threading.Thread(target=lambda: box.setdefault("r", run({"probe.py": code}, [exe, "probe.py", marker],
+                                                                 limits=Limits(wall_time_s=20))))
+    t.start()
+    outside_uids: list[int] = []
+    deadline = time.monotonic() + 15
+    while t.is_alive() and time.monotonic() < deadline and not outside_uids:
+        # The jailed probe (not nsjail, which starts as root and carries the marker too) is the
+        # marker process whose parent is nsjail.
+        for pid in host_pids_with(marker):
+            try:
+                if "nsjail" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode():
+                    outside_uids.append(host_uid(pid))
+            except OSError:
+                pass
+        time.sleep(0.05)
+    t.join(30)
+    result = box.get("r")
+    if result is None or result.status is not Status.OK:
+        pytest.fail(f"jail probe did not run cleanly; refusing destructive tests: {result}")
+    pid, uid, visible = result.stdout.split(" ", 2)
+    if int(pid) != 2 or visible.strip() != "[1, 2]":  # pid 1 is the jail's init shell
+        pytest.fail(f"jail has no own pid namespace (pid {pid}, sees {visible.strip()}); refusing destructive tests")
+    if not outside_uids:
+        pytest.fail("could not see the jailed probe from the host to check its real uid; refusing")
+    if IS_ROOT and 0 in outside_uids:
+        pytest.fail(f"jailed process runs as real uid 0 on the host ({outside_uids}); refusing destructive tests")
+    if IS_ROOT and int(uid) == 0:
+        pytest.fail("jailed process is uid 0 inside; refusing destructive tests")
+
+
+@pytest.fixture
+def canary():
+    """A host process with the jail's own uid: kill(-1) from inside must not reach it."""
+    kwargs = {"user": 65534, "group": 65534} if IS_ROOT else {}
+    proc = subprocess.Popen(["sleep", "60"], **kwargs)
+    yield proc
+    alive = proc.poll() is None
+    proc.kill()
+    proc.wait()
+    assert alive, "the host canary process was killed from inside the jail"
+
+
+pytestmark = pytest.mark.usefixtures("jail_proven")
+destructive = pytest.mark.destructive
+
+
+# ---- network ---------------------------------------------------------------------------------------
+
+def test_host_loopback_listener_is_unreachable():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    try:
+        r, _ = jailed(f"""
+s = socket.socket()
+s.settimeout(1)
+try:
+    s.connect(("127.0.0.1", {port})); print("CONNECTED")
+except OSError as e:
+    print(name(e))
+""")
+        listener.settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            listener.accept()  # nothing ever arrived from the jail
+    finally:
+        listener.close()
+    assert r.status is Status.OK and r.stdout.strip() == "ENETUNREACH"
+
+
+def test_egress_to_internet_fails():
+    r, _ = jailed("""
+for addr in [("1.1.1.1", 443), ("8.8.8.8", 53)]:
+    s = socket.socket(); s.settimeout(1)
+    try:
+        s.connect(addr); print("CONNECTED")
+    except OSError as e:
+        print(name(e))
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["ENETUNREACH", "ENETUNREACH"]
+
+
+def test_udp_and_raw_dns_fail():
+    r, _ = jailed("""
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.sendto(b"x", ("8.8.8.8", 53)); print("SENT")
+except OSError as e:
+    print(name(e))
+try:
+    socket.getaddrinfo("example.com", 80); print("RESOLVED")
+except socket.gaierror as e:
+    print("gaierror")
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["ENETUNREACH", "gaierror"]
+
+
+def test_only_a_down_loopback_interface_exists():
+    r, _ = jailed("""
+print(sorted(n for _, n in socket.if_nameindex()))
+print(open("/sys/class/net/lo/operstate").read().strip() if os.path.exists("/sys/class/net/lo") else "nosys")
+""")
+    assert r.status is Status.OK and r.stdout.split("\n")[:2] == ["['lo']", "nosys"]
+
+
+# ---- host files, environment, fds -----------------------------------------------------------------
+
+def test_etc_shadow_is_not_there():
+    r, _ = jailed("""
+for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
+    try:
+        os.listdir(p) if p in ("/root", "/home") else open(p).read(); print("READ", p)
+    except OSError as e:
+        print(name(e))
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["ENOENT"] * 4
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="uid mapping to nobody applies when started as root")
+def test_etc_shadow_unreadable_even_when_bind_mounted():
+    """Even with /etc/shadow mounted into the jail, its real uid (nobody) cannot read it."""
+    from groupscore.sandbox.policy import build_policy
+    from groupscore.sandbox.runner import _classify, _execute
+
+    tool = toolchain("python")
+    policy = build_policy(tool, FAST, extra_ro=("/etc/shadow",))
+    assert any(m.target == "/etc/shadow" for m in policy.mounts)
+    code = ("import errno\ntry:\n    open('/etc/shadow').read(); print('READ')\n"
+            "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
+    out, _, _ = _execute(tool, policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", FAST, [])
+    assert _classify(out, FAST)[0] is Status.OK and out.stdout.decode().strip() == "EACCES"
+
+
+def test_host_world_readable_file_is_invisible(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret")
+    secret.chmod(0o644)
+    r, _ = jailed(f"""
+try:
+    print(open({str(secret)!r}).read())
+except OSError as e:
+    print(name(e))
+""")
+    assert r.status is Status.OK and r.stdout.strip() == "ENOENT" and "s3cret" not in r.stdout
+
+
+def test_host_env_secret_never_reaches_the_jail(monkeypatch):
+    monkeypatch.setenv("GS_TEST_SECRET", "hunter2-" + secrets.token_hex(4))
+    r, _ = jailed("""
+print(sorted(os.environ))
+print(open("/proc/1/environ", "rb").read().replace(b"\\0", b" ").decode())
+print(open("/proc/self/environ", "rb").read().replace(b"\\0", b" ").decode())
+""")
+    assert r.status is Status.OK
+    assert "hunter2" not in r.stdout and "GS_TEST_SECRET" not in r.stdout
+    # PWD comes from the init shell
+    assert r.stdout.splitlines()[0] == str(sorted(["PATH", "PWD", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONHASHSEED",
+                                                   "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING"]))
+
+
+def test_inherited_host_fds_are_closed(tmp_path):
+    leak = tmp_path / "leak.txt"
+    leak.write_text("leaked")
+    fd = os.open(leak, os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    try:
+        r, _ = jailed("print(sorted(int(f) for f in os.listdir('/proc/self/fd')))")
+    finally:
+        os.close(fd)
+    assert r.status is Status.OK
+    # 0,1,2 and the fd listdir itself holds open
+    assert eval(r.stdout)[:3] == [0, 1, 2] and len(eval(r.stdout)) == 4
+
+
+def test_dev_holds_only_harmless_devices():
+    r, _ = jailed("""
+print(sorted(os.listdir("/dev")))
+for p in ["/dev/sda", "/dev/mem", "/dev/kmsg", "/dev/vda", "/dev/tty"]:
+    try:
+        open(p, "rb"); print("OPEN", p)
+    except OSError as e:
+        print(name(e))
+open("/dev/null", "w").write("x")
+print(len(open("/dev/urandom", "rb").read(16)))
+import stat
+for where in ["/dev/gsnull", "/work/gsnull"]:
+    try:
+        os.mknod(where, stat.S_IFCHR | 0o666, os.makedev(1, 3)); print("MKNOD", where)
+    except OSError as e:
+        print(name(e))
+""")
+    lines = r.stdout.splitlines()
+    assert r.status is Status.OK
+    assert lines[0] == str(sorted(["fd", "null", "random", "stderr", "stdin", "stdout", "urandom", "zero"]))
+    assert lines[1:] == ["ENOENT"] * 5 + ["16", "EROFS", "EPERM"]
+
+
+def test_writes_outside_the_work_dir_fail_and_host_is_untouched():
+    target = f"/usr/lib/gs-{secrets.token_hex(4)}"
+    r, _ = jailed(f"""
+for p in [{target!r}, "/gs-root-file", "/proc/sys/kernel/hostname", "/etc/gs"]:
+    try:
+        open(p, "w").write("x"); print("WROTE", p)
+    except OSError as e:
+        print(name(e))
+open("/work/fine.txt", "w").write("ok"); open("/tmp/also.txt", "w").write("ok")
+print(sorted(os.listdir("/work")))
+""")
+    assert r.status is Status.OK
+    assert r.stdout.splitlines()[:4] == ["EROFS", "EROFS", "EROFS", "ENOENT"]
+    assert r.stdout.splitlines()[4] == "['also.txt', 'fine.txt', 'main.py']"
+    assert not os.path.exists(target) and not os.path.exists("/gs-root-file")
+
+
+def test_work_dir_is_fresh_per_run():
+    first, _ = jailed("open('left.txt', 'w').write('x'); print(sorted(os.listdir('.')))")
+    second, _ = jailed("print(sorted(os.listdir('.')))")
+    assert first.stdout.strip() == "['left.txt', 'main.py']"
+    assert second.stdout.strip() == "['main.py']"
+
+
+def test_input_files_are_read_only():
+    r, _ = jailed("""
+try:
+    open("main.py", "a").write("#"); print("WROTE")
+except OSError as e:
+    print(name(e))
+try:
+    os.unlink("main.py"); print("UNLINKED")
+except OSError as e:
+    print(name(e))
+""")
+    # root-owned, mode 0644 to the jail's uid (EACCES), on a read-only bind (EROFS otherwise)
+    assert r.status is Status.OK and r.stdout.split() == ["EACCES" if IS_ROOT else "EROFS", "EBUSY"]
+
+
+def test_symlink_tricks_stay_inside_the_jail():
+    r, _ = jailed("""
+os.symlink("/etc/shadow", "s1"); os.symlink("/proc/1/root/etc/shadow", "s2")
+os.symlink("../../../../../../etc/passwd", "s3")
+for p in ["s1", "s2", "s3", "/proc/1/root/root", "/proc/self/root/../../etc/shadow"]:
+    try:
+        open(p).read(); print("READ", p)
+    except OSError as e:
+        print(name(e))
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["ENOENT"] * 5
+
+
+def test_collected_file_cannot_be_swapped_for_a_symlink():
+    r, _ = jailed("""
+open("out.txt", "w").write("result")
+for f in (lambda: os.unlink("out.txt"), lambda: os.rename("out.txt", "x"), lambda: os.symlink("/etc/shadow", "out.txt")):
+    try:
+        f(); print("DONE")
+    except OSError as e:
+        print(name(e))
+""", collect=["out.txt"])
+    assert r.status is Status.OK and r.stdout.split() == ["EBUSY", "EBUSY", "EEXIST"]
+    assert r.files == {"out.txt": b"result"}
+
+
+# ---- processes ---------------------------------------------------------------------------------------
+
+@destructive
+def test_fork_bomb_is_stopped_by_the_pids_limit():
+    r, marker = jailed("""
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+""", limits=Limits(wall_time_s=2, memory_mb=256, max_processes=32))
+    assert r.status is Status.TIMEOUT and r.wall_time_s < 4
+
+
+@destructive
+def test_fork_count_is_capped():
+    r, _ = jailed("""
+n = 0
+try:
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30); os._exit(0)
+        n += 1
+except OSError as e:
+    print(n, name(e))
+""", limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16))
+    n, err = r.stdout.split()
+    assert r.status is Status.OK and err == "EAGAIN" and 8 <= int(n) < 16
+
+
+@destructive
+def test_thread_bomb_is_capped():
+    r, _ = jailed("""
+import threading
+n = 0
+try:
+    while True:
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); n += 1
+except RuntimeError as e:
+    print(n, "RuntimeError", flush=True)
+os._exit(0)
+""", limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16))
+    n, err = r.stdout.split()
+    assert r.status is Status.OK and err == "RuntimeError" and int(n) < 16
+
+
+@destructive
+def test_memory_bomb_one_process():
+    r, _ = jailed("a = []\nwhile True: a.append(bytearray(8 << 20)); a[-1][::4096] = b'x' * len(a[-1][::4096])",
+                  limits=Limits(wall_time_s=10, memory_mb=128))
+    assert r.status is Status.MEMORY_LIMIT
+    assert r.peak_memory_mb is None or r.peak_memory_mb <= 128 + 8
+
+
+@destructive
+def test_memory_bomb_many_children_together():
+    """Five children of 40 MB each: none alone passes 128 MB, together they do."""
+    r, _ = jailed("""
+kids = []
+for _ in range(5):
+    pid = os.fork()
+    if pid == 0:
+        b = bytearray(40 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(20); os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+""", limits=Limits(wall_time_s=4, memory_mb=128))
+    if "memory" not in r.cgroup:
+        pytest.skip(f"no cgroup memory limit on this host: {r.cgroup}")
+    assert r.status is Status.MEMORY_LIMIT
+
+
+@destructive
+def test_busy_loop_times_out():
+    r, _ = jailed("while True: pass", limits=Limits(wall_time_s=1, memory_mb=128))
+    assert r.status is Status.TIMEOUT and 1.0 <= r.wall_time_s < 2.5 and r.signal == 9
+
+
+@destructive
+def test_cpu_limit_below_wall_limit():
+    r, _ = jailed("while True: pass", limits=Limits(wall_time_s=6, cpu_time_s=1, memory_mb=128))
+    assert r.status is Status.TIMEOUT and r.wall_time_s < 5 and r.cpu_time_s >= 0.9
+
+
+@destructive
+def test_sleep_past_the_limit_times_out():
+    r, _ = jailed("time.sleep(30)", limits=Limits(wall_time_s=1, memory_mb=128))
+    assert r.status is Status.TIMEOUT and r.wall_time_s < 2.5 and r.cpu_time_s < 1
+
+
+@destructive
+def test_spin_ignoring_every_catchable_signal():
+    r, _ = jailed("""
+for s in signal.valid_signals():
+    try:
+        signal.signal(s, signal.SIG_IGN)
+    except (OSError, ValueError):
+        pass
+print("ignoring", flush=True)
+while True: pass
+""", limits=Limits(wall_time_s=1, memory_mb=128))
+    assert r.status is Status.TIMEOUT and r.stdout == "ignoring\n" and r.wall_time_s < 2.5
+
+
+@destructive
+def test_double_fork_daemon_does_not_survive():
+    r, marker = jailed("""
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN); signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        time.sleep(60)
+    os._exit(0)
+time.sleep(0.3)
+print("parent done")
+""")
+    assert r.status is Status.OK and r.stdout == "parent done\n"  # jailed() already checked no survivor
+
+
+@destructive
+def test_background_child_past_the_timeout_does_not_survive():
+    r, marker = jailed("""
+if os.fork() == 0:
+    os.setsid(); time.sleep(60)
+time.sleep(60)
+""", limits=Limits(wall_time_s=1, memory_mb=128))
+    assert r.status is Status.TIMEOUT
+
+
+@destructive
+def test_kill_minus_one_reaches_nothing_outside(canary):
+    r, _ = jailed("""
+if os.fork() == 0:
+    os.kill(-1, signal.SIGKILL)  # everything this uid can signal in its pid namespace, bar init
+    os._exit(0)
+time.sleep(2)
+print("program survived")
+""")
+    assert (r.status, r.signal, r.stdout) == (Status.RUNTIME_ERROR, 9, "")
+
+
+@destructive
+def test_killing_the_parent_and_host_pids(canary):
+    r, _ = jailed(f"""
+print(os.getppid())
+for pid in [{os.getpid()}, {canary.pid}, 1]:
+    try:
+        os.kill(pid, signal.SIGKILL) if pid != 1 else os.kill(pid, 0); print("SENT", pid)
+    except OSError as e:
+        print(name(e))
+os.kill(os.getppid(), signal.SIGKILL)  # the init shell: the kernel shields it from its own namespace
+print("still here")
+""")
+    assert r.status is Status.OK
+    assert r.stdout.split("\n") == ["1", "ESRCH", "ESRCH", "SENT 1", "still here", ""]
+
+
+@destructive
+def test_output_flood_is_capped():
+    r, _ = jailed("while True: sys.stdout.write('x' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128,
+                                                                            max_output_bytes=100_000))
+    assert r.status is Status.OUTPUT_LIMIT and r.stdout_truncated and len(r.stdout) == 100_000
+    assert r.wall_time_s < 5
+
+
+@destructive
+def test_stderr_flood_is_capped():
+    r, _ = jailed("while True: os.write(2, b'e' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128,
+                                                                         max_output_bytes=50_000))
+    assert r.status is Status.OUTPUT_LIMIT and r.stderr_truncated and len(r.stderr) == 50_000
+    assert not r.stdout_truncated
+
+
+@destructive
+def test_disk_fill_hits_the_work_tmpfs_cap():
+    before = shutil.disk_usage(tempfile.gettempdir()).free
+    r, _ = jailed("""
+n = 0
+try:
+    with open("fill", "wb") as f:
+        while True:
+            f.write(b"\\0" * (1 << 20)); f.flush(); n += 1
+except OSError as e:
+    print(n, name(e))
+""", limits=Limits(wall_time_s=10, memory_mb=256, tmpfs_mb=8, max_file_bytes=64 << 20))
+    n, err = r.stdout.split()
+    assert r.status is Status.OK and err == "ENOSPC" and 6 <= int(n) <= 8
+    assert shutil.disk_usage(tempfile.gettempdir()).free > before - (4 << 20)
+
+
+@destructive
+def test_one_big_file_hits_the_file_size_limit():
+    r, _ = jailed("""
+try:
+    open("big", "wb").write(b"\\0" * (3 << 20)); print("WROTE")
+except OSError as e:
+    print(name(e))
+""", limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=2 << 20))
+    assert r.status is Status.OK and r.stdout.strip() == "EFBIG"
+
+
+@destructive
+def test_many_files_hit_the_inode_cap():
+    r, _ = jailed("""
+n = 0
+try:
+    while True:
+        open(f"f{n}", "w").close(); n += 1
+except OSError as e:
+    print(n, name(e))
+""", limits=Limits(wall_time_s=10, memory_mb=256))
+    n, err = r.stdout.split()
+    assert r.status is Status.OK and err == "ENOSPC" and 4000 <= int(n) <= 4096
+
+
+@destructive
+def test_many_open_files_hit_nofile():
+    r, _ = jailed("""
+fs = []
+try:
+    while True:
+        fs.append(open("/dev/null"))
+except OSError as e:
+    print(len(fs), name(e))
+""", limits=Limits(wall_time_s=5, memory_mb=256, max_open_files=40))
+    n, err = r.stdout.split()
+    assert r.status is Status.OK and err == "EMFILE" and int(n) < 40
+
+
+# ---- kernel interfaces (seccomp, privileges) -------------------------------------------------------
+
+@destructive
+def test_ptrace_is_denied():
+    r, _ = jailed("""
+print(name(ctypes.get_errno()) if libc.ptrace(0, 0, 0, 0) < 0 else "TRACEME")
+pid = os.fork()
+if pid == 0:
+    time.sleep(5); os._exit(0)
+print(name(ctypes.get_errno()) if libc.ptrace(16, pid, 0, 0) < 0 else "ATTACHED")
+os.kill(pid, 9)
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["EPERM", "EPERM"]
+
+
+@destructive
+def test_mount_and_unshare_are_denied():
+    r, _ = jailed("""
+print(name(ctypes.get_errno()) if libc.mount(b"none", b"/work", b"tmpfs", 0, None) < 0 else "MOUNTED")
+print(name(ctypes.get_errno()) if libc.unshare(0x10000000) < 0 else "UNSHARED")
+print(name(ctypes.get_errno()) if libc.unshare(0x00020000) < 0 else "UNSHARED")
+print(sys_call(56, 0x10000000 | 17, 0, 0, 0, 0))  # clone(CLONE_NEWUSER|SIGCHLD)
+print(sys_call(308, -1, 0))  # setns
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["EPERM"] * 5
+
+
+@destructive
+def test_setuid_root_is_impossible():
+    r, _ = jailed("""
+for f in (lambda: os.setuid(0), lambda: os.setgid(0), lambda: os.setgroups([0]), lambda: os.seteuid(0)):
+    try:
+        f(); print("CHANGED")
+    except OSError as e:
+        print(name(e))
+print(os.getuid(), os.geteuid())
+print([l for l in open("/proc/self/status") if l.startswith("CapEff")][0].split()[1])
+""")
+    lines = r.stdout.splitlines()
+    # uid/gid 0 are not mapped in the jail's user namespace (EINVAL); setgroups is off there (EPERM)
+    assert r.status is Status.OK and lines[:4] == ["EINVAL", "EINVAL", "EPERM", "EINVAL"]
+    assert lines[5] == "0000000000000000"
+    if IS_ROOT:
+        assert lines[4] == "65534 65534"
+
+
+@destructive
+def test_kernel_keyring_is_denied():
+    r, _ = jailed("""
+print(sys_call(250, 0, -3, 0, 0, 0))  # keyctl(KEYCTL_GET_KEYRING_ID, session)
+print(sys_call(248, b"user", b"gs", b"x", 1, -3))  # add_key
+print(sys_call(249, b"user", b"gs", None, 0))  # request_key
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["EPERM"] * 3
+
+
+@destructive
+def test_vsock_and_io_uring_are_denied():
+    r, _ = jailed("""
+try:
+    socket.socket(40, socket.SOCK_STREAM); print("VSOCK")
+except OSError as e:
+    print(name(e))
+print(sys_call(425, 8, ctypes.create_string_buffer(256)))  # io_uring_setup
+print(sys_call(321, 0, 0, 0))  # bpf
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["EAFNOSUPPORT", "EPERM", "EPERM"]
+
+
+@destructive
+def test_process_is_pid_two_under_init_with_its_own_hostname():
+    r, _ = jailed("print(os.getpid(), socket.gethostname(), sorted(p for p in os.listdir('/proc') if p.isdigit()))")
+    assert r.status is Status.OK and r.stdout.strip() == "2 sandbox ['1', '2']"
+
+
+# ---- outcomes ------------------------------------------------------------------------------------------
+
+def test_exit_code_and_exception_are_runtime_errors():
+    r, _ = jailed("sys.exit(3)")
+    assert (r.status, r.exit_code, r.signal) == (Status.RUNTIME_ERROR, 3, None)
+    r, _ = jailed("raise ValueError('boom')")
+    assert r.status is Status.RUNTIME_ERROR and r.exit_code == 1 and "ValueError: boom" in r.stderr
+
+
+def test_self_sent_signals_kill_the_program():
+    """The program is not pid 1 (which ignores default-action signals from its own namespace)."""
+    r, _ = jailed("os.abort()")
+    assert (r.status, r.exit_code, r.signal) == (Status.RUNTIME_ERROR, None, 6)
+    r, _ = jailed("import faulthandler\nfaulthandler._sigsegv()")
+    assert (r.status, r.exit_code, r.signal) == (Status.RUNTIME_ERROR, None, 11)
+
+
+def test_stdin_reaches_the_program_and_output_comes_back():
+    r, _ = jailed("print(sum(map(int, sys.stdin.read().split())))", stdin="1 2 3\n4")
+    assert r.status is Status.OK and r.stdout == "10\n" and r.exit_code == 0
+
+
+def test_run_many_in_parallel_keeps_order_and_isolation():
+    exe = toolchain("python").executable
+    prog = "import os\nfor _ in range(3):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\nprint({})"
+    reqs = [{"files": {"main.py": prog.format(i)},
+             "command": [exe, "main.py"], "limits": Limits(wall_time_s=10, max_processes=8)} for i in range(8)]
+    reqs.insert(3, {"files": {"../escape.py": "x"}})
+    results = run_many(reqs, workers=4)
+    assert results[3].status is Status.SANDBOX_ERROR and "bad file name" in results[3].error
+    ok = [r for i, r in enumerate(results) if i != 3]
+    assert [r.stdout for r in ok] == [f"{i}\n" for i in range(8)] and all(r.status is Status.OK for r in ok)
+
+
+# ---- C and C++ -----------------------------------------------------------------------------------------
+
+C_ECHO = "#include <stdio.h>\nint main(void){int a,b; if(scanf(\"%d %d\",&a,&b)!=2) return 2; printf(\"%d\\n\", a+b); return 0;}\n"
+
+
+def test_c_compiles_and_runs():
+    r = run({"main.c": C_ECHO}, language="c", stdin="40 2", limits=FAST)
+    assert r.status is Status.OK and r.stdout == "42\n"
+    assert r.compile is not None and r.compile.status is Status.OK and r.compile.wall_time_s > 0
+
+
+def test_c_compile_error_is_reported_separately():
+    r = run({"main.c": "int main(void){ return undefined_name; }"}, language="c", limits=FAST)
+    assert r.status is Status.COMPILE_ERROR and r.compile.status is Status.RUNTIME_ERROR
+    assert "undefined_name" in r.compile.stderr and r.stdout == ""
+
+
+def test_cpp_compiles_and_runs():
+    src = "#include <iostream>\n#include <vector>\nint main(){std::vector<int> v{1,2,3}; int s=0; for(int x: v) s+=x; std::cout<<s<<std::endl;}\n"
+    r = run({"main.cpp": src}, language="cpp", limits=FAST)
+    assert r.status is Status.OK and r.stdout == "6\n"
+
+
+def test_cpp_compile_error():
+    r = run({"main.cpp": "int main(){ std::cout << 1; }"}, language="cpp", limits=FAST)
+    assert r.status is Status.COMPILE_ERROR and "cout" in r.compile.stderr
+
+
+@destructive
+def test_compile_step_has_its_own_time_limit():
+    """`#include "/dev/zero"` makes the preprocessor read forever; the compile limit ends it."""
+    r = run({"main.c": '#include "/dev/zero"\nint main(void){return 0;}\n'}, language="c", limits=FAST,
+            compile_limits=Limits(wall_time_s=2, memory_mb=256, max_processes=16, tmpfs_mb=64))
+    assert r.status is Status.COMPILE_ERROR and r.compile.status in (Status.TIMEOUT, Status.MEMORY_LIMIT)
+
+
+@destructive
+def test_c_segfault_and_c_memory_bomb():
+    r = run({"main.c": "int main(void){ volatile int *p = 0; return *p; }"}, language="c", limits=FAST)
+    assert (r.status, r.signal) == (Status.RUNTIME_ERROR, 11)
+    bomb = ("#include <stdlib.h>\n#include <string.h>\n"
+            "int main(void){ for(;;){ char *p = malloc(1<<20); if(!p) return 3; memset(p, 1, 1<<20);} }\n")
+    r = run({"main.c": bomb}, language="c", limits=Limits(wall_time_s=10, memory_mb=64))
+    # cgroup OOM kill, or malloc fails at the address-space limit and the program exits 3
+    assert r.status is Status.MEMORY_LIMIT or (r.status, r.exit_code) == (Status.RUNTIME_ERROR, 3)
+
+
+@destructive
+def test_c_fork_bomb(canary):
+    bomb = "#include <unistd.h>\nint main(void){ for(;;) fork(); }\n"
+    r = run({"main.c": bomb}, language="c", limits=Limits(wall_time_s=2, memory_mb=128, max_processes=32))
+    assert r.status is Status.TIMEOUT
