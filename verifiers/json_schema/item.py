@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -28,11 +30,25 @@ class JsonItem(ItemBase):
     @classmethod
     def _schema_is_valid(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is not None:
-            from jsonschema import SchemaError, validators  # imported here so the registry stays cheap to import
-
             try:
-                validators.validator_for(schema).check_schema(schema)
-            except SchemaError as exc:
-                where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
-                raise ValueError(f"not a valid JSON schema at {where}: {exc.message}") from None
+                schema_json = json.dumps(schema, sort_keys=True, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"the schema must be plain JSON: {exc}") from None
+            problem = schema_problem(schema_json)
+            if problem:
+                raise ValueError(problem)
         return schema
+
+
+@lru_cache(maxsize=256)
+def schema_problem(schema_json: str) -> str | None:
+    """Why the schema is not a valid JSON schema, or None; cached because datasets repeat one schema for many items."""
+    from jsonschema import SchemaError, validators  # imported here so the registry stays cheap to import
+
+    schema = json.loads(schema_json)
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
+        return f"not a valid JSON schema at {where}: {exc.message}"
+    return None

@@ -10,6 +10,7 @@ budget; the rest (small documents, linear keywords) validate in this process, wi
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from groupscore.verifiers.fenced_document import find_document
@@ -33,12 +34,19 @@ def _uses_slow_keywords(node: Any) -> bool:
     return False
 
 
-def check_document(schema: dict[str, Any], document: Any) -> tuple[list[str], float]:
-    """Error messages (at most MAX_MESSAGES, none when valid) and the fraction of declared properties that are valid."""
+@lru_cache(maxsize=128)
+def _validator(schema_json: str) -> Any:
+    """A validator per distinct schema (building one costs far more than most validations)."""
     from jsonschema import validators
     from referencing import Registry
 
-    validator = validators.validator_for(schema)(schema, registry=Registry())  # empty registry: no remote fetches
+    schema = json.loads(schema_json)
+    return validators.validator_for(schema)(schema, registry=Registry())  # empty registry: no remote fetches
+
+
+def check_document(schema: dict[str, Any], document: Any) -> tuple[list[str], float]:
+    """Error messages (at most MAX_MESSAGES, none when valid) and the fraction of declared properties that are valid."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
     errors = list(validator.iter_errors(document))
     messages = [f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}"[:200] for e in errors]
     declared = set(schema.get("properties", {})) | set(schema.get("required", []))
