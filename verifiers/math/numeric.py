@@ -22,7 +22,7 @@ MAX_DEPTH = 60
 FLOAT_NOISE = 1e-10  # relative error float arithmetic may add to an exact closed form like e^{16}-1
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|\\[a-zA-Z]+|[a-zA-Z]|\S")
-_FUNCS = {r"\exp": cmath.exp, r"\ln": cmath.log, r"\sin": cmath.sin, r"\cos": cmath.cos, r"\tan": cmath.tan}
+_FUNCS = {r"\exp": cmath.exp, r"\ln": cmath.log, r"\log": cmath.log, r"\sin": cmath.sin, r"\cos": cmath.cos, r"\tan": cmath.tan}
 _MULTIPLY = {"*", r"\cdot", r"\times"}
 _DIVIDE = {"/", r"\div"}
 
@@ -165,6 +165,13 @@ class _Reader:
             if len(tok) > 400:
                 raise NotNumeric("literal too long")
             return Number(Fraction(int(tok)), False)
+        if tok == "|":  # |x|; an implicit product like 2|x| is left to sympy
+            inner = self.expr()
+            self.take("|")
+            return Number(abs(inner.value), inner.approx) if inner.is_exact else _approx(abs(_as_complex(inner)), inner)
+        if tok == r"\binom":
+            n, k = self.group(), self.group()
+            return _binomial(n, k)
         if tok in ("(", "[", "{"):
             close = {"(": ")", "[": "]", "{": "}"}[tok]
             value = self.expr()
@@ -200,8 +207,15 @@ class _Reader:
             arg = self.power() if self.peek() in ("(", "{") else self.unary()
             return _div(_apply_function(cmath.log, arg), _apply_function(cmath.log, base))
         if tok in _FUNCS:
+            exponent = None
+            if self.peek() == "^":  # \sin^2 x is (\sin x)^2; \sin^{-1} is arcsin, left to sympy
+                self.take("^")
+                exponent = self.group()
+                if not (exponent.is_exact and exponent.value.denominator == 1 and exponent.value > 0):
+                    raise NotNumeric("inverse function")
             arg = self.power() if self.peek() in ("(", "{") else self.unary()
-            return _apply_function(_FUNCS[tok], arg)
+            value = _apply_function(_FUNCS[tok], arg)
+            return value if exponent is None else _pow(value, exponent)
         raise NotNumeric(f"unsupported token {tok!r}")
 
 
@@ -216,7 +230,7 @@ def _starts_atom(tok: str) -> bool:
     return (
         tok[0].isdigit()
         or (len(tok) == 1 and tok.isalpha())
-        or tok in ("(", r"\frac", r"\sqrt", r"\pi", r"\infty", r"\log")
+        or tok in ("(", r"\frac", r"\sqrt", r"\pi", r"\infty", r"\log", r"\binom")
         or tok in _FUNCS
         or tok in GREEK
     )
@@ -284,6 +298,14 @@ def _pow(base: Number, exponent: Number) -> Number:
         return _approx(b**x, base, exponent)
     except (OverflowError, ZeroDivisionError, ValueError) as exc:
         raise NotNumeric(str(exc)) from None
+
+
+def _binomial(n: Number, k: Number) -> Number:
+    if not (n.is_exact and k.is_exact and n.value.denominator == 1 and k.value.denominator == 1):
+        raise NotNumeric("binomial arguments")
+    if not (0 <= n.value <= MAX_FACTORIAL):
+        raise NotNumeric("binomial too large")
+    return Number(Fraction(math.comb(int(n.value), int(k.value)) if k.value >= 0 else 0), n.approx or k.approx)
 
 
 def _factorial(a: Number) -> Number:

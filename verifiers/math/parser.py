@@ -19,7 +19,7 @@ class ExtractionConfig:
 
     strict: bool = False  # several different boxed answers are a hedge; no last-number fallback
     max_answer_chars: int = 2000  # a longer "answer" is not an answer (and would slow every later step)
-    tail_window_chars: int = 8192  # where the last number is looked for first
+    tail_window_chars: int = 2100  # how far back from the last digit a number may start
 
     @property
     def last_number_fallback(self) -> bool:
@@ -50,6 +50,7 @@ _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|\s+I hope it is correct|,\s*(?=[a-zA-
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\s)+", re.IGNORECASE)
 _SPAN_LIMIT = 4000  # how far past a marker an answer may run
+_MAX_PROBES = 64
 
 
 def boxed_contents(text: str) -> list[tuple[int, str]]:
@@ -57,7 +58,10 @@ def boxed_contents(text: str) -> list[tuple[int, str]]:
     boxes: list[tuple[int, str]] = []
     stack: list[tuple[bool, int, int]] = []  # (is_box, opener_start, content_start) per open brace
     open_boxes = 0
-    for match in _BOX_SCAN.finditer(text):
+    first = min((p for p in (text.find("\\boxed"), text.find("\\fbox")) if p >= 0), default=-1)
+    if first < 0:
+        return boxes
+    for match in _BOX_SCAN.finditer(text, first):  # braces before the first box cannot matter
         token = match.group(0)
         if match.group(1) is not None:  # `\boxed 5`: a box without braces
             if open_boxes == 0:
@@ -78,6 +82,58 @@ def boxed_contents(text: str) -> list[tuple[int, str]]:
     return boxes
 
 
+_BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
+
+
+def _closing_brace(text: str, start: int, end: int) -> int:
+    """Index of the `}` closing a group whose content starts at `start` (-1 if none); escaped braces don't count.
+
+    Counting with `str.find`/`str.count` keeps the work at C speed: one Python step per `}` on the way.
+    """
+    depth, i = 1, start
+    while True:
+        close = text.find("}", i, end)
+        if close < 0:
+            return -1
+        opens = text.count("{", i, close) - text.count("\\{", i, close)
+        depth += opens
+        if text[close - 1] != "\\" or (close >= 2 and text[close - 2] == "\\"):
+            depth -= 1
+        if depth <= 0:
+            return close
+        i = close + 1
+
+
+def last_box(text: str) -> str | None:
+    """The content of the last closed box, scanning from the end (the lenient mode's fast path)."""
+    pos = limit = len(text)
+    for _ in range(_MAX_PROBES):
+        pos = max(text.rfind("\\boxed", 0, pos), text.rfind("\\fbox", 0, pos))
+        if pos < 0:
+            return None
+        opener = _BOX_OPENER.match(text, pos)
+        if opener is None:
+            plain = _BOX_SCAN.match(text, pos)  # `\boxed 5`
+            if plain is not None and plain.group(1) is not None:
+                return plain.group(1)
+            continue
+        # An earlier box must close before the later unclosed one opened (braces nest), hence the limit.
+        close = _closing_brace(text, opener.end(), limit)
+        if close >= 0:
+            return text[opener.end() : close]
+        limit = pos
+    boxes = boxed_contents(text[:pos])
+    return boxes[-1][1] if boxes else None
+
+
+def _unescaped(text: str, needle: str, start: int) -> int:
+    """Index of the first `needle` at or after `start` that is not escaped (`\\$` is a dollar sign, not math)."""
+    pos = text.find(needle, start)
+    while pos > 0 and needle == "$" and text[pos - 1] == "\\":
+        pos = text.find(needle, pos + 1)
+    return pos
+
+
 def _take_span(text: str, pos: int) -> str:
     """The answer that starts at `pos`: a `$...$` / `\\(...\\)` group, else up to the end of the sentence or line."""
     window = text[pos : pos + _SPAN_LIMIT]
@@ -85,7 +141,7 @@ def _take_span(text: str, pos: int) -> str:
     stripped = _LEADING_FILLER.sub("", stripped)
     for opener, closer in (("$$", "$$"), ("$", "$"), (r"\(", r"\)"), (r"\[", r"\]")):
         if stripped.startswith(opener):
-            end = stripped.find(closer, len(opener))
+            end = _unescaped(stripped, closer, len(opener))
             if end > 0:
                 return stripped[len(opener) : end]
     line_end = _SENTENCE_END.search(stripped)
@@ -106,19 +162,41 @@ def _clean(answer: str) -> str:
     return answer
 
 
-def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+def _last_match(pattern: re.Pattern[str], text: str, end: int | None = None) -> re.Match[str] | None:
     last = None
-    for last in pattern.finditer(text):
+    for last in pattern.finditer(text, 0, len(text) if end is None else end):
         pass
     return last
 
 
-def _last_number(text: str, window: int) -> str | None:
-    for chunk in (text[-window:], text) if len(text) > window else (text,):
-        match = _last_match(_NUMBER, chunk)
+def _last_marker(text: str, needles: tuple[str, ...], pattern: re.Pattern[str]) -> re.Match[str] | None:
+    """The last match of `pattern`, found by probing occurrences of its literal `needles` from the end.
+
+    `rfind` runs at memory speed, so the common case (a marker near the end) never scans the whole text; after
+    `_MAX_PROBES` false alarms the rest is scanned once by the regex, which keeps the worst case linear.
+    """
+    ends = {needle: len(text) for needle in needles}
+    found = {needle: text.rfind(needle) for needle in needles}
+    for _ in range(_MAX_PROBES):
+        needle = max(found, key=found.__getitem__)
+        pos = found[needle]
+        if pos < 0:
+            return None
+        match = pattern.match(text, pos)
         if match:
-            return match.group(0)
-    return None
+            return match
+        ends[needle] = pos + len(needle) - 1
+        found[needle] = text.rfind(needle, 0, ends[needle])
+    return _last_match(pattern, text, max(ends.values()))
+
+
+def _last_number(text: str, window: int) -> str | None:
+    last_digit = max(text.rfind(d) for d in "0123456789")
+    if last_digit < 0:
+        return None
+    start = max(0, last_digit - window)
+    match = _last_match(_NUMBER, text[start : last_digit + 1])
+    return match.group(0) if match else None
 
 
 def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extracted | None:
@@ -147,16 +225,21 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
             if inner:
                 return _find(inner, config) if _FINAL_MARKERS.search(inner) else Extracted(inner, "answer_tag")
     if "boxed" in completion or "fbox" in completion:
-        boxes = boxed_contents(completion)
-        if boxes:
-            return Extracted(boxes[-1][1], "boxed", tuple(b for _, b in boxes))
-    final = _last_match(_FINAL_MARKERS, completion)
+        if config.strict:
+            boxes = boxed_contents(completion)
+            if boxes:
+                return Extracted(boxes[-1][1], "boxed", tuple(b for _, b in boxes))
+        else:
+            box = last_box(completion)
+            if box is not None:
+                return Extracted(box, "boxed", (box,))
+    final = _last_marker(completion, ("####", "final", "Final", "FINAL"), _FINAL_MARKERS)
     if final is not None:
         if final.group(0) == "####":
             line = completion[final.end() : final.end() + _SPAN_LIMIT].split("\n", 1)[0]
             return Extracted(line, "gsm8k")
         return Extracted(_take_span(completion, final.end()), "final_answer")
-    answer_is = _last_match(_ANSWER_IS, completion)
+    answer_is = _last_marker(completion, ("answer", "Answer", "ANSWER"), _ANSWER_IS)
     if answer_is is not None:
         span = _take_span(completion, answer_is.end())
         if span.strip():

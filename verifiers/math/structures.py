@@ -144,6 +144,8 @@ def parse_structure(text: str) -> Node:
 def _parse(text: str, depth: int) -> Node:
     if depth > MAX_NESTING or len(text) < 1:
         return Expr(text)
+    if text == "\\emptyset":
+        return Items((), "set")
     choice = _CHOICE.fullmatch(text)
     if choice and (text[0] == "(") == (text[-1] == ")"):
         return Choice(choice.group(1))

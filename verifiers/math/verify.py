@@ -13,19 +13,22 @@ from collections import OrderedDict
 from functools import lru_cache
 
 from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_outcome
+from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.parser import LENIENT, STRICT, extract_answer, parse_gold
 from groupscore.verifiers.schema import Status, Verdict
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
+MAX_GOLD_CHARS = 4000
 WARM_UP_TIMEOUT_S = 120.0
 
 
 @lru_cache(maxsize=1 << 14)
-def gold_answer(answer: str) -> str:
-    """The normalised reference answer (cached: a batch asks for the same gold many times)."""
-    return normalize(parse_gold(answer))
+def gold_answer(answer: str) -> str | None:
+    """The normalised reference answer, or None if it is too long to be one (cached: batches repeat golds)."""
+    text = parse_gold(answer)
+    return normalize(text) if len(text) <= MAX_GOLD_CHARS else None
 
 
 class _SymbolicCache:
@@ -98,6 +101,8 @@ def score_math(item: MathItem) -> Verdict:
     if extracted.too_long:
         return _verdict(item, Status.unparsable, extracted.text[:200], "answer too long", source=extracted.source)
     gold = gold_answer(item.answer)
+    if gold is None:
+        return Verdict.error(item.id, f"the reference answer is longer than {MAX_GOLD_CHARS} characters")
     if not gold:
         return Verdict.error(item.id, "the reference answer is empty")
     pred = normalize(extracted.text)
@@ -108,6 +113,12 @@ def score_math(item: MathItem) -> Verdict:
                         source=extracted.source, hedge=True)
     outcome = compare_fast(pred, gold, item.rel_tol)
     if outcome.equal is None and not outcome.too_complex:
+        try:  # refuse here what the worker would refuse, without occupying a worker
+            check_limits(pred)
+            check_limits(gold)
+        except TooComplex as exc:
+            return _verdict(item, Status.unparsable, extracted.text, f"expression exceeds the symbolic limits: {exc}",
+                            source=extracted.source)
         budget = item.timeout_s - (time.monotonic() - started)
         symbolic = _symbolic(pred, gold, item.rel_tol, budget)
         if symbolic is None:
