@@ -124,7 +124,7 @@ def test_sleeping_call_inside_budget_returns(pool):
 
 
 def test_dead_worker_raises_clearly_and_is_replaced(pool):
-    with pytest.raises(WorkerCrashed, match="exit code 7"):
+    with pytest.raises(WorkerCrashed, match="died during die"):
         pool.run(die, 7, timeout_s=5)
     assert pool.run(add, 4, 4, timeout_s=10) == 8
 
@@ -285,3 +285,21 @@ def test_worker_output_goes_to_stderr_not_the_callers_stdout():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "from the caller"
     assert "from the worker" in done.stderr
+
+
+def test_replacements_are_ready_at_once_after_every_kill(pool):
+    for _ in range(5):
+        with pytest.raises(BudgetExceeded):
+            pool.run(spin, 30, timeout_s=0.2)
+        # Forked from the template with every module already imported: no start-up to wait for.
+        assert pool.run(add, 1, 1, timeout_s=0.5) == 2
+
+
+def test_a_dead_template_is_restarted(pool):
+    template = pool._template.process
+    template.kill()
+    template.wait()
+    time.sleep(1.5)  # the workers forked from it notice within half a second and exit
+    # Dead idle workers are dropped before any call is sent to them; a new template forks their replacements.
+    assert [pool.run(add, 2, 2, timeout_s=60) for _ in range(4)] == [4, 4, 4, 4]
+    assert pool._template.process.pid != template.pid

@@ -10,18 +10,20 @@
 - `fn` must be a top-level function of an importable module (not of `__main__`: workers never run the caller's
   script, so an unguarded training script is not re-run in them); its arguments and return value must pickle.
 - The budget covers everything the caller waits for: a free worker, the worker's start, the call itself. When it runs
-  out, `BudgetExceeded` is raised, the worker doing the call is killed and a fresh one is started in its place.
+  out, `BudgetExceeded` is raised and the worker doing the call is killed and replaced at once.
 - An exception raised by `fn` is re-raised in the caller (the worker's traceback is attached as `__cause__`);
   a worker that dies during a call (segfault, OOM kill) is replaced and the call raises `WorkerCrashed`.
 - No signals are used in the caller, so this works from any thread, from asyncio (`run_bounded_async`) and from
-  inside other processes (pool workers included). Each worker is a fresh interpreter (like multiprocessing's
-  "spawn"): it shares no locks or threads with the caller, and a process forked from the caller makes its own pool.
-- Workers' stdout goes to the caller's stderr, so nothing they print can corrupt the caller's output.
+  inside other processes (pool workers included). A process forked from the caller makes its own pool.
+- How workers start (the forkserver idea): each pool starts one *template*, a fresh interpreter (as multiprocessing's
+  "spawn" would) that imports the modules the calls need and then only forks workers on request. A replacement is
+  ready in milliseconds with sympy already loaded, so killing a worker never starves the next call. The template runs
+  no threads and shares nothing with the caller, so forking it is safe. Workers' stdout goes to the caller's stderr.
 - The default pool holds `GROUPSCORE_BOUNDED_WORKERS` workers (default: min(cores, 4)), starts on the first call,
   and is shut down at exit. Each worker's address space is capped at `GROUPSCORE_WORKER_MEMORY_MB` (default 4096,
   0 = no cap), so a runaway computation fails with MemoryError instead of swapping the machine.
-- The first call in a process pays for starting a worker (about a second with sympy); call `warm_up()` where that
-  matters, e.g. at service start.
+- The first call in a process waits for the template to import its modules (about a second with sympy); call
+  `warm_up(modules)` where that matters, e.g. at service start.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ import importlib
 import json
 import multiprocessing
 import os
-import subprocess
-import sys
 import pickle
 import resource
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -76,20 +79,41 @@ def default_size() -> int:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Worker side: runs in the child process.
+# Template side: runs in the template process and, after a fork, in each worker.
 
 
-def _serve(fd: int) -> None:
-    """Worker main loop: read its settings, import the preload modules, say ready, then answer calls one at a time."""
+def _template_main(control_fd: int, preload: list[str], memory_mb: int) -> None:
+    """Import `preload`, then fork one worker per request until the caller closes the control socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the caller, which then shuts us down
-    _exit_when_orphaned()
-    conn = Connection(fd)
-    preload, memory_mb = conn.recv()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps workers the caller kills
+    control = socket.socket(fileno=control_fd)
+    attempted: set[str] = set()
+    _import_all(preload, attempted)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 1)
+        except OSError:
+            message = b""
+        if not message:
+            os._exit(0)  # the caller is gone or shut us down; our workers notice and follow
+        _import_all(json.loads(message), attempted)  # modules a newer call needs: forks after this inherit them
+        if os.fork() == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                _serve(Connection(fds[0]), memory_mb)
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+
+
+def _serve(conn: Connection, memory_mb: int) -> None:
+    """Worker main loop: say ready, then answer one call at a time until the pipe closes."""
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _import_all(preload)
-    conn.send(("ready", None))
+    _exit_when_orphaned()
+    conn.send(("ready", os.getpid()))
     while True:
         try:
             payload = conn.recv_bytes()
@@ -108,8 +132,8 @@ def _serve(fd: int) -> None:
 
 
 def _exit_when_orphaned() -> None:
-    # A worker stuck in a long computation never sees the pipe close, so a thread watches for the caller's death.
-    # (PR_SET_PDEATHSIG would fire when the *thread* that started us exits, which any short-lived caller thread does.)
+    # A worker stuck in a long computation never sees its pipe close, so a thread watches its parent, the template
+    # (which exits as soon as the caller does). PR_SET_PDEATHSIG is no help: it tracks a thread, not a process.
     parent = os.getppid()
 
     def watch() -> None:
@@ -120,8 +144,12 @@ def _exit_when_orphaned() -> None:
     threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
-def _import_all(modules: Iterable[str]) -> None:
+def _import_all(modules: Iterable[str], attempted: set[str] | None = None) -> None:
     for name in modules:
+        if attempted is not None:
+            if name in attempted:
+                continue
+            attempted.add(name)
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a module that fails here fails again, loudly, in the call that needs it
@@ -131,35 +159,76 @@ def _import_all(modules: Iterable[str]) -> None:
 # ----------------------------------------------------------------------------------------------------------------------
 # Caller side.
 
+# The template's interpreter gets the caller's import path first, so that it finds the same modules.
+_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {module} import _template_main; "
+         "_template_main(int(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]))")
 
-# The worker's interpreter gets the caller's import path first, so that it finds the same modules.
-_BOOT = "import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {m} import _serve; _serve(int(sys.argv[2]))"
 
-
-class _Worker:
-    """One worker process and the caller's end of its pipe."""
+class _Template:
+    """The caller's handle on a template process: asks it for workers over a Unix socket."""
 
     def __init__(self, preload: list[str]) -> None:
-        self.conn, theirs = multiprocessing.Pipe(duplex=True)
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        memory_mb = os.environ.get(MEMORY_ENV, "4096")
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT.format(m=__name__), json.dumps(sys.path), str(theirs.fileno())],
+                [sys.executable, "-c", _BOOT.format(module=__name__), json.dumps(sys.path), str(theirs.fileno()),
+                 json.dumps(preload), memory_mb],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2)
         finally:
             theirs.close()
-        self.conn.send((preload, int(os.environ.get(MEMORY_ENV, "4096"))))
-        self.ready = False
+        self._lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def fork(self, preload: list[str]) -> Connection:
+        """Ask for a worker; returns the caller's end of its pipe at once (the worker says "ready" when it runs)."""
+        ours, theirs = multiprocessing.Pipe(duplex=True)
+        try:
+            with self._lock:
+                socket.send_fds(self.control, [json.dumps(preload).encode()], [theirs.fileno()])
+        finally:
+            theirs.close()
+        return ours
+
+    def close(self) -> None:
+        self.control.close()
+        self.process.kill()
+        self.process.wait()
+
+
+class _Worker:
+    """One worker process, as seen through its pipe."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.pid: int | None = None  # known once the worker says "ready"
+        self._pidfd: int | None = None
 
     def call(self, payload: bytes, deadline: float, what: str) -> tuple:
         """Send one pickled call and wait for its reply until `deadline` (raises BudgetExceeded or WorkerCrashed)."""
-        if not self.ready:
-            self._receive(deadline, what)  # the "ready" message
-            self.ready = True
         try:
             self.conn.send_bytes(payload)
         except OSError:
             raise self._crashed(what) from None
         return self._receive(deadline, what)
+
+    def wait_ready(self, deadline: float, what: str) -> bool:
+        """Wait for the worker's "ready" until `deadline`; False if it has not come yet."""
+        if self.pid is None:
+            if not self.conn.poll(max(0.0, deadline - time.monotonic())):
+                return False
+            _, self.pid = self._receive(deadline, what)
+            try:  # a pidfd cannot point at another process later, as a recycled pid could
+                self._pidfd = os.pidfd_open(self.pid)
+            except (AttributeError, OSError):
+                self._pidfd = None
+        return True
+
+    def idle_and_alive(self) -> bool:
+        # A started worker between calls has nothing to say: anything readable is the end of its pipe.
+        return self.pid is None or not self.conn.poll(0)
 
     def _receive(self, deadline: float, what: str) -> tuple:
         if not self.conn.poll(max(0.0, deadline - time.monotonic())):
@@ -170,27 +239,34 @@ class _Worker:
             raise self._crashed(what) from None
 
     def _crashed(self, what: str) -> WorkerCrashed:
-        try:
-            code = self.process.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            code = None
-        return WorkerCrashed(f"bounded worker pid {self.process.pid} died (exit code {code}) during {what}")
+        return WorkerCrashed(f"bounded worker pid {self.pid} died during {what}")
 
     def kill(self) -> None:
+        # Closing the pipe is enough for a worker that has not started yet: it finds the pipe closed and exits.
         self.conn.close()
-        self.process.kill()  # a no-op if it has already exited
-        self.process.wait()
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            elif self.pid is not None:
+                os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it had already died
+        finally:
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
 
 
 class WorkerPool:
-    """A fixed number of worker processes, started on demand; a killed or dead worker is replaced at once."""
+    """A fixed number of worker processes, forked on demand from a template; a killed worker is replaced at once."""
 
     def __init__(self, size: int | None = None) -> None:
         self.size = size or default_size()
         self._cond = threading.Condition()
         self._idle: deque[_Worker] = deque()  # most recently used on the right: its caches are warm
         self._live = 0  # started and not killed, idle or busy
-        self._preload: dict[str, None] = {}  # modules that calls have used; new workers import them before "ready"
+        self._preload: dict[str, None] = {}  # modules that calls have used; the template imports them before forking
+        self._template: _Template | None = None
         self._closed = False
         self._warm_up_lock = threading.Lock()  # two warm-ups each holding half the workers would wait for each other
 
@@ -202,10 +278,15 @@ class WorkerPool:
         self._remember(getattr(fn, "__module__", None) or "builtins")
         worker = self._acquire(deadline, what)
         try:
-            reply = worker.call(payload, deadline, what)
-        except BaseException:  # over budget, dead, or the caller interrupted: the worker's state is unknown
+            ready = worker.wait_ready(deadline, what)
+            if ready:
+                reply = worker.call(payload, deadline, what)
+        except BaseException:  # over budget, dead, or the caller was interrupted: the worker's state is unknown
             self._replace(worker)
             raise
+        if not ready:
+            self._release(worker)  # still starting, which is not its fault: keep it for the next call
+            raise BudgetExceeded(f"{what} ran out of its budget waiting for a worker to start")
         self._release(worker)
         if reply[0] == "ok":
             return reply[1]
@@ -220,13 +301,15 @@ class WorkerPool:
         self._remember(*names)
         deadline = time.monotonic() + timeout_s
         payload = pickle.dumps((_import_all, (names,)))
-        taken: list[_Worker] = []
         if not self._warm_up_lock.acquire(timeout=timeout_s):
             raise BudgetExceeded("warm-up ran out of its budget waiting for another warm-up")
+        taken: list[_Worker] = []
         try:
             for _ in range(self.size):  # all at once, so that each worker gets the imports
                 taken.append(self._acquire(deadline, "warm-up"))
             for worker in taken:
+                if not worker.wait_ready(deadline, "warm-up"):
+                    raise BudgetExceeded("warm-up ran out of its budget waiting for the workers to start")
                 worker.call(payload, deadline, "warm-up")
         except BaseException:
             for worker in taken:
@@ -238,14 +321,17 @@ class WorkerPool:
             self._release(worker)
 
     def shutdown(self) -> None:
-        """Kill every worker; busy ones are killed when their call returns. The pool accepts no more calls."""
+        """Kill every worker and the template; busy workers die when their call returns. No more calls after this."""
         with self._cond:
             self._closed = True
             idle, self._idle = list(self._idle), deque()
             self._live -= len(idle)
+            template, self._template = self._template, None
             self._cond.notify_all()
         for worker in idle:
             worker.kill()
+        if template is not None:
+            template.close()
 
     def _remember(self, *modules: str) -> None:
         with self._cond:
@@ -257,23 +343,43 @@ class WorkerPool:
             while True:
                 if self._closed:
                     raise RuntimeError("the worker pool has been shut down")
-                if self._idle:
-                    return self._idle.pop()
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.idle_and_alive():
+                        return worker
+                    worker.kill()  # died while idle (its template died, or the OOM killer came): drop it
+                    self._live -= 1
                 if self._live < self.size:
                     self._live += 1
-                    preload = list(self._preload)
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise BudgetExceeded(f"{what} ran out of its budget waiting for a free worker")
                 self._cond.wait(remaining)
         try:
-            return _Worker(preload)
+            return self._fork()
         except BaseException:
             with self._cond:
                 self._live -= 1
                 self._cond.notify()
             raise
+
+    def _fork(self) -> _Worker:
+        with self._cond:
+            if self._template is None or not self._template.alive():
+                if self._template is not None:
+                    self._template.close()
+                self._template = _Template(list(self._preload))
+            template, preload = self._template, list(self._preload)
+        try:
+            return _Worker(template.fork(preload))
+        except OSError:  # the template died since we looked: start another once
+            with self._cond:
+                if self._template is template:
+                    template.close()
+                    self._template = _Template(list(self._preload))
+                template = self._template
+            return _Worker(template.fork(preload))
 
     def _release(self, worker: _Worker) -> None:
         with self._cond:
@@ -290,17 +396,15 @@ class WorkerPool:
             if self._closed:
                 self._live -= 1
                 return
-            preload = list(self._preload)
-        # Start the replacement now, not on the next call, so that its start-up overlaps other work.
         try:
-            fresh = _Worker(preload)
+            fresh = self._fork()  # forked now, not on the next call: it is ready by the time anyone needs it
         except BaseException:
             with self._cond:
                 self._live -= 1
                 self._cond.notify()
             raise
         with self._cond:
-            self._idle.appendleft(fresh)  # used last: it may still be importing
+            self._idle.appendleft(fresh)  # used last: the others have warm caches
             self._cond.notify()
 
 
