@@ -1,0 +1,63 @@
+"""groupscore's own verifiers pass every check: in process through the registry, behind TRL's and verl's
+signatures, and through a real service on loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groupscore.testing import CheckStatus, check_reward_fn
+from groupscore.testing.commands import check_command
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKS = ROOT / "fixtures" / "checks"
+MATH_CASES = CHECKS / "math_cases.jsonl"
+CODE_CASES = CHECKS / "code_cases.jsonl"
+FAST = dict(repeats=2, processes=1, fuzz_examples=12)
+
+
+def test_the_math_kind_passes_every_check_from_the_command_line(tmp_path, capsys):
+    assert check_command("math", MATH_CASES, tmp_path / "report.json") == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "ERROR" not in out and "22 PASS" in out
+
+
+@pytest.mark.parametrize("name", ["math_accuracy_reward", "math_compute_score"])
+def test_the_math_verifier_behind_trl_and_verl_signatures_passes(name):
+    report = check_reward_fn(f"{CHECKS}/planted_rewards.py:{name}", MATH_CASES, **FAST)
+    assert report.exit_code == 0, report.table()
+    assert report.target.startswith("verl" if name.endswith("compute_score") else "TRL")
+
+
+@pytest.fixture(scope="module")
+def code_report():
+    return check_reward_fn("code", CODE_CASES, **FAST)
+
+
+def test_the_code_kind_in_the_sandbox_passes_every_other_check(code_report):
+    rows = {r.name: r for r in code_report.results}
+    bad = [f"{r.name}: {r.detail}" for r in code_report.results
+           if r.status is not CheckStatus.PASS and r.name != "probe.hardcoded_public_tests"]
+    assert not bad, code_report.table()
+    for probe in ("probe.exit_zero_before_tests", "probe.fake_pass_markers", "probe.eq_always_true"):
+        assert rows[probe].status is CheckStatus.PASS
+    assert "3 of 3" in rows["probe.reference"].detail
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the code verifier pays passed/total over public+hidden, so a program that hardcodes the public tests scores "
+    "partial credit above an honest wrong program; issue 3 asks for 0 when hidden tests exist"))
+def test_the_code_kind_does_not_pay_hardcoded_public_tests(code_report):
+    row = code_report.result("probe.hardcoded_public_tests")
+    assert row.status is CheckStatus.PASS, row.detail
+
+
+def test_a_service_url_passes_end_to_end(tmp_path, capsys):
+    from groupscore.service.embedded import start_embedded
+
+    with start_embedded(workers=1) as url:
+        report = check_reward_fn(url, MATH_CASES, **FAST)
+    assert report.exit_code == 0, report.table()
+    assert report.target == f"scoring service at {url}"
+    assert report.result("determinism.processes").status is CheckStatus.PASS
