@@ -20,6 +20,7 @@ class ExtractionConfig:
     strict: bool = False  # several different boxed answers are a hedge; no last-number fallback
     max_answer_chars: int = 2000  # a longer "answer" is not an answer (and would slow every later step)
     tail_window_chars: int = 2100  # how far back from the last digit a number may start
+    boxes_considered: int = 16  # strict mode compares the last this many boxes
 
     @property
     def last_number_fallback(self) -> bool:
@@ -36,7 +37,7 @@ class Extracted:
 
     text: str
     source: str  # answer_tag, boxed, gsm8k, final_answer, answer_is, last_number
-    boxes: tuple[str, ...] = ()  # every top-level boxed answer, in order (strict mode looks for hedges here)
+    boxes: tuple[str, ...] = ()  # the last top-level boxed answers, in order (strict mode looks for hedges here)
     too_long: bool = False
 
 
@@ -51,6 +52,9 @@ _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\s)+", re.IGNORECASE)
 _SPAN_LIMIT = 4000  # how far past a marker an answer may run
 _MAX_PROBES = 64
+_BARE_MAX_CHARS = 120
+_PROSE = re.compile(r"[a-zA-Z]{2,}\s+[a-zA-Z]{2,}")  # two words in a row: a sentence, not a bare answer
+_LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+(?:\{[^{}]*\})?")
 
 
 def boxed_contents(text: str) -> list[tuple[int, str]]:
@@ -104,26 +108,39 @@ def _closing_brace(text: str, start: int, end: int) -> int:
         i = close + 1
 
 
-def last_box(text: str) -> str | None:
-    """The content of the last closed box, scanning from the end (the lenient mode's fast path)."""
-    pos = limit = len(text)
+_PLAIN_BOX = re.compile(r"\\boxed[ \t]+([^\s${}\\]+)")
+
+
+def boxes_from_end(text: str, limit: int, window: int) -> tuple[list[str], bool]:
+    """The contents of the last `limit` top-level closed boxes, in text order, found by probing from the end.
+
+    A box must close within `window` characters (a longer one is no answer), so each probe costs at most one
+    window and the whole search at most `_MAX_PROBES` windows, however long the text. The flag says that the last
+    box runs past `window` (an overlong answer, not a truncated one: enough text follows it).
+    """
+    found: list[tuple[int, int, str]] = []  # (start, end, content), latest first
+    overlong = False
+    pos = len(text)
     for _ in range(_MAX_PROBES):
+        if len(found) >= limit:
+            break
         pos = max(text.rfind("\\boxed", 0, pos), text.rfind("\\fbox", 0, pos))
         if pos < 0:
-            return None
+            break
         opener = _BOX_OPENER.match(text, pos)
         if opener is None:
-            plain = _BOX_SCAN.match(text, pos)  # `\boxed 5`
-            if plain is not None and plain.group(1) is not None:
-                return plain.group(1)
+            plain = _PLAIN_BOX.match(text, pos)  # `\boxed 5`
+            if plain is not None:
+                found.append((pos, plain.end(), plain.group(1)))
             continue
-        # An earlier box must close before the later unclosed one opened (braces nest), hence the limit.
-        close = _closing_brace(text, opener.end(), limit)
-        if close >= 0:
-            return text[opener.end() : close]
-        limit = pos
-    boxes = boxed_contents(text[:pos])
-    return boxes[-1][1] if boxes else None
+        close = _closing_brace(text, opener.end(), min(len(text), opener.end() + window))
+        if close < 0:
+            overlong |= not found and len(text) > opener.end() + window
+            continue  # unclosed (a truncated completion) or too long to be an answer
+        while found and found[-1][0] < close:
+            found.pop()  # a box found earlier sits inside this one: only the outer box counts
+        found.append((pos, close, text[opener.end() : close]))
+    return [content for _, _, content in reversed(found)], overlong and not found
 
 
 def _unescaped(text: str, needle: str, start: int) -> int:
@@ -201,7 +218,10 @@ def _last_number(text: str, window: int) -> str | None:
 
 def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extracted | None:
     """The final answer of a completion, or None when it states none."""
-    found = _find(completion, config)
+    try:
+        found = _find(completion, config)
+    except _OverlongBox:
+        return Extracted("", "boxed", too_long=True)
     if found is None:
         return None
     text = _clean(found.text)
@@ -212,27 +232,34 @@ def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extra
     return Extracted(text, found.source, found.boxes)
 
 
+class _OverlongBox(Exception):
+    """The last box runs past the answer length limit."""
+
+
+def _boxes(text: str, config: ExtractionConfig) -> list[str]:
+    # Lenient mode needs the last box only; strict mode looks for a hedge among the last few.
+    boxes, overlong = boxes_from_end(text, config.boxes_considered if config.strict else 1, config.max_answer_chars + 1)
+    if overlong:
+        raise _OverlongBox
+    return boxes
+
+
 def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
     tag_start = completion.rfind("<answer>")
     if tag_start >= 0:
         tag_end = completion.find("</answer>", tag_start)
         if tag_end > 0:
             inner = completion[tag_start + len("<answer>") : tag_end]
-            boxes = boxed_contents(inner) if ("boxed" in inner or "fbox" in inner) else []
+            boxes = _boxes(inner, config) if ("boxed" in inner or "fbox" in inner) else []
             if boxes:
-                return Extracted(boxes[-1][1], "boxed", tuple(b for _, b in boxes))
+                return Extracted(boxes[-1], "boxed", tuple(boxes))
             inner = inner.strip()
             if inner:
                 return _find(inner, config) if _FINAL_MARKERS.search(inner) else Extracted(inner, "answer_tag")
     if "boxed" in completion or "fbox" in completion:
-        if config.strict:
-            boxes = boxed_contents(completion)
-            if boxes:
-                return Extracted(boxes[-1][1], "boxed", tuple(b for _, b in boxes))
-        else:
-            box = last_box(completion)
-            if box is not None:
-                return Extracted(box, "boxed", (box,))
+        boxes = _boxes(completion, config)
+        if boxes:
+            return Extracted(boxes[-1], "boxed", tuple(boxes))
     final = _last_marker(completion, ("####", "final", "Final", "FINAL"), _FINAL_MARKERS)
     if final is not None:
         if final.group(0) == "####":
@@ -244,11 +271,32 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
         span = _take_span(completion, answer_is.end())
         if span.strip():
             return Extracted(span, "answer_is")
+    bare = completion.strip().strip("$").strip()
+    if len(bare) <= _BARE_MAX_CHARS and bare and not _PROSE.search(_LATEX_COMMAND.sub(" ", bare)):
+        return Extracted(bare, "bare")  # the completion is nothing but an answer: `\dfrac{9}{7}`
     if config.last_number_fallback:
         number = _last_number(completion, config.tail_window_chars)
         if number is not None:
+            span = _last_math_span(completion, config.tail_window_chars)
+            # `... is $\frac{9}{7}$`: the last number sits in a formula, and the formula is the answer.
+            if span is not None and number in span:
+                return Extracted(span, "last_math")
             return Extracted(number, "last_number")
     return None
+
+
+def _last_math_span(text: str, window: int) -> str | None:
+    """The content of the last `$...$` in the final `window` characters, if it is the last thing with a digit."""
+    end = text.rfind("$")
+    if end <= 0:
+        return None
+    start = text.rfind("$", max(0, end - window), end)
+    if start < 0:
+        return None
+    tail_digits = max(text.rfind(d, end) for d in "0123456789")
+    if tail_digits > end:
+        return None  # a number written after the formula is later than it
+    return text[start + 1 : end].strip() or None
 
 
 @lru_cache(maxsize=1 << 14)
