@@ -124,6 +124,7 @@ def host_cgroups() -> CgroupSupport:
     return detect_cgroups()
 
 
+@functools.lru_cache(maxsize=256)
 def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
                  extra_ro: tuple[str, ...] = (), cgroups: CgroupSupport | None = None) -> Policy:
     """The policy for one language (and step: compile or run) under `limits`."""

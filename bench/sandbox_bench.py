@@ -1,0 +1,108 @@
+"""Sandbox throughput: isolated Python runs/s vs plain `subprocess` runs of the same program, same machine, same run.
+
+    .venv/bin/python bench/sandbox_bench.py [--seconds 20] [--workers 2] [--write]
+
+Both sides run the same interpreter (the one the jail uses) on the same small program with the same
+parallelism; the sandbox side has the full policy (namespaces, mounts, seccomp, rlimits, cgroups).
+`--write` replaces the "Sandbox" section of bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from groupscore.sandbox import Limits, Status, ensure_available, run
+from groupscore.sandbox.runner import cgroup_note
+from groupscore.sandbox.toolchains import toolchain
+
+PROGRAM = "import sys\nn = int(sys.stdin.readline())\nprint(sum(i * i for i in range(n)))\n"
+STDIN = "1000\n"
+EXPECTED = f"{sum(i * i for i in range(1000))}\n"
+
+
+def plain_once(exe: str, path: str) -> None:
+    out = subprocess.run([exe, "-s", "-B", path], input=STDIN.encode(), capture_output=True, timeout=10)
+    assert out.stdout.decode() == EXPECTED, out
+
+
+def jailed_once(_: str, __: str) -> None:
+    r = run({"main.py": PROGRAM}, stdin=STDIN, limits=Limits(wall_time_s=10))
+    assert r.status is Status.OK and r.stdout == EXPECTED, r
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and all reaped descendants (nsjail, the jail, the interpreter)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def rate(fn, exe: str, path: str, seconds: float, workers: int) -> tuple[float, float]:
+    """(runs per second, CPU milliseconds per run)."""
+    done, start, cpu0 = 0, time.monotonic(), _cpu_s()
+    with ThreadPoolExecutor(workers) as ex:
+        while time.monotonic() - start < seconds:
+            list(ex.map(lambda _: fn(exe, path), range(workers * 4)))
+            done += workers * 4
+    return done / (time.monotonic() - start), (_cpu_s() - cpu0) * 1000 / done
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=15.0, help="per side, per round")
+    ap.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+                    help="threads per side (default 2 per CPU: a jailed run spends part of its time waiting)")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds, to spread machine load over both")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    ensure_available()
+    exe = toolchain("python").executable
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "main.py")
+        Path(path).write_text(PROGRAM)
+        plain_runs, jail_runs = [], []
+        for _ in range(args.rounds):  # alternate, so a load spike on a shared machine hits both sides
+            plain_runs.append(rate(plain_once, exe, path, args.seconds, args.workers))
+            jail_runs.append(rate(jailed_once, exe, path, args.seconds, args.workers))
+    def mean(xs): return sum(xs) / len(xs)
+    plain, jailed = mean([r for r, _ in plain_runs]), mean([r for r, _ in jail_runs])
+    plain_cpu, jail_cpu = mean([c for _, c in plain_runs]), mean([c for _, c in jail_runs])
+    load = os.getloadavg()[0]
+    lines = [
+        f"- machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs, load avg {load:.1f} at end), "
+        f"kernel {platform.release()}, cgroups: {cgroup_note()}",
+        f"- program: small Python (read n, sum of squares), interpreter {exe}; {args.workers} workers, "
+        f"{args.rounds} alternating rounds of {args.seconds:.0f}s per side",
+        f"- plain subprocess: {plain:.1f} runs/s; sandbox (full policy): {jailed:.1f} runs/s; "
+        f"**ratio {jailed / plain:.2f}** (target >= 0.50)",
+        f"- CPU per run (harness + every process it started): plain {plain_cpu:.1f} ms, sandbox {jail_cpu:.1f} ms "
+        f"(CPU-bound ratio {plain_cpu / jail_cpu:.2f})",
+    ]
+    print("\n".join(lines))
+    if args.write:
+        write_section("\n".join(lines))
+    return 0
+
+
+def write_section(body: str) -> None:
+    path = Path(__file__).with_name("RESULTS.md")
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    section = f"## Sandbox\n\nCommand: `.venv/bin/python bench/sandbox_bench.py --write`\n\n{body}\n"
+    if re.search(r"^## Sandbox\n", text, flags=re.M):
+        text = re.sub(r"^## Sandbox\n.*?(?=^## |\Z)", section + "\n", text, flags=re.M | re.S)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
