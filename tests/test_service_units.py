@@ -166,3 +166,17 @@ def test_settings_from_env(monkeypatch):
         Settings.from_env()
     with pytest.raises(ValueError):
         Settings(max_items=100, max_queue_items=10)
+
+
+def test_group_advantages_match_trl_grpo_trainer_on_random_groups():
+    # The same numbers GRPOTrainer computes with scale_rewards="group": (r - mean) / (nanstd + 1e-4).
+    torch = pytest.importorskip("torch")
+    nanstd = pytest.importorskip("trl.trainer.utils").nanstd
+    generator = torch.Generator().manual_seed(0)
+    rewards = torch.rand(6, 8, generator=generator, dtype=torch.float64).round(decimals=1)
+    std = nanstd(rewards, dim=1, keepdim=True)
+    expected = (rewards - rewards.mean(dim=1, keepdim=True)) / (std + 1e-4)
+    for row, expected_row, expected_std in zip(rewards.tolist(), expected.tolist(), std.flatten().tolist()):
+        stats = group_stats(row)
+        assert stats.std == pytest.approx(expected_std, rel=1e-6)  # TRL computes n/(n-1) in float32
+        assert stats.advantages == pytest.approx(expected_row, rel=1e-6, abs=1e-9)
