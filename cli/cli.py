@@ -41,7 +41,8 @@ def _train(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from groupscore.testing.commands import check_command
 
-    return check_command(args.target, cases=args.cases, report=args.report)
+    return check_command(args.target, cases=args.cases, report=args.report, timeout_s=args.timeout,
+                         reward_range=args.reward_range, checks=args.checks)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -89,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="module:function, a verifier kind (math, code, ...), or a service URL")
     p.add_argument("--cases", type=Path, required=True, help="JSONL of {prompt, completion, reference fields}")
     p.add_argument("--report", type=Path, default=Path("check-report.json"))
+    p.add_argument("--timeout", type=float, default=None, help="wall-clock bound per completion, s (default 10)")
+    p.add_argument("--reward-range", default=None, metavar="LO,HI", help="documented reward range (default 0,1; write --reward-range=-1,1 for negatives)")
+    p.add_argument("--checks", default=None, metavar="GROUPS",
+                   help="comma-separated: determinism,edge_inputs,fuzz,latency,probes (default: all)")
     p.set_defaults(func=_check)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults")
