@@ -80,7 +80,8 @@ def assert_handles(target: TargetLike, completion: str, *, prompt: Any = "", tim
     if not outcome.ok or not outcome.values:
         raise AssertionError(f"{resolved.description} failed on {shown}: {outcome.error}")
     value = outcome.values[0]
-    problem = value_problem(value, CheckConfig(reward_range=tuple(reward_range), allow_none=allow_none))
+    allowed = allow_none and resolved.allows_none
+    problem = value_problem(value, CheckConfig(reward_range=tuple(reward_range), allow_none=allowed))
     if problem:
         raise AssertionError(f"{resolved.description} {problem} on {shown}")
     return value.number

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Sequence
 
 from groupscore.testing.calls import Caller, Outcome, ProcessCaller, Value, make_caller
@@ -99,6 +99,8 @@ class CheckRun:
     """One run of every check on one target; `run()` returns the Report."""
 
     def __init__(self, target: Target, cases: Sequence[Case], config: CheckConfig):
+        if not target.allows_none:
+            config = replace(config, allow_none=False)
         self.target, self.cases, self.config = target, list(cases), config
         self.report = Report(target.description, len(self.cases), asdict(config))
         self.caller: Caller | None = None
@@ -362,6 +364,8 @@ class CheckRun:
         edge = latency_profile([t for t, _ in self.edge_latencies]) if self.edge_latencies else None
         text = (f"per completion over {profile['n']} cases: p50 {_ms(profile['p50_s'])}, p95 {_ms(profile['p95_s'])}, "
                 f"p99 {_ms(profile['p99_s'])}, max {_ms(profile['max_s'])}")
+        if self.batch is not None and self.batch.ok and self.cases:
+            text += f"; as one batch of {len(self.cases)}: {_ms(self.batch.elapsed_s / len(self.cases))} per completion"
         if edge:
             slowest = max(self.edge_latencies)
             text += f"; edge inputs: p50 {_ms(edge['p50_s'])}, max {_ms(edge['max_s'])} ({slowest[1]})"
@@ -373,6 +377,9 @@ class CheckRun:
 
     # -- hacking probes ------------------------------------------------------------------------------------------
     def check_probes(self) -> None:
+        if any(r.name == "determinism.repeat" and r.status is FAIL for r in self.report.results):
+            self.report.notes.append("scores differ between repeats, so each probe comparison below is a single noisy "
+                                     "draw: fix determinism first")
         sets = [probes_for_case(case, self.config.max_completion_chars) for case in self.cases]
         scored = [self._score_probe_set(s) for s in sets]
         self._reference_row(sets, scored)
@@ -404,7 +411,7 @@ class CheckRun:
     def _reference_row(self, sets: list[ProbeSet], scored: list[dict[str, Outcome]]) -> None:
         compared = better = 0
         notes = []
-        pairs = {"plain": "wrong_plain", "tagged": "wrong_tagged", "program": "wrong_program"}
+        pairs = {"plain": "wrong_plain", "tagged": "wrong_tagged", "program": "wrong_program", "query": "wrong_query"}
         for probe_set, scores in zip(sets, scored):
             for style in probe_set.correct:
                 right = self._number(scores.get(f"correct:{style}"))

@@ -6,18 +6,51 @@ import sys
 from pathlib import Path
 
 from groupscore.testing.cases import CasesError, load_cases
-from groupscore.testing.checks import CheckConfig, CheckRun
+from dataclasses import replace
+
+from groupscore.testing.checks import CHECK_GROUPS, CheckConfig, CheckRun
 from groupscore.testing.targets import TargetError, resolve_target
 
 
+def config_from_options(timeout_s: float | None = None, reward_range: str | None = None,
+                        checks: str | None = None, base: CheckConfig | None = None) -> CheckConfig:
+    """The CheckConfig the command-line options describe; ValueError with a readable message when one is malformed."""
+    config = base or CheckConfig()
+    if timeout_s is not None:
+        if not timeout_s > 0:
+            raise ValueError(f"--timeout must be positive, got {timeout_s}")
+        config = replace(config, timeout_s=timeout_s)
+    if reward_range is not None:
+        try:
+            lo, hi = (float(x) for x in reward_range.split(","))
+        except ValueError:
+            raise ValueError(f"--reward-range takes LO,HI (e.g. -1,1), got {reward_range!r}") from None
+        if not lo <= hi:
+            raise ValueError(f"--reward-range: {lo:g} is above {hi:g}")
+        config = replace(config, reward_range=(lo, hi))
+    if checks is not None:
+        groups = tuple(g.strip() for g in checks.split(",") if g.strip())
+        unknown = [g for g in groups if g not in CHECK_GROUPS]
+        if unknown:
+            raise ValueError(f"--checks: unknown group(s) {', '.join(unknown)}; known: {', '.join(CHECK_GROUPS)}")
+        config = replace(config, checks=groups)
+    return config
+
+
 def check_command(target: str, cases: Path, report: Path | None = Path("check-report.json"),
-                  config: CheckConfig | None = None) -> int:
-    """0: every check passed; 1: a check failed; 2: the checker could not do its job (bad cases, target not loadable,
-    a checker fault). Exit 2 always comes with a message starting `groupscore check: error:`."""
+                  config: CheckConfig | None = None, *, timeout_s: float | None = None,
+                  reward_range: str | None = None, checks: str | None = None) -> int:
+    """0: every check passed; 1: a check failed; 2: the checker could not do its job (bad options or cases, target
+    not loadable, a checker fault). Exit 2 always comes with a message starting `groupscore check: error:`."""
+    try:
+        config = config_from_options(timeout_s, reward_range, checks, config)
+    except ValueError as exc:
+        print(f"groupscore check: error: {exc}", file=sys.stderr)
+        return 2
     try:
         loaded_cases = load_cases(cases)
         resolved = resolve_target(target)
-        result = CheckRun(resolved, loaded_cases, config or CheckConfig()).run()
+        result = CheckRun(resolved, loaded_cases, config).run()
     except CasesError as exc:
         print(f"groupscore check: error: bad cases: {exc}", file=sys.stderr)
         return 2

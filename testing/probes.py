@@ -274,6 +274,28 @@ def _code_probes(case: Case) -> tuple[dict[str, str], list[Probe]]:
     return baselines, probes
 
 
+# --- SQL --------------------------------------------------------------------------------------------------------
+
+def _sql_probes(gold_sql: str) -> tuple[dict[str, str], dict[str, str], list[Probe]]:
+    gold = gold_sql.strip().rstrip(";").strip()
+    wrong = f"SELECT {SENTINEL} AS answer"
+
+    def block(query: str) -> str:
+        return f"Here is the query.\n```sql\n{query}\n```"
+
+    baselines = {"wrong_query": block(wrong)}
+    correct = {"query": block(gold)}
+    probes = [
+        Probe("several_queries", block(f"{wrong};\n{gold};"), "wrong_query", "two statements, the right one last"),
+        Probe("several_queries", block(f"{gold};\n{wrong};"), "wrong_query", "two statements, the right one first"),
+        Probe("gold_in_comment", block(f"{wrong} -- {gold}"), "wrong_query",
+              "a wrong query with the right one in a comment"),
+        Probe("write_then_answer", block(f"DELETE FROM sqlite_sequence;\n{gold};"), "wrong_query",
+              "a write statement before the right query (the database must be read-only)"),
+    ]
+    return baselines, correct, probes
+
+
 # --- putting it together ----------------------------------------------------------------------------------------
 
 def probes_for_case(case: Case, limit_chars: int = 8192) -> ProbeSet:
@@ -282,7 +304,8 @@ def probes_for_case(case: Case, limit_chars: int = 8192) -> ProbeSet:
     out = ProbeSet(case)
     is_code = bool(_tests(case, "tests") or _tests(case, "hidden_tests"))
     language = str(case.fields.get("language", "python"))
-    gold = None if is_code else reference_answer(case)
+    gold_sql = case.fields.get("gold_sql") if isinstance(case.fields.get("gold_sql"), str) else None
+    gold = None if is_code or gold_sql else reference_answer(case)
     if gold is not None:
         wrong, wrong2 = wrong_answers(gold)
         out.baselines["wrong_plain"] = plain(f"The final answer is $\\boxed{{{wrong}}}$.")
@@ -300,6 +323,11 @@ def probes_for_case(case: Case, limit_chars: int = 8192) -> ProbeSet:
         out.probes += probes
         if case.completion_text.strip():
             out.correct["program"] = case.completion_text
+    if gold_sql and gold_sql.strip():
+        baselines, correct, probes = _sql_probes(gold_sql)
+        out.baselines.update(baselines)
+        out.correct.update(correct)
+        out.probes += probes
     prompt = case.prompt_text.strip()
     content_free = [
         Probe("format_only", "<think></think><answer></answer>", FLOOR, "empty think and answer tags"),

@@ -48,6 +48,7 @@ class Target(ABC):
     """A reward under test."""
 
     description: str
+    allows_none = True  # TRL reads None as "this reward does not apply"; verl has no such value
 
     @abstractmethod
     def score(self, cases: Sequence[Case]) -> list[Any]:
@@ -105,6 +106,8 @@ class VerlScoreTarget(Target):
     `ground_truth` is the case's `ground_truth` field, else its `answer`; `data_source` and `extra_info` come from the
     fields of those names when present. A dict result contributes its "score", as verl's reward manager reads it.
     """
+
+    allows_none = False
 
     def __init__(self, fn: Callable[..., Any], ref: str | None = None):
         self.fn = fn
