@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cases", type=Path, required=True, help="JSONL of {prompt, completion, reference fields}")
     p.add_argument("--report", type=Path, default=Path("check-report.json"))
     p.add_argument("--timeout", type=float, default=None, help="wall-clock bound per completion, s (default 10)")
-    p.add_argument("--reward-range", default=None, metavar="LO,HI", help="documented reward range (default 0,1; write --reward-range=-1,1 for negatives)")
+    p.add_argument("--reward-range", default=None, metavar="LO,HI",
+                   help="documented reward range (default 0,1; write --reward-range=-1,1 for negatives)")
     p.add_argument("--checks", default=None, metavar="GROUPS",
                    help="comma-separated: determinism,edge_inputs,fuzz,latency,probes (default: all)")
     p.set_defaults(func=_check)
