@@ -74,3 +74,22 @@ def test_unknown_target_names_what_is_accepted(tmp_path):
     done = run_check("nonsense", "--cases", str(CHECKS / "math_cases.jsonl"), "--report", str(tmp_path / "r"))
     assert done.returncode == 2
     assert "expected module:function, a verifier kind" in done.stderr
+
+
+def test_options_set_the_range_and_the_groups(tmp_path):
+    report = tmp_path / "r.json"
+    done = run_check(f"{CHECKS}/planted_rewards.py:signed_correctness_reward", "--cases",
+                     str(CHECKS / "math_cases.jsonl"), "--report", str(report), "--reward-range=-1,1",
+                     "--checks", "determinism,probes", "--timeout", "5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(report.read_text())
+    names = {c["name"] for c in data["checks"]}
+    assert "determinism.repeat" in names and "probe.or_hedge" in names and "latency" not in names
+    assert data["config"]["reward_range"] == [-1.0, 1.0] and data["config"]["timeout_s"] == 5.0
+
+
+def test_bad_options_are_checker_errors(tmp_path):
+    for option in (["--reward-range", "1"], ["--checks", "determinism,vibes"], ["--timeout", "0"]):
+        done = run_check("math", "--cases", str(CHECKS / "math_cases.jsonl"), "--report", str(tmp_path / "r"), *option)
+        assert done.returncode == 2, option
+        assert done.stderr.startswith("groupscore check: error:"), done.stderr

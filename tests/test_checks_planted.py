@@ -106,3 +106,27 @@ def test_sound_rewards_pass_every_check(name):
     report = check_reward_fn(planted(name), MATH_CASES, **FAST)
     assert report.exit_code == 0, report.table()
     assert report.count(CheckStatus.FAIL) == 0 and report.count(CheckStatus.PASS) >= 20
+
+
+def test_sql_reward_comparing_text_is_flagged_by_the_sql_probes():
+    cases = ROOT / "fixtures" / "checks" / "sql_cases.jsonl"
+    report = check_reward_fn(planted("sql_text_match_reward"), cases, checks=("probes",), **FAST)
+    got = statuses(report)
+    assert got["probe.gold_in_comment"] is CheckStatus.FAIL
+    assert got["probe.several_queries"] is CheckStatus.FAIL
+
+
+def test_verl_scores_may_not_be_none():
+    report = check_reward_fn(planted("verl_none_score"), MATH_CASES, checks=("edge_inputs",), **FAST)
+    assert report.target.startswith("verl compute_score")
+    row = report.result("edge_inputs.valid_rewards")
+    assert row.status is CheckStatus.FAIL and "returned None" in row.detail
+
+
+def test_a_documented_reward_range_is_honoured():
+    name = planted("signed_correctness_reward")
+    default = check_reward_fn(name, MATH_CASES, checks=(), **FAST)
+    assert default.result("returns").status is CheckStatus.FAIL
+    assert "outside [0, 1]" in default.result("returns").detail
+    report = check_reward_fn(name, MATH_CASES, reward_range=(-1, 1), **FAST)
+    assert report.exit_code == 0, report.table()

@@ -61,3 +61,12 @@ def test_a_service_url_passes_end_to_end(tmp_path, capsys):
     assert report.exit_code == 0, report.table()
     assert report.target == f"scoring service at {url}"
     assert report.result("determinism.processes").status is CheckStatus.PASS
+
+
+@pytest.mark.parametrize("kind", ["format", "json", "sql"])
+def test_the_other_kinds_pass_every_check(kind):
+    report = check_reward_fn(kind, CHECKS / f"{kind}_cases.jsonl", **FAST)
+    assert report.exit_code == 0, report.table()
+    if kind == "sql":
+        assert report.result("probe.several_queries").status is CheckStatus.PASS
+        assert "3 of 3" in report.result("probe.reference").detail
