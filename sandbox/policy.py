@@ -121,14 +121,30 @@ def _ids() -> tuple[int, int, int, int]:
 
 @functools.lru_cache(maxsize=1)
 def host_cgroups() -> CgroupSupport:
-    return detect_cgroups()
+    """This host's cgroups, as far as we may use them (a tree we cannot write to counts as none)."""
+    cg = detect_cgroups()
+    blocked = [root for root in set(cg.roots.values()) if not os.access(root, os.W_OK)]
+    if cg.version and blocked:
+        return CgroupSupport(None, False, False, {}, f"{cg.version} found but {', '.join(sorted(blocked))} is not "
+                             "writable (run as root, or set GROUPSCORE_CGROUP_PARENT to a delegated cgroup)")
+    return cg
+
+
+def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
+                 extra_ro: tuple[str, ...] = (), cgroups: CgroupSupport | None = None) -> Policy:
+    """The policy for one language (and step: compile or run) under `limits` (cached for this host's cgroups)."""
+    if cgroups is None:
+        return _host_policy(tool, limits, compile_step, tuple(extra_ro))
+    return _make_policy(tool, limits, compile_step, tuple(extra_ro), cgroups)
 
 
 @functools.lru_cache(maxsize=256)
-def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
-                 extra_ro: tuple[str, ...] = (), cgroups: CgroupSupport | None = None) -> Policy:
-    """The policy for one language (and step: compile or run) under `limits`."""
-    cg = cgroups or host_cgroups()
+def _host_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: tuple[str, ...]) -> Policy:
+    return _make_policy(tool, limits, compile_step, extra_ro, host_cgroups())
+
+
+def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: tuple[str, ...],
+                 cg: CgroupSupport) -> Policy:
     ro_paths = tool.ro_paths if (tool.language == "python" or compile_step) else tool.run_ro_paths
     uid_in, uid_out, gid_in, gid_out = _ids()
     mounts = [

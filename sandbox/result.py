@@ -31,6 +31,7 @@ class CompileResult(BaseModel):
     cpu_time_s: float = 0.0
     peak_memory_mb: float | None = None
     command: list[str] = Field(default_factory=list)
+    cached: bool = False  # the same sources were compiled before in this process; that binary was reused
 
 
 class RunResult(BaseModel):

@@ -1,0 +1,126 @@
+"""cgroup detection (v1, v2, hybrid, container, none) and the slot life cycle, on fake cgroup trees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groupscore.sandbox.cgroups import CgroupSupport, Slot, SlotPool, detect_cgroups
+
+FIX = Path(__file__).parent.parent / "fixtures" / "sandbox"
+
+
+def fixture(name: str) -> str:
+    return (FIX / name).read_text()
+
+
+def test_v1_hybrid_host_uses_v1_controllers_below_our_own_cgroup():
+    cg = detect_cgroups(fixture("mountinfo_v1_hybrid.txt"), fixture("self_cgroup_v1_hybrid.txt"))
+    assert (cg.version, cg.memory, cg.pids) == ("v1", True, True)
+    assert cg.roots == {"memory": "/sys/fs/cgroup/memory/process_api/abc123", "pids": "/sys/fs/cgroup/pids"}
+    assert cg.describe() == "v1 memory+pids"
+
+
+def test_v1_in_a_container_maps_the_mount_root():
+    cg = detect_cgroups(fixture("mountinfo_container_v1.txt"), fixture("self_cgroup_container_v1.txt"))
+    assert cg.version == "v1"
+    assert cg.roots == {"memory": "/sys/fs/cgroup/memory", "pids": "/sys/fs/cgroup/pids"}
+
+
+def test_v1_with_only_memory_says_what_is_missing():
+    info = "\n".join(line for line in fixture("mountinfo_v1_hybrid.txt").splitlines() if "pids" not in line)
+    cg = detect_cgroups(info, fixture("self_cgroup_v1_hybrid.txt"))
+    assert (cg.memory, cg.pids) == (True, False) and "no v1 pids" in cg.describe()
+
+
+def test_v2_reads_the_available_controllers(tmp_path):
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma misc\n")
+    info = fixture("mountinfo_v2.txt").replace("CGROOT", str(tmp_path))
+    cg = detect_cgroups(info, fixture("self_cgroup_v2.txt"), v2_parent=None)
+    assert (cg.version, cg.memory, cg.pids) == ("v2", True, True)
+    assert cg.roots == {"memory": str(tmp_path), "pids": str(tmp_path)}
+
+
+def test_v2_without_controllers_and_no_v1_is_none(tmp_path):
+    (tmp_path / "cgroup.controllers").write_text("cpu io\n")
+    info = fixture("mountinfo_v2.txt").replace("CGROOT", str(tmp_path))
+    cg = detect_cgroups(info, fixture("self_cgroup_v2.txt"))
+    assert cg.version is None and cg.describe().startswith("none: ")
+
+
+def test_no_cgroup_mounts_at_all():
+    cg = detect_cgroups("22 28 0:20 / /sys rw - sysfs sysfs rw\n", "0::/\n")
+    assert cg == CgroupSupport(None, False, False, {}, cg.reason) and cg.reason
+
+
+def _fake_v1(tmp_path: Path) -> CgroupSupport:
+    for ctrl in ("memory", "pids"):
+        (tmp_path / ctrl).mkdir()
+    return CgroupSupport("v1", True, True, {"memory": str(tmp_path / "memory"), "pids": str(tmp_path / "pids")})
+
+
+def test_v1_slot_sets_limits_and_reads_the_run(tmp_path):
+    pool = SlotPool(_fake_v1(tmp_path))
+    slot = pool.acquire()
+    mem, pids = slot.dirs["memory"], slot.dirs["pids"]
+    (mem / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    (mem / "memory.usage_in_bytes").write_text("1048576\n")
+    (mem / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (mem / "memory.memsw.limit_in_bytes").write_text("9223372036854771712\n")
+    (pids / "pids.events").write_text("max 0\n")
+    (mem / "cgroup.procs").write_text("")
+    (pids / "cgroup.procs").write_text("")
+    slot.prepare(256 << 20, 34)
+    assert (mem / "memory.limit_in_bytes").read_text() == str(256 << 20)
+    assert (mem / "memory.memsw.limit_in_bytes").read_text() == str(256 << 20)  # no swapping past the limit
+    assert (pids / "pids.max").read_text() == "34"
+    # the run: peak 9 MiB (1 MiB of it carried over), one OOM kill, the pids limit hit once
+    (mem / "memory.max_usage_in_bytes").write_text(str(9 << 20))
+    (mem / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    (pids / "pids.events").write_text("max 1\n")
+    stats = slot.finish()
+    assert (stats.peak_memory_bytes, stats.oom_killed, stats.pids_limit_hit) == (8 << 20, True, True)
+    pool.release(slot)
+    assert pool.acquire() is slot  # v1 slots are reused, not rebuilt
+
+
+def test_slot_holding_processes_is_not_reused(tmp_path):
+    pool = SlotPool(_fake_v1(tmp_path))
+    slot = pool.acquire()
+    slot.dirs["memory"].joinpath("cgroup.procs").write_text("999999999\n")  # no such pid: kill fails quietly
+    slot.dirs["pids"].joinpath("cgroup.procs").write_text("")
+    assert slot.pids() == [999999999]
+    pool.release(slot)
+    assert pool.acquire() is not slot
+
+
+def test_unwritable_cgroup_tree_disables_cgroups_with_a_reason(tmp_path):
+    cg = CgroupSupport("v1", True, True, {"memory": str(tmp_path / "absent" / "memory"), "pids": str(tmp_path)})
+    pool = SlotPool(cg)
+    assert pool.acquire() is None and "cannot create cgroups" in pool.broken
+
+
+def test_v2_slot_is_fresh_per_run(tmp_path):
+    (tmp_path / "cgroup.subtree_control").write_text("memory pids\n")
+    cg = CgroupSupport("v2", True, True, {"memory": str(tmp_path), "pids": str(tmp_path)})
+    pool = SlotPool(cg)
+    slot = pool.acquire()
+    d = slot.dirs["memory"]
+    assert slot.dirs["pids"] == d and slot.procs_files == [str(d / "cgroup.procs")]
+    (d / "memory.events").write_text("oom 0\noom_kill 0\n")
+    (d / "pids.events").write_text("max 0\n")
+    slot.prepare(64 << 20, 10)
+    assert (d / "memory.max").read_text() == str(64 << 20)
+    (d / "memory.peak").write_text(str(5 << 20))
+    assert slot.finish().peak_memory_bytes == 5 << 20
+    for f in list(d.iterdir()):
+        f.unlink()  # a real cgroup dir empties itself; the fake one must be emptied to be removed
+    pool.release(slot)
+    assert not d.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cgroup").exists(), reason="needs Linux")
+def test_this_host_is_detected():
+    cg = detect_cgroups()
+    assert cg.version in ("v1", "v2", None) and cg.describe()

@@ -1,0 +1,119 @@
+"""The isolation policy object: every point of the policy is a field, and it renders to the nsjail config."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from groupscore.sandbox import Limits, policy_for
+from groupscore.sandbox.cgroups import CgroupSupport
+from groupscore.sandbox.policy import WORK_DIR, build_policy
+from groupscore.sandbox.seccomp import kafel_policy
+from groupscore.sandbox.toolchains import toolchain
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return policy_for("python", Limits(wall_time_s=3, memory_mb=300, max_processes=20, tmpfs_mb=32,
+                                       max_file_bytes=4 << 20, max_open_files=50))
+
+
+def test_all_namespaces_are_new(policy):
+    assert set(policy.namespaces) == {"user", "mount", "pid", "network", "ipc", "uts", "cgroup"}
+    text = policy.nsjail_config_text()
+    for flag in ("clone_newnet", "clone_newuser", "clone_newns", "clone_newpid"):
+        assert f"{flag}: false" not in text  # nsjail's defaults are true; nothing turns one off
+    assert "iface_no_lo: true" in text and "macvlan" not in text and "user_net" not in text
+
+
+def test_real_uid_outside_is_never_root(policy):
+    assert policy.uid_outside != 0 and policy.gid_outside != 0
+    if os.geteuid() == 0:
+        assert (policy.uid_inside, policy.uid_outside) == (65534, 65534)
+        assert 'outside_id: "65534"' in policy.nsjail_config_text()
+        assert 'outside_id: "0"' not in policy.nsjail_config_text()
+
+
+def test_only_the_work_dir_and_dev_null_are_writable(policy):
+    writable = [m for m in policy.mounts if m.kind in ("bind_rw", "tmpfs")]
+    assert [(m.kind, m.target) for m in writable] == [("tmpfs", WORK_DIR), ("bind_rw", "/dev/null")]
+    tmpfs = writable[0]
+    assert f"size={32 << 20}" in tmpfs.options and "nr_inodes=" in tmpfs.options
+
+
+def test_read_only_mounts_are_only_what_the_interpreter_needs(policy):
+    tool = toolchain("python")
+    ro = {m.target for m in policy.mounts if m.kind == "bind_ro"}
+    assert os.path.realpath(tool.executable) in ro
+    assert not ro & {"/", "/etc", "/root", "/home", "/usr", "/var", "/tmp", "/sys", "/run"}
+    assert all(not t.startswith(("/etc", "/root", "/home", "/var", "/sys", "/run")) for t in ro)
+
+
+def test_compile_policy_adds_the_compiler_and_run_policy_does_not():
+    pytest.importorskip("groupscore.sandbox.toolchains").compiler_toolchain("c")
+    run_p, compile_p = policy_for("c"), policy_for("c", compile_step=True)
+    run_ro = {m.target for m in run_p.mounts if m.kind == "bind_ro"}
+    compile_ro = {m.target for m in compile_p.mounts if m.kind == "bind_ro"}
+    assert "/usr/bin" in compile_ro and "/usr/bin" not in run_ro and "/usr/include" not in run_ro
+
+
+def test_environment_is_explicit_and_minimal(policy, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    names = [e.split("=", 1)[0] for e in policy.env]
+    assert names == ["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+                     "PYTHONIOENCODING"]
+    text = policy.nsjail_config_text()
+    assert "keep_env: true" not in text and "AWS_SECRET" not in text
+
+
+def test_rlimits_follow_the_limits(policy):
+    r = policy.rlimits
+    assert (r.cpu_s, r.file_size_mb, r.open_files, r.processes, r.core_mb) == (3, 4, 50, 21, 0)
+    assert r.address_space_mb >= 300
+    text = policy.nsjail_config_text()
+    assert "rlimit_cpu: 3" in text and "rlimit_nofile: 50" in text and "rlimit_nproc: 21" in text
+
+
+def test_cgroup_limits_are_stated_or_said_to_be_missing():
+    limits = Limits(memory_mb=300, max_processes=20)
+    tool = toolchain("python")
+    on = build_policy(tool, limits, cgroups=CgroupSupport("v2", True, True, {"memory": "/x", "pids": "/x"}))
+    off = build_policy(tool, limits, cgroups=CgroupSupport(None, False, False, {}, "no cgroup v1 or v2"))
+    assert (on.cgroup, on.cgroup_memory_mb, on.cgroup_max_pids) == ("v2 memory+pids", 300, 20)
+    assert (off.cgroup, off.cgroup_memory_mb, off.cgroup_max_pids) == ("none: no cgroup v1 or v2", None, None)
+
+
+def test_seccomp_denies_what_the_policy_promises(policy):
+    for name in ("mount", "unshare", "ptrace", "keyctl", "io_uring_setup", "io_uring_enter", "setns", "bpf"):
+        assert name in policy.seccomp_denied_eperm
+    k = kafel_policy()
+    assert "socket(domain) { domain == 40 }" in k  # AF_VSOCK
+    assert "clone(flags)" in k and "clone3" in k and k.endswith("DEFAULT ALLOW")
+    assert policy.seccomp_kafel == k and "seccomp_string:" in policy.nsjail_config_text()
+
+
+def test_policy_is_frozen_and_prints_as_json(policy):
+    with pytest.raises(ValidationError):
+        policy.uid_outside = 0
+    data = json.loads(policy.model_dump_json())
+    assert data["wall_time_s"] == 3 and data["max_output_bytes"] == 1 << 20
+
+
+def test_cli_prints_the_policy():
+    out = subprocess.run([sys.executable, "-m", "groupscore", "sandbox", "policy", "--language", "python"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["run"]["network"].startswith("new empty network namespace") and data["cgroup_on_this_host"]
+
+
+@pytest.mark.parametrize("bad", [dict(wall_time_s=0), dict(memory_mb=1), dict(max_processes=0),
+                                 dict(tmpfs_mb=0), dict(bogus=1), dict(wall_time_s=1, cpu_time_s=1000)])
+def test_limits_reject_nonsense(bad):
+    with pytest.raises(ValidationError):
+        Limits(**bad)
