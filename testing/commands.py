@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from groupscore.testing.cases import CasesError, load_cases
@@ -10,6 +13,21 @@ from dataclasses import replace
 
 from groupscore.testing.checks import CHECK_GROUPS, CheckConfig, CheckRun
 from groupscore.testing.targets import TargetError, resolve_target
+
+
+@contextmanager
+def _hypothesis_scratch_dir() -> Iterator[None]:
+    """The fuzz check runs hypothesis, which keeps a `.hypothesis/` folder in the current directory; a command-line
+    run should leave the user's directory as it found it, so it gets a temporary one."""
+    from hypothesis import configuration
+
+    with tempfile.TemporaryDirectory(prefix="groupscore-check-") as scratch:
+        before = configuration.storage_directory(intent_to_write=False).home_directory
+        configuration.set_hypothesis_home_dir(scratch)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(before)
 
 
 def config_from_options(timeout_s: float | None = None, reward_range: str | None = None,
@@ -50,12 +68,16 @@ def check_command(target: str, cases: Path, report: Path | None = Path("check-re
     try:
         loaded_cases = load_cases(cases)
         resolved = resolve_target(target)
-        result = CheckRun(resolved, loaded_cases, config).run()
+        with _hypothesis_scratch_dir():
+            result = CheckRun(resolved, loaded_cases, config).run()
     except CasesError as exc:
         print(f"groupscore check: error: bad cases: {exc}", file=sys.stderr)
         return 2
     except TargetError as exc:
         print(f"groupscore check: error: cannot load target {target!r}: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a fault of the checker itself: say so, never let it pass for a failed check
+        print(f"groupscore check: error: the checker failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     print(result.table())
     if report is not None:
