@@ -37,7 +37,7 @@ class CompileResult(BaseModel):
 class RunResult(BaseModel):
     """What happened in one run. stdout/stderr are decoded as UTF-8 (undecodable bytes replaced)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
 
     status: Status
     exit_code: int | None = None  # set when the program exited by itself

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import os
 import re
+import select
 import selectors
 import shutil
 import signal
@@ -176,7 +177,10 @@ def _jail(policy: Policy, rundir: _RunDir, argv: list[str], stdin: bytes, limits
                                 start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"})
     try:
         _collect_output(proc, out, limits, start)
+        _await_exit(proc, out, start + limits.wall_time_s)
     finally:
+        if out.timed_out or out.output_limit:
+            _kill(proc)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.wall_time_s = time.monotonic() - start
@@ -227,6 +231,20 @@ def _collect_output(proc: subprocess.Popen, out: _Outcome, limits: Limits, start
             else:
                 buf += chunk
     sel.close()
+
+
+def _await_exit(proc: subprocess.Popen, out: _Outcome, deadline: float) -> None:
+    """Both pipes are closed; a program can close them and keep running, so the wall clock still applies."""
+    if out.timed_out or out.output_limit:
+        return
+    fd = os.pidfd_open(proc.pid)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)  # readable once the process has exited
+        if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            out.timed_out = True
+    finally:
+        os.close(fd)
 
 
 def _kill(proc: subprocess.Popen) -> float:

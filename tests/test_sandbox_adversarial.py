@@ -443,6 +443,12 @@ while True: pass
 
 
 @destructive
+def test_closing_stdout_and_stderr_then_spinning_still_times_out():
+    r, _ = jailed("os.close(1); os.close(2)\nwhile True: pass", limits=Limits(wall_time_s=1, memory_mb=128))
+    assert r.status is Status.TIMEOUT and r.wall_time_s < 2.5
+
+
+@destructive
 def test_double_fork_daemon_does_not_survive():
     r, marker = jailed("""
 if os.fork() == 0:
