@@ -142,3 +142,21 @@ def test_alternatives_are_no_hedge_when_the_gold_has_as_many():
 def test_peer_mistakes_come_out_right(completion, gold, correct):
     verdict = score_math(MathItem(completion=completion, answer=gold, timeout_s=10.0))
     assert (verdict.status.value == "correct") is correct, verdict
+
+
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("5 = x", "5", True),
+        ("2+3=5", "5", True),
+        ("Option B", "B", True),
+        ("(b)", "B", True),
+        ("B. 12", "B", True),
+        ("Yes", "yes", True),
+        (r"\text{Monday}", "Tuesday", False),
+        ("x - x + 2", "2", True),
+        ("3x", "3", False),
+    ],
+)
+def test_answer_spellings_beyond_numbers(pred, gold, expected):
+    assert equal(pred, gold) is expected

@@ -35,6 +35,9 @@ Tri = bool | None  # True, False, or "cannot tell here"
 # Fixed, irrational-looking sample points: deterministic, and unlikely roots of a non-zero difference.
 _SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775, 0.3183098862, 2.7320508075)
 _CHOICE_PREFIX = re.compile(r"\(?([A-J])\)(?:\s|$|[^a-zA-Z])|([A-J])(?:[.:]|\s)|([A-J])$")
+_CHOICE_WORD = re.compile(r"^(?:option|choice|answer)\s*", re.IGNORECASE)
+_LOWER_CHOICE = re.compile(r"\(?([a-j])\)?")
+_WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+)*")
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class _Judge:
             return True
         if not pred or not gold:
             return False
+        if _WORDS.fullmatch(pred) and _WORDS.fullmatch(gold):
+            self.methods.add("string")
+            return pred.casefold() == gold.casefold()  # "Yes" and "yes"; words are not products of variables
         pv, gv = evaluate(pred), evaluate(gold)
         if pv is not None and gv is not None:
             self.methods.add("numeric")
@@ -238,7 +244,11 @@ class _Judge:
         if isinstance(pred, Choice) and isinstance(gold, Choice):
             return pred.letter == gold.letter
         if isinstance(gold, Choice) and isinstance(pred, Expr):
-            found = _CHOICE_PREFIX.match(pred.text)
+            text = _CHOICE_WORD.sub("", pred.text)  # "Option B"
+            lower = _LOWER_CHOICE.fullmatch(text)
+            if lower:
+                return lower.group(1).upper() == gold.letter
+            found = _CHOICE_PREFIX.match(text)  # "(B) 12", "B. 12"
             return bool(found) and next(g for g in found.groups() if g) == gold.letter
         return False
 
@@ -313,8 +323,11 @@ def _value_of(relation: Relation) -> Node | None:
     """The answer a relation states: `x = 3` -> 3, `2+3=5` -> 5; None for a genuine equation or inequality."""
     if relation.op != "=":
         return None
-    if relation.is_assignment or not free_variables(relation.lhs):
+    if relation.is_assignment:
         return parse_structure(relation.rhs)
+    if not free_variables(relation.lhs):
+        # `5 = x` states 5; `2+3 = 5` states 5.
+        return parse_structure(relation.lhs if is_variable(relation.rhs) else relation.rhs)
     return None
 
 
@@ -333,7 +346,8 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
     single_gold = isinstance(gold, Expr | Choice) or (isinstance(gold, Relation) and gold.op == "=")
     if isinstance(pred, Items) and len(pred.items) > 1 and single_gold:
         return True, f"hedge: {len(pred.items)} candidate answers against a single reference"
-    if isinstance(pred, Expr) and is_variable(pred.text) and not (isinstance(gold, Expr) and is_variable(gold.text)):
+    if (isinstance(pred, Expr) and is_variable(pred.text) and not isinstance(gold, Choice)
+            and not (isinstance(gold, Expr) and is_variable(gold.text))):
         return True, "hedge: a bare variable is not an answer"
     return False, ""
 

@@ -77,6 +77,12 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome 
         outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, timeout_s=max(budget_s, 0.001))
     except BudgetExceeded:
         return None
+    except MemoryError:
+        # The worker's address-space cap stopped a runaway expansion: as good as a refusal, and deterministic.
+        outcome = Outcome(None, "symbolic", "expression exceeds the symbolic limits: out of memory", too_complex=True)
+    except Exception as exc:  # noqa: BLE001 - a sympy failure on one answer must not fail the batch
+        # Not cached: a crashed worker (WorkerCrashed) may be a one-off.
+        return Outcome(None, "symbolic", f"symbolic step failed: {type(exc).__name__}")
     _symbolic_cache.put(key, outcome)
     return outcome
 
