@@ -64,7 +64,13 @@ def _run_base() -> str:
     """Where per-run host dirs go: memory-backed if possible (fast to make and remove), and a place
     that allows exec (compiled programs run from there)."""
     for base in (os.environ.get("GROUPSCORE_SANDBOX_TMP"), "/dev/shm", tempfile.gettempdir(), "/var/tmp"):
-        if base and os.path.isdir(base) and not os.statvfs(base).f_flag & os.ST_NOEXEC:
+        if not base or not os.path.isdir(base):
+            continue
+        st = os.statvfs(base)
+        # A small /dev/shm (containers give 64 MB) would fill with collected files; skip it.
+        if base == "/dev/shm" and st.f_bavail * st.f_frsize < (1 << 30):
+            continue
+        if not st.f_flag & os.ST_NOEXEC:
             return base
     raise SandboxUnavailable("no exec-able temp dir for per-run files (set GROUPSCORE_SANDBOX_TMP)")
 

@@ -38,6 +38,14 @@ def attempt(tmp_path, nsjail_script: str | None, path: str | None = None) -> str
     return out.stdout
 
 
+def launches_on_host(probe_output: str) -> str:
+    """A stand-in nsjail that prints what the probe would print and logs a clean exit."""
+    return ('case "$1" in --help) echo Usage; exit 0;; esac\n'
+            'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
+            f'echo "{probe_output}"\n'
+            'echo "pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n')
+
+
 def test_missing_binary_is_named(tmp_path):
     out = attempt(tmp_path, None, path=str(tmp_path / "nope" / "nsjail"))
     assert out.startswith("UNAVAILABLE:") and "not an executable" in out
@@ -61,17 +69,11 @@ def test_namespaces_refused_is_named(tmp_path):
 
 def test_a_fake_jail_that_runs_code_unisolated_is_refused(tmp_path):
     """A 'nsjail' that just runs the command on the host is caught by the probe (pid is not 2)."""
-    script = ('case "$1" in --help) echo Usage; exit 0;; esac\n'
-              'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
-              'echo "1234 0 300"\necho "pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n')
-    out = attempt(tmp_path, script)
+    out = attempt(tmp_path, launches_on_host(probe_output="1234 0 300"))
     assert out.startswith("UNAVAILABLE:") and "not isolated" in out
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="checks the root-only uid mapping")
 def test_probe_refuses_a_jail_that_is_root_outside(tmp_path):
-    script = ('case "$1" in --help) echo Usage; exit 0;; esac\n'
-              'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
-              'echo "2 0 2"\necho "pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n')
-    out = attempt(tmp_path, script)
+    out = attempt(tmp_path, launches_on_host(probe_output="2 0 2"))
     assert out.startswith("UNAVAILABLE:") and "uid 0" in out
