@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from groupscore.train.tiny_model import TinyModelSpec
+from groupscore.verifiers.composite import RewardSpec
 
 
 class _Section(BaseModel):
@@ -47,6 +48,8 @@ class ServiceConfig(_Section):
     urls: list[str] = Field(default_factory=list, description="External service URL(s); empty = start one embedded.")
     token: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
+    reward: RewardSpec | None = Field(default=None, description="Composite reward (components, weights, gate); "
+                                      "left out: each item's own verifier.")
 
 
 class SftConfig(_Section):

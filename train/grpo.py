@@ -204,3 +204,18 @@ def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], c
     finally:
         group_log.close()
     return GrpoOutcome(callback.best, callback.metrics, callback.evals, time.perf_counter() - started)
+
+
+def materialize(checkpoint: Path, base_model: str) -> Path:
+    """A full model folder for a checkpoint: itself, or (LoRA) the base with the adapter merged in."""
+    checkpoint = Path(checkpoint)
+    if not (checkpoint / "adapter_config.json").exists():
+        return checkpoint
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    merged_dir = checkpoint / "merged"
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_model), checkpoint)
+    model.merge_and_unload().save_pretrained(merged_dir)
+    AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged_dir)
+    return merged_dir

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from groupscore.train.config import ModelConfig
@@ -12,10 +13,19 @@ from groupscore.train.tiny_model import ensure_tiny_model
 
 
 def set_offline() -> None:
-    """Nothing downloads at run time, and TRL/transformers skip their telemetry look-ups."""
+    """Nothing downloads at run time, TRL/transformers skip their telemetry look-ups, and their chatter stays quiet."""
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         os.environ.setdefault(var, "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import datasets
+    import transformers
+
+    # Our progress bar and log lines say what happens; per-map and per-shard bars would bury them.
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    # TRL 1.x still calls the gradient_checkpointing_* names that transformers 5 renamed; nothing for a user to fix.
+    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
 
 
 def task_corpus(tasks: list[Task]) -> list[str]:

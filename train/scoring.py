@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,3 +32,49 @@ class GroupScores:
 def wire_group(group_id: str, item: dict[str, Any], completions: list[str]) -> dict[str, Any]:
     """The service's group shape: an item without its completion, and the completions to score as that item."""
     return {"id": group_id, "item": item, "completions": list(completions)}
+
+
+class ServiceScorer:
+    """Scores groups through the service's clients: blocking for evaluation, asyncio for TRL's reward loop."""
+
+    def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0, reward: Any = None):
+        from groupscore.service.client import ScoreClient
+
+        self.urls, self.token, self.timeout_s, self.reward = urls, token, timeout_s, reward
+        self._sync = ScoreClient(urls, token=token, timeout_s=timeout_s)
+        self._async = None  # an httpx.AsyncClient belongs to one event loop: made on first use, on TRL's loop
+        self._async_loop = None
+
+    def score_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
+        return [GroupScores.from_wire(g) for g in self._sync.score_groups(groups, reward=self.reward)]
+
+    async def ascore_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
+        import asyncio
+
+        from groupscore.service.client import AsyncScoreClient
+
+        if self._async is None:
+            self._async = AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s)
+            self._async_loop = asyncio.get_running_loop()
+        return [GroupScores.from_wire(g) for g in await self._async.score_groups(groups, reward=self.reward)]
+
+    def close(self) -> None:
+        import asyncio
+
+        self._sync.close()
+        if self._async is not None and self._async_loop.is_running():
+            asyncio.run_coroutine_threadsafe(self._async.aclose(), self._async_loop).result(timeout=10)
+
+
+@contextmanager
+def open_scorer(urls: list[str], token: str | None = None, timeout_s: float = 60.0,
+                reward: Any = None) -> Iterator[ServiceScorer]:
+    """The configured service, or (no URLs) one started embedded on a free loopback port for this run."""
+    with ExitStack() as stack:
+        if not urls:
+            from groupscore.service.embedded import start_embedded
+
+            urls = [stack.enter_context(start_embedded(port=0, token=token))]
+        scorer = ServiceScorer(urls, token=token, timeout_s=timeout_s, reward=reward)
+        stack.callback(scorer.close)
+        yield scorer

@@ -13,6 +13,7 @@ def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Har
                seed: int, peft_config=None) -> Path:
     """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""
     from datasets import Dataset
+    from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig, SFTTrainer
 
     from groupscore.train.models import load_model
@@ -29,7 +30,11 @@ def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Har
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                          peft_config=peft_config)
-    trainer.train()
+    trainer.remove_callback(PrinterCallback)  # one summary line below instead of a dict per logging step
+    result = trainer.train()
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    print(f"[train] sft: {result.global_step} steps in {result.metrics['train_runtime']:.1f} s, loss "
+          f"{losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
     final = out_dir / "final"
     merged = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
     merged.save_pretrained(final)

@@ -1,0 +1,110 @@
+"""Config and taskset errors name the file and the field path (or line), so a user can fix them without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groupscore.cli import main
+from groupscore.train.config import load_config
+from groupscore.train.taskset import load_tasks
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"
+VALID = f"""
+run_dir: runs/x
+model: {{tiny: {{}}}}
+taskset: {{train: {FIXTURES}/arith/train.jsonl, eval: {FIXTURES}/arith/heldout.jsonl}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ValueError) as info:
+        load_config(write(tmp_path, text))
+    return str(info.value)
+
+
+def test_valid_config_loads_with_defaults_from_the_field(tmp_path):
+    config = load_config(write(tmp_path, VALID + "grpo: {}\n"))
+    assert (config.grpo.num_generations, config.grpo.beta, config.grpo.temperature) == (8, 0.04, 0.9)
+    assert config.sft is None and config.merge is None  # stages are optional
+    assert config.taskset.train.is_absolute() and config.run_dir.is_absolute()
+
+
+def test_taskset_paths_are_relative_to_the_config_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    config = load_config(write(tmp_path, "run_dir: r\nmodel: {tiny: {}}\ntaskset: {train: data/t.jsonl, eval: data/e.jsonl}\n"))
+    assert config.taskset.train == tmp_path / "data" / "t.jsonl"
+
+
+def test_wrong_value_names_the_field_path(tmp_path):
+    message = error_of(tmp_path, VALID + "grpo: {num_generations: 1}\n")
+    assert "config.yaml" in message and "grpo.num_generations" in message and "greater than or equal to 2" in message
+
+
+def test_unknown_field_is_refused_with_its_path(tmp_path):
+    message = error_of(tmp_path, VALID + "grpo: {num_generation: 8}\n")
+    assert "grpo.num_generation" in message and "Extra inputs are not permitted" in message
+
+
+def test_several_errors_are_reported_together(tmp_path):
+    message = error_of(tmp_path, VALID + "grpo: {beta: -1, temperature: zero}\n")
+    assert "grpo.beta" in message and "grpo.temperature" in message
+
+
+def test_model_needs_exactly_one_source(tmp_path):
+    text = VALID.replace("model: {tiny: {}}", "model: {tiny: {}, path: some/model}")
+    assert "exactly one of model.path, model.tiny, model.smollm2" in error_of(tmp_path, text)
+
+
+def test_eval_k_must_fit_the_samples(tmp_path):
+    assert "every k must lie in 1..samples (4)" in error_of(tmp_path, VALID + "eval: {samples: 4, k: [1, 8]}\n")
+
+
+def test_merge_needs_both_cold_start_and_grpo(tmp_path):
+    assert "merge blends" in error_of(tmp_path, VALID + "merge: {ratio: 0.7}\n")
+
+
+def test_composite_reward_is_checked_by_the_service_schema(tmp_path):
+    text = VALID + "service: {reward: {components: [{name: ok, verifier: chess}]}}\n"
+    assert "service.reward.components.0.verifier" in error_of(tmp_path, text)
+
+
+def test_not_yaml_and_not_a_mapping(tmp_path):
+    assert "not valid YAML" in error_of(tmp_path, "run_dir: [unclosed\n")
+    assert "expected a mapping" in error_of(tmp_path, "- just\n- a list\n")
+
+
+def test_missing_file_is_a_file_not_found_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_cli_prints_one_clear_error_and_exits_2(tmp_path, capsys):
+    code = main(["train", str(write(tmp_path, VALID + "grpo: {num_generations: 1}\n")), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and "grpo.num_generations" in err and "Traceback" not in err
+
+
+def test_taskset_problems_are_all_reported_with_line_numbers():
+    with pytest.raises(ValueError) as info:
+        load_tasks(FIXTURES / "broken.jsonl")
+    message = str(info.value)
+    assert "broken.jsonl:2: duplicate id 'ok-1'" in message
+    assert "broken.jsonl:3: not JSON" in message
+    assert "broken.jsonl:4: missing item" in message
+    assert "broken.jsonl:5: item:" in message and "chess" in message
+    assert "broken.jsonl:6: item must be an object without a completion" in message
+    assert "broken.jsonl:7: item: math.rel_tol" in message
+
+
+def test_bundled_taskset_loads_with_disjoint_splits():
+    train, held = load_tasks(FIXTURES / "arith" / "train.jsonl"), load_tasks(FIXTURES / "arith" / "heldout.jsonl")
+    assert len(train) == 240 and len(held) == 60
+    assert not {t.prompt for t in train} & {t.prompt for t in held}  # held-out prompts are never trained on
