@@ -79,6 +79,24 @@ def _error_from(response: httpx.Response) -> ServiceError:
                         response.status_code, detail)
 
 
+class _Retryable(Exception):
+    """A 429 or 5xx answer: worth another try."""
+
+    def __init__(self, error: ServiceError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _accept(response: httpx.Response) -> Any:
+    """The decoded body of a success; raises _Retryable (429, 5xx) or ServiceError (other 4xx, not retried)."""
+    if response.status_code < 400:
+        return response.json()
+    error = _error_from(response)
+    if response.status_code in _RETRY_STATUS:
+        raise _Retryable(error)
+    raise error
+
+
 class _Base:
     def __init__(self, urls: str | Sequence[str], token: str | None, timeout_s: float, retry: RetryPolicy,
                  max_batch: int) -> None:
@@ -90,6 +108,11 @@ class _Base:
         self.max_batch = max_batch
         self.timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
+
+    def _gave_up(self, method: str, path: str, failure: Exception | None) -> ServiceError:
+        last = failure.error if isinstance(failure, _Retryable) else None
+        return ServiceError(f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {failure}",
+                            last.status_code if last else None, last.detail if last else None)
 
     def _score_payloads(self, items: Sequence[Any], reward: RewardSpec | dict | None,
                         deadline_s: float | None) -> list[tuple[int, int, dict[str, Any]]]:
@@ -149,24 +172,17 @@ class ScoreClient(_Base):
 
     def request(self, method: str, path: str, payload: Any = None, shard: int = 0) -> Any:
         """One call with retries; a retry moves to the next URL. Returns the decoded JSON body."""
-        last: Exception | None = None
+        failure: Exception | None = None
         for attempt in range(self.retry.max_retries + 1):
-            client = self._clients[(shard + attempt) % len(self._clients)]
             response = None
             try:
-                response = client.request(method, path, json=payload)
-            except httpx.TransportError as exc:  # connection refused/reset, timeouts
-                last = exc
-            else:
-                if response.status_code < 400:
-                    return response.json()
-                if response.status_code not in _RETRY_STATUS:
-                    raise _error_from(response)
-                last = _error_from(response)
+                response = self._clients[(shard + attempt) % len(self._clients)].request(method, path, json=payload)
+                return _accept(response)
+            except (httpx.TransportError, _Retryable) as exc:  # connection refused/reset, timeouts, 429, 5xx
+                failure = exc
             if attempt < self.retry.max_retries:
                 time.sleep(self.retry.delay(attempt, response))
-        raise ServiceError(f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {last}",
-                           getattr(last, "status_code", None), getattr(last, "detail", None)) from last
+        raise self._gave_up(method, path, failure)
 
     def score_raw(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
                   deadline_s: float | None = None) -> list[dict[str, Any]]:
@@ -221,24 +237,19 @@ class AsyncScoreClient(_Base):
             await client.aclose()
 
     async def request(self, method: str, path: str, payload: Any = None, shard: int = 0) -> Any:
-        last: Exception | None = None
+        """One call with retries; a retry moves to the next URL. Returns the decoded JSON body."""
+        failure: Exception | None = None
         for attempt in range(self.retry.max_retries + 1):
-            client = self._clients[(shard + attempt) % len(self._clients)]
             response = None
             try:
-                response = await client.request(method, path, json=payload)
-            except httpx.TransportError as exc:
-                last = exc
-            else:
-                if response.status_code < 400:
-                    return response.json()
-                if response.status_code not in _RETRY_STATUS:
-                    raise _error_from(response)
-                last = _error_from(response)
+                response = await self._clients[(shard + attempt) % len(self._clients)].request(method, path,
+                                                                                              json=payload)
+                return _accept(response)
+            except (httpx.TransportError, _Retryable) as exc:
+                failure = exc
             if attempt < self.retry.max_retries:
                 await asyncio.sleep(self.retry.delay(attempt, response))
-        raise ServiceError(f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {last}",
-                           getattr(last, "status_code", None), getattr(last, "detail", None)) from last
+        raise self._gave_up(method, path, failure)
 
     async def score_raw(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
                         deadline_s: float | None = None) -> list[dict[str, Any]]:

@@ -20,6 +20,8 @@ class ServiceMetrics:
                                 ["endpoint", "code"], registry=r)
         self.latency = Histogram("groupscore_request_seconds", "HTTP request latency by endpoint.", ["endpoint"],
                                  buckets=_LATENCY_BUCKETS, registry=r)
+        self.task_latency = Histogram("groupscore_task_seconds", "Time from submitting a task (a slice of a request's "
+                                      "items) to the pool to its verdicts.", buckets=_LATENCY_BUCKETS, registry=r)
         self.items = Counter("groupscore_items", "Items scored by verifier kind and verdict status.",
                              ["verifier", "status"], registry=r)
         self.timeouts = Counter("groupscore_item_timeouts", "Items answered with a timeout verdict, by cause.",

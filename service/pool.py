@@ -169,6 +169,7 @@ class ScoringPool:
         raise WorkerDied(f"the worker process died {self.settings.max_attempts} times running this task")
 
     async def _run_task(self, items: list[Any], spec_json: str | None, may_split: bool = True) -> list[dict[str, Any]]:
+        started = time.perf_counter()
         try:
             verdicts = await self.call(worker.score_task, items, spec_json, self.settings.debug)
         except WorkerDied:
@@ -179,6 +180,7 @@ class ScoringPool:
             return [Verdict.error(raw_item_id(raw), f"the scoring process died on this item "
                                   f"{self.settings.max_attempts} times").model_dump(mode="json") for raw in items]
         self._completed.append((time.monotonic(), len(items)))
+        self.metrics.task_latency.observe(time.perf_counter() - started)
         return verdicts
 
 

@@ -154,7 +154,7 @@ def test_probes_docs_and_metrics(http):
     http.post("/v1/score", json={"items": [math_item(1, "2", "2")]})
     text = http.get("/metrics").text
     for name in ("groupscore_requests_total", "groupscore_request_seconds_bucket", "groupscore_items_total",
-                 "groupscore_queue_depth_items", "groupscore_item_timeouts_total", "groupscore_sandbox_failures_total"):
+                 "groupscore_queue_depth_items", "groupscore_item_timeouts_total", "groupscore_task_seconds_bucket", "groupscore_sandbox_failures_total"):
         assert name in text
     assert 'groupscore_items_total{status="correct",verifier="math"}' in text
 
@@ -267,6 +267,15 @@ def test_client_fails_over_from_a_dead_url(url):
     with ScoreClient([dead, url], retry=RetryPolicy(backoff_s=0.01)) as client:
         verdicts = client.score([math_item(i, "1", "1") for i in range(10)])
     assert [v.reward for v in verdicts] == [1.0] * 10
+
+
+def test_client_gives_up_after_its_retries_with_a_service_error():
+    from groupscore.service.client import RetryPolicy
+    from groupscore.service.embedded import free_port
+
+    with ScoreClient(f"http://127.0.0.1:{free_port()}", retry=RetryPolicy(max_retries=2, backoff_s=0.01)) as client:
+        with pytest.raises(ServiceError, match="failed after 3 attempts"):
+            client.score([math_item(1, "1", "1")])
 
 
 def test_client_raises_service_error_on_4xx_without_retrying(url):
