@@ -29,6 +29,10 @@ HIDDEN = [
 HONEST = "def add(a, b):\n    return a + b\n"
 
 
+def py_block(program: str) -> str:
+    return f"```python\n{program}\n```"
+
+
 def add_item(program: str, **extra) -> CodeItem:
     return CodeItem(completion=f"```python\n{program}\n```", tests=PUBLIC, hidden_tests=HIDDEN, **{"time_limit_s": 2.0, **extra})
 
@@ -132,6 +136,30 @@ def test_hack_scores_zero(name):
     assert verdict.details["public_passed"] == 0 and verdict.details["hidden_passed"] == 0
 
 
+def test_the_runner_and_zygote_memory_is_out_of_the_workers_reach():
+    # The jail's init shell is pid 1; every other process but the worker itself is ours (runner, zygote).
+    program = """
+import os
+def readable():
+    found = []
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+        if pid in (1, os.getpid()):
+            continue
+        for what in ("mem", "environ", "fd"):
+            try:
+                if what == "fd":
+                    os.listdir("/proc/%d/fd" % pid)
+                else:
+                    open("/proc/%d/%s" % (pid, what), "rb").read(1)
+                found.append("%d/%s" % (pid, what))
+            except OSError:
+                pass
+    return [len([p for p in os.listdir("/proc") if p.isdigit()]), found]
+"""
+    verdict = score_code(CodeItem(completion=py_block(program), tests=[{"type": "call", "fn": "readable", "expected": [4, []]}]))
+    assert verdict.reward == 1.0, verdict.reason  # four processes (init, runner, zygote, worker), none readable
+
+
 def test_a_test_that_hangs_fails_alone_and_the_rest_still_run():
     program = "def add(a, b):\n    if a == 10:\n        while True:\n            pass\n    return a + b\n"
     verdict = score_code(add_item(program, time_limit_s=1.0))
@@ -203,13 +231,39 @@ def test_the_snooper_finds_an_answer_it_can_reach():
     assert result.stdout.strip() == "tok-HIDDEN-123456", result
 
 
-def test_expected_values_of_hidden_tests_cannot_be_found_from_inside_the_jail():
-    item = CodeItem(completion=f"```python\n{SNOOPER}\n```", tests=ORACLE_PUBLIC, hidden_tests=ORACLE_HIDDEN)
+def test_expected_values_of_converted_hidden_tests_never_enter_the_jail():
+    converted = [t for t in ORACLE_HIDDEN if t["type"] == "call" or "for" not in t.get("code", "for")]
+    item = CodeItem(completion=f"```python\n{SNOOPER}\n```", tests=ORACLE_PUBLIC, hidden_tests=converted)
     verdict = score_code(item)
+    assert verdict.details["weaker_mode"] is False
     assert verdict.details["public_passed"] == 1, verdict.reason  # the snooper itself ran to the end
     assert verdict.details["hidden_passed"] == 0, verdict.reason
+    for token in ("5f1c0a", "9e77b2"):
+        assert token not in verdict.model_dump_json()
+
+
+def _stdin_reopenable_inside_jail() -> bool:
+    """Whether a jailed process can reopen the run's stdin through another process's /proc/<pid>/fd/0."""
+    from groupscore.sandbox import run
+
+    probe = ("import os\nfound = False\nfor pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:\n"
+             "    try:\n        found |= b'PROBE-STDIN' in open('/proc/%s/fd/0' % pid, 'rb').read()\n"
+             "    except OSError:\n        pass\nprint(found)\n")
+    return run({"main.py": probe}, stdin=b"PROBE-STDIN").stdout.strip() == "True"
+
+
+def test_expected_values_of_weaker_mode_hidden_tests_cannot_be_found_from_inside_the_jail():
+    # Weaker-mode test code reaches the jail's runner through stdin. It is out of the candidate's reach only if the
+    # sandbox keeps the stdin file from being reopened by other jailed processes (e.g. via the init shell, pid 1).
+    item = CodeItem(completion=f"```python\n{SNOOPER}\n```", tests=ORACLE_PUBLIC, hidden_tests=ORACLE_HIDDEN)
+    verdict = score_code(item)
+    assert verdict.details["weaker_mode"] is True and verdict.details["public_passed"] == 1, verdict.reason
     for token in ("5f1c0a", "9e77b2", "c0ffee", "abcdef"):
         assert token not in verdict.model_dump_json()
+    if verdict.details["hidden_passed"] and _stdin_reopenable_inside_jail():
+        pytest.xfail("the sandbox lets a jailed process reopen the run's stdin via /proc/1/fd/0, "
+                     "so weaker-mode test code is readable by the candidate")
+    assert verdict.details["hidden_passed"] == 0, verdict.reason
 
 
 def test_stdio_program_that_exits_zero_first_or_prints_markers_scores_zero():

@@ -1,40 +1,50 @@
-"""The program that runs inside the jail for call-style tests: a trusted runner process and a worker holding the candidate.
+"""The program that runs inside the jail for call-style tests: a trusted runner, a zygote, and workers holding the candidate.
 
-This file is copied into the sandbox as it is and run by the jail's Python (3.8+, standard library only); the host
-imports it too, for the one value codec both sides share.
+This file is copied into the sandbox as it is and run by the jail's Python (3.8+, standard library only) as
+`python -S runner.py`; the host imports it too, for the value codec both sides share.
 
-Two processes, because in-process grading can be fooled by the code it grades:
-- the runner (`python runner.py`) reads the test plan from stdin, never imports the candidate, and writes one
-  marked JSON line per test unit to its stdout, the only channel the host reads;
-- the worker (`python runner.py work solution.py`) is a fresh interpreter that imports the candidate and answers
-  call requests over two pipes with the returned value as plain data (exact builtin types only, so an object with a
-  custom `__eq__` cannot come out).
-The worker sees call inputs but never an expected value; the runner enforces per-unit deadlines by killing the worker's
-process group and starts a fresh one for the next unit. Assertions that the host could not take over ("residual" code)
-run in the runner against proxies that forward each call to the worker, so their outcome never depends on what the
-candidate's process claims. The runner makes itself non-dumpable so a worker cannot read its memory through /proc.
+Three kinds of process, because in-process grading can be fooled by the code it grades:
+- the runner reads the test plan from stdin, never runs candidate code, and writes one marked JSON line per test unit
+  to its stdout, the only channel the host reads;
+- a zygote, forked from the runner *before* the plan is read (so its memory holds no test), with stdin and stdout
+  replaced by /dev/null; on request it forks a worker and hands the runner the worker's two pipes (SCM_RIGHTS);
+- each worker imports the candidate and answers call requests with the returned value as plain data (exact builtin
+  types only, so an object with a custom `__eq__` cannot come out).
+Workers see call inputs but never an expected value; the runner enforces per-unit deadlines by killing the worker's
+process group and asks the zygote for a fresh worker (which imports the program again) for the next unit. Assertions
+that the host could not take over ("residual" code) run in the runner against proxies that forward each call to the
+worker, so their outcome never depends on what the candidate's process claims. Runner and zygote make themselves
+non-dumpable, so a worker can neither read nor write their memory through /proc.
+
+Start-up cost is most of a run, so the common path imports only builtin modules (no json, re, enum, signal, socket):
+the plan arrives as a Python literal written by the host, answers travel as literals of the codec's encoding (parsed
+on the host by ast.literal_eval, in the runner only for residual code), and result lines are written by `json_text`.
 """
 
-import json
+import _ctypes
+import _signal
+import _socket
 import math
 import os
 import select
-import signal
 import struct
 import sys
 import time
 
-MAX_FRAME_BYTES = 8 << 20  # one request or result; a larger answer fails that call
+MAX_FRAME_BYTES = 8 << 20  # one request or answer; a larger answer fails that call
 MAX_DEPTH = 200
+FunctionType = type(lambda: None)
+ModuleType = type(sys)
 
 
 class NotPlainData(TypeError):
     """A value that is not built from exact builtin data types (or is too deep to carry)."""
 
 
-# -- the value codec: typed JSON that keeps tuples, sets, bytes and non-string dict keys apart ----------------------
+# -- the value codec: literals that keep tuples, sets, bytes and non-string dict keys apart -------------------------
 
 def encode_value(value, depth=0):
+    """Plain data as nested lists of str/int/float/bool/None (tagged); anything else raises NotPlainData."""
     if depth > MAX_DEPTH:
         raise NotPlainData("value nested too deeply")
     kind = type(value)  # exact types: a subclass could override __eq__ or __hash__
@@ -45,7 +55,7 @@ def encode_value(value, depth=0):
     if kind is list or kind is tuple or kind is set or kind is frozenset:
         items = [encode_value(v, depth + 1) for v in value]
         if kind is set or kind is frozenset:
-            items.sort(key=lambda v: json.dumps(v, sort_keys=True))  # order-free types: one canonical order
+            items.sort(key=repr)  # order-free types: one canonical order
         return [kind.__name__] + items
     if kind is dict:
         return ["dict"] + [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in value.items()]
@@ -83,6 +93,13 @@ def decode_value(data, depth=0):
     raise NotPlainData("unknown tag %r" % tag)
 
 
+def parse_answer(literal):
+    """An answer's literal back to a plain value (host side, and the runner for residual code)."""
+    import ast
+
+    return decode_value(ast.literal_eval(literal))
+
+
 def describe_exception(exc):
     try:
         text = str(exc)[:500]
@@ -91,13 +108,36 @@ def describe_exception(exc):
     return "%s: %s" % (type(exc).__name__, text)
 
 
-# -- framing on the worker pipes: 4-byte length, then JSON --------------------------------------------------------
+_JSON_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
+_JSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
 
-def write_frame(fd, obj):
-    body = json.dumps(obj, allow_nan=False).encode()
-    if len(body) > MAX_FRAME_BYTES:
-        body = json.dumps({"error": "ResultTooLarge: the value exceeds %d bytes" % MAX_FRAME_BYTES}).encode()
-    data = struct.pack(">I", len(body)) + body
+
+def json_text(value):
+    """JSON for the runner's records (None, bools, ints, strings, lists, string-keyed dicts) without importing json."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return '"' + value.translate(_JSON_ESCAPES) + '"'
+    if type(value) in (list, tuple):
+        return "[" + ",".join(json_text(v) for v in value) + "]"
+    if type(value) is dict:
+        return "{" + ",".join(json_text(str(k)) + ":" + json_text(v) for k, v in value.items()) + "}"
+    raise TypeError("not a record value: %s" % type(value).__name__)
+
+
+# -- frames on the worker pipes: 4-byte length, 1-byte kind, payload ----------------------------------------------
+# Worker to runner: R ready (function names, one a line), I import error, O ok (literal of the encoded value),
+# E the call raised. Runner to worker: C call (literal of (fn, args, kwargs), encoded).
+
+def write_frame(fd, kind, payload):
+    data = payload.encode("utf-8", "backslashreplace")
+    if len(data) > MAX_FRAME_BYTES:
+        kind, data = b"E", b"ResultTooLarge: the answer exceeds 8 MiB"
+    data = struct.pack(">I", len(data) + 1) + kind + data
     while data:
         data = data[os.write(fd, data):]
 
@@ -129,96 +169,160 @@ def read_exact(fd, size, deadline):
 
 def read_frame(fd, deadline):
     (size,) = struct.unpack(">I", read_exact(fd, 4, deadline))
-    if size > MAX_FRAME_BYTES:
+    if not 1 <= size <= MAX_FRAME_BYTES + 1:
         raise WorkerGone()
+    data = read_exact(fd, size, deadline)
     try:
-        message = json.loads(read_exact(fd, size, deadline))
-    except ValueError:
+        return data[:1], data[1:].decode("utf-8")
+    except UnicodeDecodeError:
         raise WorkerGone()
-    if type(message) is not dict:
-        raise WorkerGone()
-    return message
 
 
 # -- the worker: imports the candidate, answers calls -------------------------------------------------------------
 
-def work(solution_path, request_fd=3, answer_fd=4):
-    import importlib.util
-    import types
-
+def work(solution_path, request_fd, answer_fd):
     # Keep the codec and the pipes in locals: rebinding module globals from the candidate changes nothing here.
-    encode, dumps_frame, read = encode_value, write_frame, read_frame
+    encode, send, read = encode_value, write_frame, read_frame
+    module = ModuleType("solution")
+    module.__file__ = solution_path
+    sys.modules["solution"] = module
     try:
-        spec = importlib.util.spec_from_file_location("solution", solution_path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["solution"] = module
-        spec.loader.exec_module(module)
+        with open(solution_path, "rb") as source:
+            code = compile(source.read(), solution_path, "exec")
+        exec(code, module.__dict__)
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: an import that exits has failed
-        dumps_frame(answer_fd, {"import_error": describe_exception(exc)})
+        send(answer_fd, b"I", describe_exception(exc))
         return
-    functions = sorted(k for k, v in vars(module).items() if isinstance(v, types.FunctionType))
-    dumps_frame(answer_fd, {"ready": functions})
+    send(answer_fd, b"R", "\n".join(sorted(k for k, v in vars(module).items() if type(v) is FunctionType)))
     while True:
         try:
-            request = read(request_fd, None)
+            _, request = read(request_fd, None)
         except WorkerGone:
             return
         try:
-            fn = getattr(module, request["fn"])
-            args = decode_value(request["args"])
-            kwargs = decode_value(request["kwargs"])
-            answer = {"ok": encode(fn(*args, **kwargs))}
-            json.dumps(answer, allow_nan=False)  # fails here, not in the frame writer (e.g. an int too long to print)
+            fn, args, kwargs = eval(request, {"__builtins__": {}})  # a literal written by the runner
+            result = getattr(module, fn)(*decode_value(args), **decode_value(kwargs))
+            kind, payload = b"O", repr(encode(result))  # repr fails here on e.g. an int too long to print
         except BaseException as exc:
-            answer = {"error": describe_exception(exc)}
-        dumps_frame(answer_fd, answer)
+            kind, payload = b"E", describe_exception(exc)
+        send(answer_fd, kind, payload)
 
 
-# -- the runner: trusted, never runs candidate code ---------------------------------------------------------------
+def zygote(control):
+    """Fork a worker per request; send back its pid and the runner's ends of its two pipes."""
+    _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # workers are reaped by the kernel
+    while True:
+        try:
+            request = control.recv(16)
+        except OSError:
+            return
+        if not request:
+            return  # the runner is gone
+        request_r, request_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                control.close()
+                os.close(request_w)
+                os.close(answer_r)
+                os.setsid()  # its own process group: one killpg ends it and whatever it forked
+                sys.argv = ["solution.py"]
+                _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+                work(os.path.abspath("solution.py"), request_r, answer_w)
+            finally:
+                os._exit(0)
+        os.close(request_r)
+        os.close(answer_w)
+        rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("2i", request_w, answer_r))]
+        try:
+            control.sendmsg([struct.pack(">i", pid)], rights)
+        except OSError:
+            return
+        finally:
+            os.close(request_w)
+            os.close(answer_r)
+
+
+def start_zygote():
+    runner_end, zygote_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            runner_end.close()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # the plan is still unread on stdin; stdout is the results channel
+                os.dup2(devnull, fd)
+            set_not_dumpable()
+            add_site_packages()
+            zygote(zygote_end)
+        finally:
+            os._exit(0)
+    zygote_end.close()
+    return runner_end
+
+
+def add_site_packages():
+    # The runner starts with -S (site processing costs more than the rest of its start-up); the candidate may still
+    # import installed packages, so put their directories on the path without running .pth files.
+    try:
+        import site
+
+        sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
+    except Exception:
+        pass
+
 
 class Worker:
-    def __init__(self, solution_path, python):
-        request_r, self.request_w = os.pipe()
-        self.answer_r, answer_w = os.pipe()
-        devnull = os.open(os.devnull, os.O_RDWR)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
-        actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
-                   (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_DUP2, request_r, 3),
-                   (os.POSIX_SPAWN_DUP2, answer_w, 4)]
-        # setsid: the worker leads its own process group, so one killpg ends it and the children it forked.
-        self.pid = os.posix_spawn(python, [python, "-s", os.path.abspath(__file__), "work", solution_path],
-                                  env, file_actions=actions, setsid=True)
-        for fd in (request_r, answer_w, devnull):
-            os.close(fd)
+    def __init__(self, control, deadline):
+        control.settimeout(max(0.001, deadline - time.monotonic()))
+        try:
+            control.send(b"spawn")
+            message, ancillary, _, _ = control.recvmsg(16, _socket.CMSG_LEN(8))
+        except TimeoutError:
+            raise Deadline()
+        except OSError:
+            raise WorkerGone()
+        fds = []
+        for level, kind, data in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                fds.extend(struct.unpack("%di" % (len(data) // 4), data[:len(data) // 4 * 4]))
+        if len(message) != 4 or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            raise WorkerGone()
+        (self.pid,) = struct.unpack(">i", message)
+        self.request_w, self.answer_r = fds
         self.functions = None
 
     def wait_ready(self, deadline):
-        message = read_frame(self.answer_r, deadline)
-        if "ready" in message:
-            self.functions = list(message["ready"])
+        kind, payload = read_frame(self.answer_r, deadline)
+        if kind == b"R":
+            self.functions = [name for name in payload.split("\n") if name.isidentifier()]
             return None
-        return str(message.get("import_error", "import failed"))
+        return payload if kind == b"I" else "the program did not start"
 
     def call(self, fn, args_encoded, kwargs_encoded, deadline):
-        write_frame(self.request_w, {"fn": fn, "args": args_encoded, "kwargs": kwargs_encoded})
-        return read_frame(self.answer_r, deadline)
+        """[kind, payload]: ["O", literal of the encoded result] or ["E", the exception]."""
+        write_frame(self.request_w, b"C", repr((fn, args_encoded, kwargs_encoded)))
+        kind, payload = read_frame(self.answer_r, deadline)
+        if kind not in (b"O", b"E"):
+            raise WorkerGone()
+        return [kind.decode(), payload]
 
     def kill(self):
-        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
-            try:
-                target()
-            except OSError:
-                pass
+        if self.pid > 1:
+            for target in (-self.pid, self.pid):  # its process group, then itself
+                try:
+                    os.kill(target, _signal.SIGKILL)
+                except OSError:
+                    pass
         for fd in (self.request_w, self.answer_r):
             try:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            os.waitpid(self.pid, 0)
-        except OSError:
-            pass
-        # As pid 1 of the jail the runner inherits orphans (double-forked children); reap the dead ones.
+        # Orphans of a worker (double-forked children) may be re-parented to the runner; reap the dead ones.
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -227,6 +331,8 @@ class Worker:
             if pid == 0:
                 break
 
+
+# -- the runner: trusted, never runs candidate code ---------------------------------------------------------------
 
 class CandidateError(Exception):
     """The candidate raised an exception that is not a builtin type."""
@@ -237,39 +343,36 @@ def make_proxy(worker, fn, deadline):
     import builtins
 
     def proxy(*args, **kwargs):
-        answer = worker.call(fn, encode_value(list(args)), encode_value(dict(kwargs)), deadline)
-        if "ok" in answer:
-            return decode_value(answer["ok"])
-        text = str(answer.get("error", "error"))
+        kind, payload = worker.call(fn, encode_value(list(args)), encode_value(dict(kwargs)), deadline)
+        if kind == "O":
+            try:
+                return parse_answer(payload)
+            except Exception:
+                raise WorkerGone()
         # Re-raise as the same builtin exception type, so tests that expect e.g. ValueError still work.
-        name = text.split(":", 1)[0]
-        kind = getattr(builtins, name, None)
-        if isinstance(kind, type) and issubclass(kind, Exception):
-            raise kind(text)
-        raise CandidateError(text)
+        exception = getattr(builtins, payload.split(":", 1)[0], None)
+        if isinstance(exception, type) and issubclass(exception, Exception):
+            raise exception(payload)
+        raise CandidateError(payload)
 
     proxy.__name__ = fn
     return proxy
 
 
 def run_residual(residual, worker, deadline):
-    names = {name: make_proxy(worker, name, deadline) for name in worker.functions}
-    namespace = dict(names)
-    namespace["__name__"] = "__residual__"
+    proxies = {name: make_proxy(worker, name, deadline) for name in worker.functions}
+    namespace = dict(proxies, __name__="__residual__")
+    exec(compile(residual["code"], "<test>", "exec"), namespace)
     if residual["kind"] == "humaneval":
-        exec(compile(residual["code"], "<test>", "exec"), namespace)
-        namespace[residual["check"]](names.get(residual["entry_point"]) or make_proxy(worker, residual["entry_point"], deadline))
-    else:
-        exec(compile(residual["code"], "<test>", "exec"), namespace)
+        entry_point = residual["entry_point"]
+        namespace[residual["check"]](proxies.get(entry_point) or make_proxy(worker, entry_point, deadline))
 
 
 def run_unit(unit, worker, deadline):
-    """Returns (status, per-call answers, residual outcome); raises Deadline or WorkerGone."""
-    answers = []
-    for call in unit["calls"]:
-        answers.append(worker.call(call["fn"], call["args"], call["kwargs"], deadline))
+    """The unit's record fields; raises Deadline or WorkerGone."""
+    answers = [worker.call(call["fn"], call["args"], call["kwargs"], deadline) for call in unit["calls"]]
     residual = None
-    if unit.get("residual"):
+    if unit["residual"]:
         try:
             run_residual(unit["residual"], worker, deadline)
             residual = "passed"
@@ -277,31 +380,47 @@ def run_unit(unit, worker, deadline):
             raise
         except BaseException as exc:
             residual = "failed: " + describe_exception(exc)
-    return "done", answers, residual
+    return {"status": "done", "answers": answers, "residual": residual}
 
 
 def set_not_dumpable():
-    # A non-dumpable process cannot be read through /proc/<pid>/mem or ptrace by another process of the same uid.
-    import ctypes
+    # A non-dumpable process cannot be read or written through /proc/<pid>/mem (nor ptraced) by the same uid.
+    # prctl(PR_SET_DUMPABLE=4, 0) through _ctypes directly: importing ctypes would double the runner's start-up.
+    try:
+        prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
+        done = _ctypes.call_function(prctl, (4, 0, 0, 0, 0)) == 0 and _ctypes.call_function(prctl, (3, 0, 0, 0, 0)) == 0
+    except (AttributeError, OSError):  # an interpreter without these internals: the public way
+        import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = libc.prctl(4, 0, 0, 0, 0) == 0 and libc.prctl(3, 0, 0, 0, 0) == 0
+    if not done:
+        raise OSError("prctl(PR_SET_DUMPABLE, 0) failed; refusing to run tests in a dumpable runner")
+
+
+def read_plan():
+    chunks = []
+    while True:
+        chunk = os.read(0, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.dup2(os.open(os.devnull, os.O_RDWR), 0)
+    # A literal the host wrote (repr of strings, numbers, lists and dicts), so no builtins are needed or given.
+    return eval(b"".join(chunks).decode("utf-8"), {"__builtins__": {}})
 
 
 def runner():
-    plan = json.loads(sys.stdin.buffer.read())
-    marker = plan["marker"]
-    out_fd = os.dup(1)  # the results channel; nothing else of ours writes to it
-    os.dup2(os.open(os.devnull, os.O_RDWR), 0)
+    control = start_zygote()  # before anything of the plan is in this process's memory
+    set_not_dumpable()
+    plan = read_plan()
+    marker, out_fd = plan["marker"], os.dup(1)  # stdout is the results channel; nothing else of ours writes to it
 
-    def emit(obj):
-        line = ("%s %s\n" % (marker, json.dumps(obj, allow_nan=False))).encode()
+    def emit(record):
+        line = ("%s %s\n" % (marker, json_text(record))).encode("utf-8", "backslashreplace")
         while line:
             line = line[os.write(out_fd, line):]
 
-    set_not_dumpable()
-    python, solution = sys.executable, os.path.abspath(plan["solution"])
     import_limit = float(plan["import_limit_s"])
     worker, stopped = None, None  # stopped: (status, detail) that every later unit gets
     for index, unit in enumerate(plan["units"]):
@@ -309,23 +428,23 @@ def runner():
             emit({"unit": index, "status": stopped[0], "detail": stopped[1]})
             continue
         if worker is None:
-            worker = Worker(solution, python)
-            status = "import_error"
+            status, problem, deadline = "import_error", None, time.monotonic() + import_limit
             try:
-                problem = worker.wait_ready(time.monotonic() + import_limit)
+                worker = Worker(control, deadline)
+                problem = worker.wait_ready(deadline)
             except Deadline:
                 status, problem = "import_timeout", "importing the program took longer than %.3gs" % import_limit
             except (WorkerGone, OSError):
                 problem = "the program exited while being imported"
             if problem is not None:
-                worker.kill()
+                if worker is not None:
+                    worker.kill()
                 worker, stopped = None, (status, problem)
                 emit({"unit": index, "status": status, "detail": problem})
                 continue
         record = {"unit": index}
         try:
-            status, answers, residual = run_unit(unit, worker, time.monotonic() + float(unit["time_limit_s"]))
-            record.update(status=status, answers=answers, residual=residual)
+            record.update(run_unit(unit, worker, time.monotonic() + float(unit["time_limit_s"])))
         except Deadline:
             record["status"] = "timeout"
         except (WorkerGone, OSError):  # the worker died, or closed its pipes, during this unit
@@ -334,9 +453,9 @@ def runner():
             worker.kill()
             worker = None  # a fresh one, importing the program again, serves the next unit
         emit(record)
-        failed = record["status"] != "done" or record.get("residual", "passed") not in (None, "passed") or any(
-            "ok" not in answer for answer in record.get("answers", ()))
-        if plan.get("stop_on_failure") and failed:
+        failed = record["status"] != "done" or record["residual"] not in (None, "passed") or any(
+            kind != "O" for kind, _ in record["answers"])
+        if plan["stop_on_failure"] and failed:
             stopped = ("skipped", "an earlier test failed")
     if worker is not None:
         worker.kill()
@@ -344,9 +463,6 @@ def runner():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "work":
-        work(sys.argv[2])
-    elif len(sys.argv) == 1:
-        runner()
-    else:
-        sys.exit("usage: runner.py < plan.json | runner.py work solution.py")
+    if len(sys.argv) != 1:
+        sys.exit("usage: python -S runner.py < plan")
+    runner()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import groupscore.sandbox as sandbox
 from groupscore.sandbox import Limits, RunResult, SandboxUnavailable, run_many
+from groupscore.sandbox.toolchains import toolchain
 
 JobResult = RunResult
 SOURCE_NAME = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
@@ -50,8 +51,8 @@ def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes
 def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
     """Results in job order, all jobs of the item in parallel."""
     source = SOURCE_NAME[language]
-    requests = [_request(language, source, program, job) for job in jobs]
     try:
+        requests = [_request(language, source, program, job) for job in jobs]
         results = run_many(requests, workers=min(len(requests), sandbox.default_workers()))
     except SandboxUnavailable as exc:
         raise JailFailed(f"sandbox unavailable: {exc}") from exc
@@ -76,6 +77,8 @@ def _compile_message(result: RunResult) -> str:
 def _request(language: str, source: str, program: str, job: Job) -> dict:
     if job.runner_source is not None:
         files = {"runner.py": job.runner_source, "solution.py": program}
-        return {"files": files, "language": "python", "main": "runner.py", "stdin": job.stdin, "limits": job.limits}
+        # -S: no site processing at start-up (the runner adds site-packages for the candidate itself).
+        command = [toolchain("python").executable, "-S", "-B", "runner.py"]
+        return {"files": files, "command": command, "language": "python", "stdin": job.stdin, "limits": job.limits}
     # C and C++ are compiled by the sandbox for each run (it has no separate compile step to reuse yet).
     return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}

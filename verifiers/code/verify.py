@@ -19,7 +19,7 @@ from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, eva
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
 from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
 from groupscore.verifiers.code.item import CodeItem
-from groupscore.verifiers.code.jail_runner import NotPlainData, decode_value, encode_value
+from groupscore.verifiers.code.jail_runner import NotPlainData, encode_value, parse_answer
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
 from groupscore.verifiers.schema import Status, Verdict
 
@@ -81,12 +81,16 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
 # -- the runner job -----------------------------------------------------------------------------------------------
 
 def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
-    """What the jail's runner reads on stdin: call inputs and residual code; never an expected value."""
+    """What the jail's runner reads on stdin: call inputs and residual code, never an expected value.
+
+    A Python literal of strings, numbers, lists and dicts (the runner evaluates it without builtins, which spares it
+    importing json); call arguments go through the codec, so tuples and sets arrive as they were.
+    """
     units = [{"calls": [{"fn": c.fn, "args": encode_value(list(c.args)), "kwargs": encode_value(dict(c.kwargs))}
                         for c in unit.calls],
-              "residual": unit.residual, "time_limit_s": unit.time_limit_s} for unit in plan.call_units]
-    return json.dumps({"marker": marker, "solution": "solution.py", "import_limit_s": item.time_limit_s,
-                       "stop_on_failure": item.stop_on_first_failure, "units": units}).encode()
+              "residual": unit.residual, "time_limit_s": float(unit.time_limit_s)} for unit in plan.call_units]
+    return repr({"marker": marker, "import_limit_s": float(item.time_limit_s),
+                 "stop_on_failure": item.stop_on_first_failure, "units": units}).encode()
 
 
 def _runner_wall_limit(item: CodeItem, plan: Plan) -> float:
@@ -133,12 +137,14 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
         return UnitOutcome(False, why="malformed runner record")
     results: list[Any] = []
     for call, answer in zip(unit.calls, answers):
-        if not isinstance(answer, dict) or "ok" not in answer:
-            error = answer.get("error") if isinstance(answer, dict) else None
-            return UnitOutcome(False, why=f"{_call_text(call)} raised {_clip(str(error))}")
+        if not (isinstance(answer, list) and len(answer) == 2 and all(isinstance(a, str) for a in answer)):
+            return UnitOutcome(False, why="malformed runner record")
+        kind, payload = answer
+        if kind != "O":
+            return UnitOutcome(False, why=f"{_call_text(call)} raised {_clip(payload)}")
         try:
-            results.append(decode_value(answer["ok"]))
-        except (NotPlainData, ValueError, TypeError, RecursionError):
+            results.append(parse_answer(payload))
+        except (NotPlainData, ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return UnitOutcome(False, why=f"{_call_text(call)} returned a malformed value")
     for check in unit.checks:
         if isinstance(check, ExpectedValue):
