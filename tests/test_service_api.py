@@ -94,6 +94,21 @@ def test_composite_reward_weights_gate_and_components(http):
     assert result["reward"] == 0.0 and "gate 'strict'" in result["reason"]
 
 
+def test_composite_with_a_format_gate_zeroes_unformatted_answers(http):
+    spec = {"components": [{"name": "correct", "weight": 1.0},
+                           {"name": "format", "weight": 0.2, "verifier": "format",
+                            "params": {"tags": ["think", "answer"]}, "gate": True}]}
+    formatted = {"id": "f", "verifier": "math", "answer": "4",
+                 "completion": "<think>2+2=4</think><answer>\\boxed{4}</answer>"}
+    formatted_wrong = {**formatted, "id": "fw", "completion": "<think>hm</think><answer>\\boxed{5}</answer>"}
+    results = {r["id"]: r for r in http.post("/v1/score", json={
+        "items": [formatted, formatted_wrong, math_item("bare", "4", "4")], "reward": spec}).json()["results"]}
+    assert results["f"]["reward"] == pytest.approx(1.0) and results["f"]["components"] == {"correct": 1.0, "format": 1.0}
+    assert results["fw"]["reward"] == pytest.approx(0.2 / 1.2)
+    assert results["bare"]["components"] == {"correct": 1.0, "format": 0.0}
+    assert results["bare"]["reward"] == 0.0 and results["bare"]["status"] == "correct"  # status: the primary's
+
+
 def test_bad_reward_spec_is_a_422_naming_the_field(http):
     spec = {"components": [{"name": "c", "weight": -1}]}
     answer = http.post("/v1/score", json={"items": [math_item(1, "1", "1")], "reward": spec})

@@ -59,6 +59,12 @@ def _spec(*components, normalise="weighted_mean"):
     return RewardSpec.model_validate({"components": list(components), "normalise": normalise})
 
 
+def test_spec_naming_the_items_own_kind_needs_no_reference_fields():
+    # "answer" comes from each math item; only the params themselves are checked up front.
+    spec = _spec({"name": "correct"}, {"name": "strict", "verifier": "math", "params": {"strict": True}})
+    assert [c.name for c in spec.components] == ["correct", "strict"]
+
+
 def test_weighted_mean_normalises_by_the_weights():
     spec = _spec({"name": "correct", "weight": 1.0}, {"name": "strict", "weight": 0.2, "params": {"strict": True}})
     assert total_reward({"correct": 1.0, "strict": 0.0}, spec) == (pytest.approx(1.0 / 1.2), None)
@@ -79,7 +85,9 @@ def test_clipped_sum_and_gate():
     ([{"name": "a", "verifier": "no_such_kind"}], "unknown verifier kind"),
     ([{"name": "a", "params": {"completion": "x"}}], "may not set completion"),
     ([{"name": "bad name!"}], "pattern"),
-    ([{"name": "a", "verifier": "math", "params": {"rel_tol": 5}}], "components.0.params"),
+    ([{"name": "a", "verifier": "math", "params": {"rel_tol": 5}}], "components.0.params.rel_tol"),
+    ([{"name": "a", "verifier": "format", "params": {"tags": ["1bad"]}}], "components.0.params.tags"),
+    ([{"name": "a", "verifier": "math", "params": {"no_such_field": 1}}], "no_such_field"),
 ])
 def test_bad_reward_specs_are_refused_with_the_reason(components, message):
     with pytest.raises(ValidationError, match=message):

@@ -78,13 +78,19 @@ class RewardSpec(BaseModel):
             raise ValueError(f"component names must be unique; repeated: {', '.join(duplicates)}")
         if sum(c.weight for c in self.components) <= 0.0:
             raise ValueError("at least one component needs a positive weight")
-        # Components of a fixed kind can be checked now, so a bad spec fails the request, not every item.
+        # Params of a named kind can be checked now, so a bad spec fails the request, not every item. Missing fields
+        # are not errors here: when the item is of the same kind, they come from the item.
         for index, component in enumerate(self.components):
             if component.verifier is not None:
                 try:
                     parse_item({"verifier": component.verifier, "completion": "", **component.params})
                 except ValidationError as exc:
-                    raise ValueError(f"components.{index}.params: {describe_error(exc)}") from None
+                    problems = [e for e in exc.errors(include_url=False) if e["type"] != "missing"]
+                    if problems:
+                        # loc[0] is the union's tag (the kind); the rest is the path inside params.
+                        raise ValueError("; ".join(
+                            f"components.{index}.params.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
+                            for e in problems)) from None
         return self
 
 
