@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -146,8 +147,11 @@ def _parse(code: str, what: str) -> ast.Module:
         raise PlanError(f"{what} does not parse") from exc
 
 
+@functools.lru_cache(maxsize=4096)  # a GRPO group scores many completions against the same tests
 def convert_assert_code(code: str) -> tuple[Conversion, str | None]:
-    """An MBPP-style assert line (or a few statements): the conversion and the residual code, if any."""
+    """An MBPP-style assert line (or a few statements): the conversion and the residual code, if any.
+
+    Cached: callers must not mutate what comes back."""
     tree = _parse(code, "the assert code")
     shadowed = bound_names(tree)
     if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
@@ -164,6 +168,7 @@ def _converted(stmt: ast.stmt, conversion: Conversion) -> bool:
     return isinstance(stmt, ast.Assert) and stmt not in conversion.residual
 
 
+@functools.lru_cache(maxsize=4096)
 def convert_humaneval(test_code: str, entry_point: str) -> tuple[Conversion, dict[str, str] | None]:
     """HumanEval's test module: asserts of check() convert; the rest becomes a residual check() run in the jail."""
     tree = _parse(test_code, "the test code")
