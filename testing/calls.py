@@ -145,6 +145,7 @@ class ThreadCaller(Caller):
     def __init__(self, target: Target):
         self.target = target
         self.abandoned_threads = 0
+        self.fallback_reason = ""  # why calls run in threads rather than in a worker process, when not asked for
 
     def call(self, cases: Sequence[Case], timeout_s: float) -> Outcome:
         return self.call_in_threads(cases, 1, timeout_s)[0]
@@ -311,12 +312,28 @@ class ProcessCaller(Caller):
 
 
 def make_caller(target: Target, isolation: str = "auto", hash_seed: int = 1) -> Caller:
-    """A process caller when the target can be rebuilt elsewhere (and isolation allows), else a thread caller."""
+    """A process caller when the target can be rebuilt elsewhere (and isolation allows), else a thread caller.
+
+    With "auto", a target that loads here but not in a fresh process (it relies on state set up at run time) falls
+    back to threads; the thread caller's `fallback_reason` says why.
+    """
+    if isolation not in ("auto", "process", "thread"):
+        raise ValueError(f"isolation must be auto, process or thread, not {isolation!r}")
     spec = target.spec()
     if isolation == "process" and spec is None:
         raise TargetError(f"{target.description} cannot be rebuilt in a worker process (define it at module level)")
     if isolation in ("auto", "process") and spec is not None:
         caller = ProcessCaller(spec, hash_seed=hash_seed)
-        caller.start()
+        try:
+            caller.start()
+        except TargetError as exc:
+            if isolation == "process":
+                raise
+            fallback = ThreadCaller(target)
+            fallback.fallback_reason = f"it did not load in a worker process ({exc})"
+            return fallback
         return caller
-    return ThreadCaller(target)
+    fallback = ThreadCaller(target)
+    if spec is None:
+        fallback.fallback_reason = "it cannot be rebuilt in a worker process (a lambda, a closure or __main__)"
+    return fallback

@@ -18,6 +18,8 @@ from groupscore.testing.targets import ServiceTarget, Target, TargetError, Verif
 
 PASS, FAIL, ERROR, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.ERROR, CheckStatus.SKIP
 EPS = 1e-9
+PROBE_BATCH = 8
+MAX_FUZZ_HANGS = 2
 CHECK_GROUPS = ("determinism", "edge_inputs", "fuzz", "latency", "probes")
 
 
@@ -137,15 +139,22 @@ class CheckRun:
         self.target.validate(self.cases)
         self.caller = make_caller(self.target, self.config.isolation)
         try:
-            if self.caller.isolation == "thread":
+            reason = getattr(self.caller, "fallback_reason", "")
+            if reason:
                 self.report.notes.append(
-                    "the target cannot be rebuilt in a worker process (lambda, closure or __main__), so calls run in "
-                    "threads: a hang is reported on time, but a hang that holds the GIL would stall the checker")
+                    f"calls run in threads because {reason}: a hang is still reported on time, but one that holds "
+                    "the GIL would stall the checker")
             wanted = set(self.config.checks)
             unknown = wanted - set(CHECK_GROUPS)
             if unknown:
                 raise ValueError(f"unknown check group(s) {sorted(unknown)}; known: {', '.join(CHECK_GROUPS)}")
             self.guarded(["returns"], self.check_returns)
+            if self.singles and all(o.hang for o in self.singles):
+                # Every later check would wait out the bound on every call: say so once instead.
+                for group in sorted(wanted):
+                    self.add(group, SKIP, "not run: the reward gave no answer on any ordinary case within "
+                                          f"{self.config.timeout_s:g} s (see returns)")
+                return self.report
             if "determinism" in wanted:
                 self.guarded(["determinism.repeat"], self.check_repeat)
                 self.guarded(["determinism.batch_composition"], self.check_batch_composition)
@@ -274,7 +283,13 @@ class CheckRun:
         others = []
         for k in range(self.config.processes):
             seed = 1000 + k  # the main worker uses seed 1: every process here hashes strings differently
-            with ProcessCaller(spec, hash_seed=seed) as caller:
+            caller = ProcessCaller(spec, hash_seed=seed)
+            try:
+                caller.start()
+            except TargetError as exc:
+                self.add("determinism.processes", SKIP, f"the target does not load in a fresh process: {exc}")
+                return
+            with caller:
                 others.append((f"process with PYTHONHASHSEED={seed}",
                                caller.call(self.cases, self.config.timeout_s * len(self.cases))))
         self._compare("determinism.processes", reference, others,
@@ -339,6 +354,8 @@ class CheckRun:
         @given(completions(base=case.completion_text))
         def fuzz(text: str) -> None:
             nonlocal seen
+            if sum(f.startswith("hang") for f in failures) >= MAX_FUZZ_HANGS:
+                return  # each further hang would only cost another full bound
             seen += 1
             outcome = self.call([case.with_completion(text)])
             problem = (("hang" if outcome.hang else f"raised {outcome.error}") if not outcome.ok
@@ -391,14 +408,18 @@ class CheckRun:
 
     def _score_probe_set(self, probe_set: ProbeSet) -> dict[str, Outcome]:
         labelled = probe_set.completions()
-        batch = [probe_set.case.with_completion(text) for _, text in labelled]
-        outcome = self.call(batch)
-        if outcome.ok and outcome.values is not None:
-            return {label: Outcome((v,), None, 0.0) for (label, _), v in zip(labelled, outcome.values)}
-        # The batch failed as a whole: score each completion alone so that the culprit is named.
         out: dict[str, Outcome] = {}
-        for (label, _), case in zip(labelled, batch):
-            out.setdefault(label, self.call([case]))
+        # Batches as a trainer would send them, but small, so that a hang on one probe costs a bounded wait.
+        for start in range(0, len(labelled), PROBE_BATCH):
+            chunk = labelled[start:start + PROBE_BATCH]
+            batch = [probe_set.case.with_completion(text) for _, text in chunk]
+            outcome = self.call(batch)
+            if outcome.ok and outcome.values is not None:
+                out.update({label: Outcome((v,), None, 0.0) for (label, _), v in zip(chunk, outcome.values)})
+                continue
+            # The batch failed as a whole: score each completion alone so that the culprit is named.
+            for (label, _), case in zip(chunk, batch):
+                out[label] = self.call([case])
         return out
 
     @staticmethod

@@ -46,6 +46,15 @@ def _huge_number(text: str) -> str:
     return "The answer is \\boxed{" + "9" * 100_000 + "}"
 
 
+def _huge_open_tags(text: str) -> str:
+    # A megabyte of opening tags with no closing one: `<answer>(.*?)</answer>` rescans the rest from every opening.
+    return "<think>" + "<answer>" * (MB // 8)
+
+
+def _huge_open_boxes(text: str) -> str:
+    return "\\boxed{" * (MB // 7)
+
+
 EDGE_TEXTS: dict[str, str] = {
     "empty": "",
     "whitespace": " \n\t  \r\n \u00a0\u3000 ",
@@ -80,6 +89,8 @@ EDGE_BUILDERS: dict[str, Callable[[str], str]] = {
     "huge_prose_1mb": _huge_prose,
     "huge_line_1mb": _huge_line,
     "huge_number": _huge_number,
+    "huge_open_tags": _huge_open_tags,
+    "huge_open_boxes": _huge_open_boxes,
 }
 
 

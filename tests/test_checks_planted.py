@@ -101,6 +101,13 @@ def test_a_hang_that_holds_the_gil_is_reported_not_waited_on():
     assert report.result("edge_inputs.no_crash").status is CheckStatus.PASS
 
 
+def test_a_quadratic_regex_is_reported_as_a_hang_on_a_megabyte_of_open_tags():
+    report = check_reward_fn(planted("quadratic_answer_tag_reward"), MATH_CASES, checks=("edge_inputs",),
+                             **dict(FAST, timeout_s=2.0, edge_cases=1))
+    row = report.result("edge_inputs.no_hang")
+    assert row.status is CheckStatus.FAIL and "huge_open_tags" in row.detail, row.detail
+
+
 @pytest.mark.parametrize("name", ["strict_format_reward", "exact_final_answer_reward"])
 def test_sound_rewards_pass_every_check(name):
     report = check_reward_fn(planted(name), MATH_CASES, **FAST)
