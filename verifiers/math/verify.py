@@ -46,6 +46,10 @@ class _SymbolicCache:
                 self._data.move_to_end(key)
             return outcome
 
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
     def put(self, key: tuple[str, str, float], outcome: Outcome) -> None:
         with self._lock:
             self._data[key] = outcome
@@ -85,6 +89,16 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome 
         return Outcome(None, "symbolic", f"symbolic step failed: {type(exc).__name__}")
     _symbolic_cache.put(key, outcome)
     return outcome
+
+
+def clear_caches() -> None:
+    """Forget every cached parse and outcome in this process (benchmarks measure cold passes with it)."""
+    from groupscore.verifiers.math.parser import parse_gold
+    from groupscore.verifiers.math.structures import parse_structure
+
+    for cached in (gold_answer, normalize, parse_gold, parse_structure, compare_fast):
+        cached.cache_clear()
+    _symbolic_cache.clear()
 
 
 def _verdict(item: MathItem, status: Status, extracted: str | None, reason: str, **details: object) -> Verdict:
