@@ -425,6 +425,10 @@ def run(
         argv = command or [tool.executable, "-s", "-B", main]
     if not argv or not all(isinstance(a, str) for a in argv):
         raise ValueError("command must be a non-empty list of strings")
+    for a in argv:
+        if "\x00" in a:
+            raise ValueError("command arguments cannot contain NUL bytes")
+        a.encode("utf-8")  # surrogates raise UnicodeEncodeError, a ValueError
     policy = build_policy(tool, limits)
     out, got, truncated = _execute(tool, policy, data, list(argv), stdin_bytes, limits, collect, executable)
     status, note = _classify(out, limits)

@@ -117,3 +117,24 @@ def test_cli_prints_the_policy():
 def test_limits_reject_nonsense(bad):
     with pytest.raises(ValidationError):
         Limits(**bad)
+
+
+@pytest.mark.parametrize("argv", [["/usr/bin/python3", "-c", 'print("a\\\\b")\nx = 1'], ["/bin/x", "tab\there", "é ü", "\x01\x7f"]])
+def test_fast_exec_block_matches_the_reference_serializer_for_plain_text(argv):
+    from groupscore.sandbox.policy import render_exec, render_exec_generic
+
+    if any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7F for a in argv for c in a):
+        # the reference passes control characters through raw; ours escapes them (both parse the same)
+        assert "\\001" in render_exec(argv) and "\\177" in render_exec(argv)
+    else:
+        assert render_exec(argv) == render_exec_generic(argv)
+
+
+def test_fast_exec_block_runs_arguments_verbatim():
+    from groupscore.sandbox import run
+
+    exe = toolchain("python").executable
+    args = ['quote"back\\slash', "new\nline", "tab\tctl\x01", "ünï"]
+    r = run({"a.py": "import sys, json\nprint(json.dumps(sys.argv[1:]))"}, [exe, "a.py", *args],
+            limits=Limits(wall_time_s=5))
+    assert json.loads(r.stdout) == args
