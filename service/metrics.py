@@ -30,6 +30,8 @@ class ServiceMetrics:
                                         "Code runs where the sandbox itself failed (not the program).", registry=r)
         self.worker_restarts = Counter("groupscore_worker_pool_restarts",
                                        "Times the scoring pool was rebuilt because a worker process died.", registry=r)
+        self.stuck_tasks = Counter("groupscore_stuck_tasks", "Tasks still running long after their request's deadline; "
+                                   "their workers were replaced.", registry=r)
         self.rejected = Counter("groupscore_rejected_requests", "Requests refused before scoring, by reason.",
                                 ["reason"], registry=r)
         self.queue_depth = Gauge("groupscore_queue_depth_items", "Items admitted and not yet answered.", registry=r)

@@ -7,6 +7,8 @@
   items, so only an item that really kills its worker ends with an error verdict. Scoring is idempotent, so
   sending a task again is safe.
 - Items not scored by the request's deadline get timeout verdicts; their tasks are cancelled where not yet started.
+  A task still running `stuck_grace_s` after its request gave up has a scorer ignoring its own time bound: its
+  workers are killed and replaced (other tasks there are sent again), so one degenerate item cannot hold a worker.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 import multiprocessing
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Callable
 from typing import Any
@@ -92,6 +94,23 @@ class ScoringPool:
         self.metrics.worker_restarts.inc()
         broken.shutdown(wait=False, cancel_futures=True)
 
+    def _watch(self, future: Future, generation: int) -> None:
+        asyncio.get_running_loop().call_later(self.settings.stuck_grace_s, self._reap_if_stuck, future, generation)
+
+    def _reap_if_stuck(self, future: Future, generation: int) -> None:
+        """A task its request abandoned is still running long after: a scorer ignoring its own time bound.
+
+        One stuck task holds a worker for good, so the workers of its executor are killed and replaced; other tasks
+        that were running there are sent again (scoring is idempotent), as after a crash.
+        """
+        if future.done() or generation != self._generation or self._executor is None:
+            return
+        self.metrics.stuck_tasks.inc()
+        processes = list((getattr(self._executor, "_processes", None) or {}).values())
+        self._replace_executor(generation)
+        for process in processes:
+            process.kill()
+
     # -- admission ------------------------------------------------------------------------------------------------------
 
     @property
@@ -166,6 +185,12 @@ class ScoringPool:
                 return await asyncio.wrap_future(future)
             except BrokenProcessPool:
                 self._replace_executor(generation)
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():  # our caller gave up (deadline): really cancelled
+                    if not future.done():  # already running in a worker, so it could not be taken back
+                        self._watch(future, generation)
+                    raise
+                # Not us: the executor was replaced under this task and dropped it before it ran. Send it again.
         raise WorkerDied(f"the worker process died {self.settings.max_attempts} times running this task")
 
     async def _run_task(self, items: list[Any], spec_json: str | None, may_split: bool = True) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ class Settings:
     deadline_s: float = 300.0  # per-request deadline; a request may ask for a shorter one
     chunk_items: int = 32  # at most this many items go to a worker in one task
     max_attempts: int = 3  # tries per task when worker processes die under it
+    stuck_grace_s: float = 30.0  # a task still running this long after its request gave up: its workers are replaced
     openrlhf_verifier: str = "math"  # kind used by /get_reward for plain-text labels
     debug: bool = False  # test hooks: /debug/workers and metadata["debug_sleep_s"]; never in production
 
@@ -31,8 +32,10 @@ class Settings:
             raise ValueError("workers must be at least 1")
         if self.max_items < 1 or self.max_queue_items < self.max_items:
             raise ValueError("need 1 <= max_items <= max_queue_items (a request must fit the queue)")
-        if self.deadline_s <= 0 or self.chunk_items < 1 or self.max_attempts < 1 or self.max_body_bytes < 1024:
-            raise ValueError("deadline_s, chunk_items, max_attempts must be positive and max_body_bytes >= 1024")
+        if (self.deadline_s <= 0 or self.stuck_grace_s <= 0 or self.chunk_items < 1 or self.max_attempts < 1
+                or self.max_body_bytes < 1024):
+            raise ValueError("deadline_s, stuck_grace_s, chunk_items, max_attempts must be positive and "
+                             "max_body_bytes >= 1024")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

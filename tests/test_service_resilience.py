@@ -18,11 +18,13 @@ from groupscore.service.client import RetryPolicy, ScoreClient
 from groupscore.service.embedded import start_embedded
 
 QUEUE = 8
+STUCK_GRACE_S = 1.0
 
 
 @pytest.fixture(scope="module")
 def url():
-    env = {"GROUPSCORE_DEBUG": "1", "GROUPSCORE_MAX_QUEUE_ITEMS": str(QUEUE), "GROUPSCORE_MAX_ITEMS": str(QUEUE)}
+    env = {"GROUPSCORE_DEBUG": "1", "GROUPSCORE_MAX_QUEUE_ITEMS": str(QUEUE), "GROUPSCORE_MAX_ITEMS": str(QUEUE),
+           "GROUPSCORE_STUCK_GRACE_S": str(STUCK_GRACE_S)}
     with start_embedded(workers=2, env=env) as base_url:
         yield base_url
 
@@ -36,6 +38,13 @@ def http(url):
 def slow_math(id, boxed, answer, sleep_s):
     return {"id": id, "verifier": "math", "completion": f"\\boxed{{{boxed}}}", "answer": answer,
             "metadata": {"debug_sleep_s": sleep_s}}
+
+
+def metric(http, name: str) -> float:
+    for line in http.get("/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not exported")
 
 
 def _in_background(fn):
@@ -71,7 +80,7 @@ def test_a_worker_killed_mid_batch_is_replaced_and_the_request_still_answered_ri
     assert all(r["status"] in ("correct", "incorrect") for r in results)
     after = http.get("/debug/workers").json()["pids"]
     assert before[0] not in after
-    assert "groupscore_worker_pool_restarts_total 1.0" in http.get("/metrics").text
+    assert metric(http, "groupscore_worker_pool_restarts_total") >= 1
     assert http.post("/v1/score", json={"items": [slow_math("next", "5", "5", 0)]}).json()["results"][0]["reward"] == 1.0
 
 
@@ -103,5 +112,18 @@ def test_items_past_the_deadline_get_timeout_verdicts_not_a_hung_request(http):
     assert results["slow"]["status"] == "timeout" and results["slow"]["reward"] == 0.0
     assert results["fast"]["reward"] == 1.0
     assert 'groupscore_item_timeouts_total{cause="service_deadline"}' in http.get("/metrics").text
-    # The abandoned item still occupies a worker for a while; the service keeps answering meanwhile.
     assert http.get("/healthz").status_code == 200
+
+
+def test_tasks_stuck_past_their_deadline_lose_their_workers_so_the_next_request_is_served(http):
+    restarts = metric(http, "groupscore_worker_pool_restarts_total")
+    # Both workers get an item that sleeps far beyond its request's deadline (a scorer ignoring its time bound).
+    stuck = [slow_math("stuck-a", "1", "1", 25.0), slow_math("stuck-b", "1", "1", 25.0)]
+    answer = http.post("/v1/score", json={"items": stuck, "deadline_s": 0.5})
+    assert [r["status"] for r in answer.json()["results"]] == ["timeout", "timeout"]
+    assert _wait_for(lambda: metric(http, "groupscore_stuck_tasks_total") >= 1, timeout_s=10)
+    started = time.monotonic()
+    fresh = http.post("/v1/score", json={"items": [slow_math("next", "6", "6", 0)] * 2})
+    assert all(r["reward"] == 1.0 for r in fresh.json()["results"])
+    assert time.monotonic() - started < 10.0  # not the 25 s the stuck items would have held the workers
+    assert metric(http, "groupscore_worker_pool_restarts_total") > restarts
