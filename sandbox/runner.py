@@ -84,39 +84,51 @@ def _check_name(name: str) -> str:
 
 class _RunDir:
     """Per-run host dir: input files (bound read-only into the work dir), files to collect (bound
-    read-write, pre-created and owned by the jail's uid), stdin, the nsjail config and log."""
+    read-write, pre-created and owned by the jail's uid), stdin, the nsjail config and log.
+
+    Only root and the jail's uid can reach it: as root the dir and the inputs belong to root with the
+    jail's group (dir 0710, inputs 0640), so other local users cannot read programs or test inputs;
+    unprivileged, the jail runs as our own uid and everything is 0700/0600."""
 
     def __init__(self, uid: int, gid: int):
         self.path = Path(tempfile.mkdtemp(prefix="groupscore-run-", dir=_run_base()))
-        # o+x only: the jail's uid must traverse to the bound files; nobody may list the dir.
-        os.chmod(self.path, 0o711)
+        self.as_root = os.geteuid() == 0
         self.uid, self.gid, self._n = uid, gid, 0
+        if self.as_root:
+            os.chown(self.path, 0, gid)
+            os.chmod(self.path, 0o710)
         self.mounts: list[str] = []
         self.collected: dict[str, Path] = {}
 
-    def _new(self, content: bytes, mode: int) -> Path:
+    def _new(self, content: bytes, mode: int, owner: tuple[int, int] | None = None) -> Path:
         self._n += 1
         host = self.path / f"f{self._n}"
-        fd = os.open(host, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        fd = os.open(host, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(content)
+        if owner is not None:
+            os.chown(host, *owner)
         os.chmod(host, mode)
         return host
 
     def add_input(self, name: str, content: bytes, *, executable: bool = False) -> None:
-        host = self._new(content, 0o755 if executable else 0o644)
+        if self.as_root:
+            host = self._new(content, 0o750 if executable else 0o640, owner=(0, self.gid))
+        else:
+            host = self._new(content, 0o700 if executable else 0o600)
         self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=False))
 
     def add_collect(self, name: str) -> None:
-        host = self._new(b"", 0o600)
-        if os.geteuid() == 0:
-            os.chown(host, self.uid, self.gid)
+        host = self._new(b"", 0o600, owner=(self.uid, self.gid) if self.as_root else None)
         self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=True))
         self.collected[name] = host
 
     def write(self, name: str, content: bytes | str) -> Path:
+        """A harness-only file (config, stdin): 0600, never mounted into the jail."""
         p = self.path / name
-        p.write_bytes(content.encode() if isinstance(content, str) else content)
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content.encode() if isinstance(content, str) else content)
         return p
 
     def remove(self) -> None:

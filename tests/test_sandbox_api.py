@@ -106,3 +106,26 @@ def test_cli_reports_a_failing_program(tmp_path):
     data = json.loads(out.stdout)
     assert out.returncode == 1 and (data["status"], data["exit_code"]) == ("runtime_error", 4)
     assert data["compile"]["status"] == "ok"
+
+
+def test_run_dir_is_closed_to_other_local_users():
+    import os
+    import stat as st
+
+    from groupscore.sandbox.runner import _RunDir
+
+    d = _RunDir(65534, 65534) if os.geteuid() == 0 else _RunDir(os.geteuid(), os.getegid())
+    try:
+        d.add_input("main.py", b"print(1)")
+        d.add_collect("out.txt")
+        cfg = d.write("jail.cfg", "x")
+        inp, out = d.path / "f1", d.path / "f2"
+        for p in (d.path, inp, out, cfg):
+            assert os.stat(p).st_mode & st.S_IRWXO == 0, p  # nothing for "others"
+        if os.geteuid() == 0:
+            assert (os.stat(inp).st_uid, os.stat(inp).st_gid, st.S_IMODE(os.stat(inp).st_mode)) == (0, 65534, 0o640)
+            assert (os.stat(out).st_uid, st.S_IMODE(os.stat(out).st_mode)) == (65534, 0o600)
+            assert st.S_IMODE(os.stat(cfg).st_mode) == 0o600 and os.stat(cfg).st_uid == 0
+    finally:
+        d.remove()
+    assert not d.path.exists()
