@@ -157,6 +157,13 @@ class _Outcome:
     survivors_killed: int = 0
 
 
+def _max_jails() -> int:
+    """Jails alive at once in this process, whoever calls: $GROUPSCORE_SANDBOX_MAX_JAILS, else 4 per CPU."""
+    env = os.environ.get("GROUPSCORE_SANDBOX_MAX_JAILS")
+    return max(1, int(env)) if env else 4 * max(1, len(os.sched_getaffinity(0)))
+
+
+_JAILS = threading.BoundedSemaphore(_max_jails())
 _POOL: SlotPool | None = None
 _POOL_LOCK = threading.Lock()
 
@@ -381,7 +388,8 @@ def _execute(tool: Toolchain, policy: Policy, files: dict[str, bytes], argv: lis
         for name in collect:
             if name not in files:
                 rundir.add_collect(name)
-        out = _jail(policy, rundir, argv, stdin, limits)
+        with _JAILS:
+            out = _jail(policy, rundir, argv, stdin, limits)
         got, truncated = _read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
     finally:
@@ -415,6 +423,8 @@ def run(
     main = main or DEFAULT_MAIN[language]
     data = _normalise_files(files)
     collect = [_check_name(c) for c in collect]
+    if clash := sorted(set(collect) & set(data)):
+        raise ValueError(f"collect paths are also input files (inputs are read-only): {clash}")
     stdin_bytes = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     if isinstance(command, str):
         command = [command]

@@ -129,3 +129,8 @@ def test_run_dir_is_closed_to_other_local_users():
     finally:
         d.remove()
     assert not d.path.exists()
+
+
+def test_collecting_an_input_file_is_refused():
+    with pytest.raises(ValueError, match="also input files"):
+        run({"main.py": "pass", "out.txt": "x"}, collect=["out.txt"], limits=QUICK)
