@@ -35,8 +35,8 @@ class Job:
     limits: Limits
 
 
-def runner_job(runner_source: str, program: str, plan_bytes: bytes, *, wall_time_s: float, memory_mb: int) -> Job:
-    del program  # the program travels in run_jobs, once for all jobs of the item
+def runner_job(runner_source: str, plan_bytes: bytes, *, wall_time_s: float, memory_mb: int) -> Job:
+    """The call runner, reading `plan_bytes` on stdin; the program itself is added by run_jobs."""
     return Job(runner_source, plan_bytes, Limits(wall_time_s=min(wall_time_s, 3600.0),
                                                  memory_mb=memory_mb + RUNNER_MEMORY_HEADROOM_MB,
                                                  max_output_bytes=RUNNER_OUTPUT_BYTES))
@@ -49,20 +49,33 @@ def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes
 
 
 def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
-    """Results in job order, all jobs of the item in parallel."""
+    """Results in job order, all jobs of the item in parallel.
+
+    C and C++: the first job runs alone, so the program is compiled once (the sandbox caches a successful compile by
+    source) and a compile error ends the item after one compile instead of one per test.
+    """
     source = SOURCE_NAME[language]
     try:
         requests = [_request(language, source, program, job) for job in jobs]
-        results = run_many(requests, workers=min(len(requests), sandbox.default_workers()))
+        first: list[JobResult] = []
+        if language in ("c", "cpp") and len(requests) > 1:
+            first = run_many(requests[:1], workers=1)
+            _raise_on_compile_error(first)
+            requests = requests[1:]
+        results = first + run_many(requests, workers=min(len(requests), sandbox.default_workers()))
     except SandboxUnavailable as exc:
         raise JailFailed(f"sandbox unavailable: {exc}") from exc
-    compile_failure = next((r for r in results if r.status == "compile_error"), None)
-    if compile_failure is not None:
-        raise CompileFailed(_compile_message(compile_failure))
+    _raise_on_compile_error(results)
     for result in results:
         if result.status == "sandbox_error":
             raise JailFailed(f"sandbox error: {result.error}")
     return results
+
+
+def _raise_on_compile_error(results: list[JobResult]) -> None:
+    failed = next((r for r in results if r.status == "compile_error"), None)
+    if failed is not None:
+        raise CompileFailed(_compile_message(failed))
 
 
 def _compile_message(result: RunResult) -> str:
@@ -80,5 +93,5 @@ def _request(language: str, source: str, program: str, job: Job) -> dict:
         # -S: no site processing at start-up (the runner adds site-packages for the candidate itself).
         command = [toolchain("python").executable, "-S", "-B", "runner.py"]
         return {"files": files, "command": command, "language": "python", "stdin": job.stdin, "limits": job.limits}
-    # C and C++ are compiled by the sandbox for each run (it has no separate compile step to reuse yet).
+    # C and C++: the sandbox compiles `source` first; its compile cache makes that once per program.
     return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}

@@ -46,12 +46,12 @@ def score_code(item: CodeItem) -> Verdict:
     try:
         outcomes = run_plan(item, plan, program)
     except sandbox_jobs.CompileFailed as exc:
-        verdict = Verdict(id=item.id, reward=0.0, status=Status.error, extracted=program,
-                          reason=f"compile error: {_clip(exc.message, 1000)}")
-        verdict.details.update(_counts(plan, [UnitOutcome(False)] * plan.total), compile_error=True)
+        verdict = _verdict(item, plan, program, [UnitOutcome(False)] * plan.total, status=Status.error,
+                           reason=f"compile error: {_clip(exc.message, 1000)}")
+        verdict.details["compile_error"] = True
         return verdict
-    except sandbox_jobs.JailFailed as exc:
-        return Verdict(id=item.id, reward=0.0, status=Status.error, extracted=program, reason=str(exc))
+    except sandbox_jobs.JailFailed as exc:  # nothing was scored: an error, never a silent 0 for the program
+        return _verdict(item, plan, program, [UnitOutcome(False)] * plan.total, status=Status.error, reason=str(exc))
     return _verdict(item, plan, program, outcomes)
 
 
@@ -60,7 +60,7 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     marker = secrets.token_hex(16)
     jobs: list[sandbox_jobs.Job] = []
     if plan.call_units:
-        jobs.append(sandbox_jobs.runner_job(RUNNER_SOURCE, program, runner_plan(item, plan, marker),
+        jobs.append(sandbox_jobs.runner_job(RUNNER_SOURCE, runner_plan(item, plan, marker),
                                             wall_time_s=_runner_wall_limit(item, plan), memory_mb=item.memory_mb))
     jobs.extend(sandbox_jobs.stdio_job(u.test.stdin, time_limit_s=u.time_limit_s, memory_mb=item.memory_mb,
                                        expected_bytes=len(u.test.stdout.encode())) for u in plan.stdio_units)
