@@ -21,6 +21,7 @@ from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.models import (GroupsRequest, GroupsResponse, ScoreRequest, ScoreResponse, VerifierInfo,
                                        VerifiersResponse)
 from groupscore.service.pool import QueueFull, ScoringPool
+from groupscore.service.routing import OffloadingRoute, encode_json
 from groupscore.service.settings import Settings
 from groupscore.verifiers.composite import RewardSpec
 from groupscore.verifiers.registry import KINDS
@@ -33,12 +34,17 @@ Send = Callable[[Message], Awaitable[None]]
 # Paths anyone may call: probes and the API description. Everything else needs the token when one is set.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 _DRAIN_LIMIT_BYTES = 512 * 1024 * 1024  # an oversized body is read (and dropped) up to this, so the 413 gets through
+_LARGE_RESPONSE_ITEMS = 2000  # from here on, a response is encoded off the event loop
 
 
 def json_response(payload: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
     # Verdict dicts come from the workers already plain; serialising them directly skips a second validation pass.
     return Response(json.dumps(payload, allow_nan=False).encode(), status_code=status_code,
                     media_type="application/json", headers=headers)
+
+
+async def verdicts_response(payload: Any, n_items: int) -> Response:
+    return Response(await encode_json(payload, n_items >= _LARGE_RESPONSE_ITEMS), media_type="application/json")
 
 
 class Gatekeeper:
@@ -161,6 +167,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="Scores items with the registered verifier kinds in a process pool. Composite rewards, group "
                     "advantages, and adapters for OpenRLHF (`/get_reward`) and SandboxFusion (`/run_code`).",
     )
+    app.router.route_class = OffloadingRoute
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.pool = pool
@@ -184,7 +191,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if len(body.items) > settings.max_items:
             return too_many_items("items", len(body.items), settings.max_items)
         verdicts = await dispatcher.score(body.items, body.reward, body.deadline_s)
-        return json_response({"results": verdicts})
+        return await verdicts_response({"results": verdicts}, len(verdicts))
 
     @app.post("/v1/score/groups", response_model=GroupsResponse, tags=["scoring"],
               responses={413: {"description": "Body too large"}, 422: {"description": "Invalid request"},
@@ -197,7 +204,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         raw_items = [{**group.item, "completion": completion, "id": index}
                      for group in body.groups for index, completion in enumerate(group.completions)]
         verdicts = await dispatcher.score(raw_items, body.reward, body.deadline_s)
-        return json_response({"groups": _group_results(body, verdicts)})
+        return await verdicts_response({"groups": _group_results(body, verdicts)}, len(verdicts))
 
     @app.get("/v1/verifiers", response_model=VerifiersResponse, tags=["registry"])
     async def verifiers() -> VerifiersResponse:

@@ -14,9 +14,10 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from groupscore.service.pool import WorkerDied
+from groupscore.service.routing import OffloadingRoute
 from groupscore.verifiers.composite import RewardSpec
 
-router = APIRouter()
+router = APIRouter(route_class=OffloadingRoute)
 
 
 # -- OpenRLHF -------------------------------------------------------------------------------------------------------

@@ -1,0 +1,47 @@
+"""Large JSON bodies are decoded off the event loop, so probes and other requests keep being answered meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import Response
+
+# Below this, decoding takes well under a millisecond: a thread hop would cost more than it saves.
+OFFLOAD_BYTES = 256 * 1024
+
+
+class _OffloadingRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            # json.JSONDecodeError propagates as from Starlette's own json(): FastAPI answers it with a 422.
+            self._json = await asyncio.to_thread(json.loads, body) if len(body) > OFFLOAD_BYTES else json.loads(body)
+        return self._json
+
+
+class OffloadingRoute(APIRoute):
+    """An APIRoute whose request decodes big JSON bodies in a worker thread."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route_handler(request: Request) -> Response:
+            return await handler(_OffloadingRequest(request.scope, request.receive))
+
+        return route_handler
+
+
+async def encode_json(payload: Any, large: bool) -> bytes:
+    """JSON bytes of a response; a large one is encoded in a worker thread for the same reason."""
+    if large:
+        return await asyncio.to_thread(_dumps, payload)
+    return _dumps(payload)
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, allow_nan=False).encode()
