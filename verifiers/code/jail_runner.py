@@ -279,7 +279,7 @@ class Worker:
         try:
             control.send(b"spawn")
             message, ancillary, _, _ = control.recvmsg(16, _socket.CMSG_LEN(8))
-        except TimeoutError:
+        except (_socket.timeout, TimeoutError):  # the same class from Python 3.10 on
             raise Deadline()
         except OSError:
             raise WorkerGone()

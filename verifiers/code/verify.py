@@ -25,6 +25,7 @@ from groupscore.verifiers.schema import Status, Verdict
 
 RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
 MAX_MESSAGE_CHARS = 300
+MAX_RUNNER_WALL_S = 300.0  # one item's call tests; units not reached by then fail as timed out
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
 
 def _runner_wall_limit(item: CodeItem, plan: Plan) -> float:
     # A unit that times out or crashes costs its limit plus a fresh import for the next one.
-    return 2.0 + item.time_limit_s + sum(u.time_limit_s + item.time_limit_s for u in plan.call_units)
+    needed = 2.0 + item.time_limit_s + sum(u.time_limit_s + item.time_limit_s for u in plan.call_units)
+    return min(needed, MAX_RUNNER_WALL_S)
 
 
 def judge_runner(units: list[CallUnit], result: sandbox_jobs.JobResult, marker: str) -> dict[int, UnitOutcome]:
