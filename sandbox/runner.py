@@ -39,10 +39,14 @@ COMPILE_COMMAND = {
 }
 MAX_INPUT_BYTES = 64 << 20
 _DRAIN_AFTER_KILL_S = 2.0
-_EXIT_RE = re.compile(r"pid=\d+ \(.*?\) exited with status: (\d+)")
-_SIGNAL_RE = re.compile(r"pid=\d+ \(.*?\) terminated with signal: \S+ \((\d+)\)")
-_SETUP_FAILED = ("Couldn't launch the child process", "Launching child process failed",
-                 "Couldn't prepare sandboxing policy", "Failed to build mount tree")
+# nsjail log lines are "[L][time]([pid]) text"; anchoring on that prefix keeps file names, which
+# appear inside mount lines, from passing for a status line.
+_STATUS_RE = re.compile(r"^\[I\]\[[^\]]*\](?:\[\d+\])? pid=\d+ \(.*?\) "
+                        r"(?:exited with status: (\d+)|terminated with signal: \S+ \((\d+)\))", re.M)
+_TIME_LIMIT_RE = re.compile(r"^\[[A-Z]\]\[[^\]]*\](?:\[\d+\])? pid=\d+ run time >= time limit", re.M)
+_SETUP_FAILED_RE = re.compile(r"^\[[EF]\]\[[^\]]*\](?:\[\d+\])? \w+\(\):\d+ (?:Couldn't launch the child process|"
+                              r"Launching child process failed|Couldn't prepare sandboxing policy|"
+                              r"Failed to build mount tree)", re.M)
 
 
 def nsjail_binary() -> str:
@@ -197,9 +201,14 @@ def _jail(policy: Policy, rundir: _RunDir, argv: list[str], stdin: bytes, limits
         cmd = ["/bin/sh", "-c", join, "sh", *slot.procs_files, "--", *cmd]
     out = _Outcome()
     start = time.monotonic()
-    with open(stdin_path, "rb") as stdin_fh:
-        proc = subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"})
+    try:
+        with open(stdin_path, "rb") as stdin_fh:
+            proc = subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"})
+    except OSError:
+        if slot is not None:
+            _pool().release(slot)
+        raise
     try:
         _collect_output(proc, out, limits, start)
         _await_exit(proc, out, start + limits.wall_time_s)
@@ -283,20 +292,23 @@ def _kill(proc: subprocess.Popen) -> float:
 
 
 def _read_exit(out: _Outcome) -> None:
-    if m := _EXIT_RE.findall(out.log):
-        code = int(m[-1])
-        # The init shell reports a program killed by signal N as status 128+N.
-        if 128 < code <= 128 + 64:
-            out.signal = code - 128
+    statuses = _STATUS_RE.findall(out.log)
+    if statuses:
+        exited, signalled = statuses[-1]
+        if exited:
+            code = int(exited)
+            # The init shell reports a program killed by signal N as status 128+N.
+            if 128 < code <= 128 + 64:
+                out.signal = code - 128
+            else:
+                out.exit_code = code
         else:
-            out.exit_code = code
-    elif m := _SIGNAL_RE.findall(out.log):
-        out.signal = int(m[-1])
+            out.signal = int(signalled)
     elif out.timed_out or out.output_limit:
         out.signal = signal.SIGKILL
     if out.exit_code is None and out.signal is None and not (out.timed_out or out.output_limit):
         out.setup_failed = True
-    elif any(s in out.log for s in _SETUP_FAILED):
+    elif _SETUP_FAILED_RE.search(out.log):
         out.setup_failed = True
     if out.nsjail_status == 125 and not out.log:
         out.setup_failed = True  # the cgroup join failed
@@ -318,7 +330,7 @@ def _classify(out: _Outcome, limits: Limits) -> tuple[Status, str | None]:
         return Status.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
     if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds - 0.05):
         return Status.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
-    if "time limit" in out.log and "Killing it" in out.log:
+    if _TIME_LIMIT_RE.search(out.log):
         return Status.TIMEOUT, "nsjail time limit"
     if out.exit_code not in (None, 0) or out.signal is not None:
         tail = _tail(out.stderr.decode(errors="replace")).rstrip().splitlines()
