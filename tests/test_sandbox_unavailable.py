@@ -43,7 +43,7 @@ def launches_on_host(probe_output: str) -> str:
     return ('case "$1" in --help) echo Usage; exit 0;; esac\n'
             'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
             f'echo "{probe_output}"\n'
-            'echo "pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n')
+            'echo "[I][2026-11-22T00:00:00+0000] pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n')
 
 
 def test_missing_binary_is_named(tmp_path):
