@@ -80,6 +80,8 @@ class GrpoConfig(_Section):
                                          "default: the whole generation batch at once.")
     eval_every: int = Field(default=20, ge=1, description="Steps between held-out evaluations (checkpoint candidates).")
     use_vllm: bool | Literal["auto"] = "auto"
+    overlap_scoring: bool = Field(default=True, description="Send completions to the service as soon as they are "
+                                  "decoded, while the reference model runs; false: score only when TRL asks.")
 
 
 class EvalConfig(_Section):

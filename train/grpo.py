@@ -190,7 +190,7 @@ def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], c
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"
     group_log = JsonlWriter(run_dir / "groups.jsonl")
-    service_reward = ServiceReward(scorer, cfg.num_generations)
+    service_reward = ServiceReward(scorer, cfg.num_generations, overlap=cfg.overlap_scoring)
     trainer = ServiceGRPOTrainer(
         model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed), train_dataset=grpo_dataset(train_tasks),
         processing_class=tokenizer, peft_config=peft_config, service_reward=service_reward, group_log=group_log,

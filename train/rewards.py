@@ -34,6 +34,7 @@ class ScoredBatch:
 class ServiceReward:
     scorer: object  # anything with `async ascore_groups(groups) -> list[GroupScores]` (see train/scoring.py)
     num_generations: int
+    overlap: bool = True  # start scoring right after generation (see `prefetch`)
     batches: list[ScoredBatch] = field(default_factory=list)
     _pending_rows: list[dict] | None = None
     _prefetch: tuple[list[str], Future, float] | None = None
@@ -61,7 +62,7 @@ class ServiceReward:
 
     def prefetch(self, completions: list[str], loop: asyncio.AbstractEventLoop) -> None:
         """Start scoring on TRL's reward event loop right after generation; the reward call picks it up."""
-        if self._pending_rows is None or loop is None:
+        if not self.overlap or self._pending_rows is None or loop is None:
             return
         groups = self._groups(self._pending_rows, completions)
         future = asyncio.run_coroutine_threadsafe(self.scorer.ascore_groups(groups), loop)

@@ -53,17 +53,36 @@ class ServiceScorer:
 
         from groupscore.service.client import AsyncScoreClient
 
-        if self._async is None:
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async_loop is not loop:  # a new trainer brings a new loop
+            self._close_async()
             self._async = AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s)
-            self._async_loop = asyncio.get_running_loop()
+            self._async_loop = loop
         return [GroupScores.from_wire(g) for g in await self._async.score_groups(groups, reward=self.reward)]
 
-    def close(self) -> None:
+    def _close_async(self) -> None:
         import asyncio
 
+        client, loop, self._async, self._async_loop = self._async, self._async_loop, None, None
+        if client is None or not loop.is_running():
+            return  # a stopped loop took its connections with it
+        if loop is _running_loop():
+            loop.create_task(client.aclose())
+        else:
+            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=10)
+
+    def close(self) -> None:
         self._sync.close()
-        if self._async is not None and self._async_loop.is_running():
-            asyncio.run_coroutine_threadsafe(self._async.aclose(), self._async_loop).result(timeout=10)
+        self._close_async()
+
+
+def _running_loop():
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @contextmanager
