@@ -1,0 +1,55 @@
+"""Run health warnings fire when a failure mode starts (once), and the plots are real PNG files."""
+
+from __future__ import annotations
+
+from groupscore.train.config import MonitorConfig
+from groupscore.train.observe import Monitor, batch_stats, plot_run
+from groupscore.train.rewards import ScoredBatch
+from groupscore.train.scoring import GroupScores
+
+
+def monitor():
+    messages = []
+    return Monitor(MonitorConfig(kl_spike=1.0, kl_floor=1e-6, zero_variance_share=0.8, saturation=0.95,
+                                 warmup_steps=2), emit=messages.append), messages
+
+
+def test_kl_spike_warns_when_it_starts_and_again_after_it_cleared():
+    m, messages = monitor()
+    for step, kl in enumerate([0.1, 2.0, 3.0, 0.2, 1.5], 1):
+        m.check(step, {"kl": kl})
+    assert [w["step"] for w in m.warnings if w["kind"] == "kl_spike"] == [2, 5]
+    assert len(messages) == 2 and "drifting" in messages[0]
+
+
+def test_kl_collapse_is_only_a_problem_after_warm_up():
+    m, _ = monitor()
+    for step in (1, 2, 3):
+        m.check(step, {"kl": 0.0})
+    assert [(w["kind"], w["step"]) for w in m.warnings] == [("kl_collapse", 3)]
+
+
+def test_flat_groups_and_saturated_reward_warn():
+    m, _ = monitor()
+    m.check(1, {"zero_variance_share": 0.5, "reward_mean": 0.5})
+    assert m.warnings == []
+    m.check(2, {"zero_variance_share": 0.9, "reward_mean": 0.97})
+    assert sorted(w["kind"] for w in m.warnings) == ["saturation", "zero_variance"]
+
+
+def test_batch_stats_per_component():
+    groups = [GroupScores([1.0, 0.0], {"correct": [1.0, 0.0], "format": [1.0, 1.0]}, ["correct", "incorrect"],
+                          0.5, 0.7, [0.7, -0.7], False),
+              GroupScores([0.0, 0.0], {"correct": [0.0, 0.0], "format": [1.0, 0.0]}, ["incorrect"] * 2,
+                          0.0, 0.0, [0.0, 0.0], True)]
+    stats = batch_stats(ScoredBatch(["a", "a", "b", "b"], ["p"] * 4, ["c"] * 4, groups, wait_s=0.01, request_s=0.1))
+    assert stats["reward_mean"] == 0.25 and stats["zero_variance_share"] == 0.5
+    assert stats["component/correct/mean"] == 0.25 and stats["component/format/mean"] == 0.75
+
+
+def test_plots_are_png_files_in_the_run_folder(tmp_path):
+    metrics = [{"step": s, "reward_mean": s / 10, "kl": s / 100} for s in range(1, 6)]
+    paths = plot_run(tmp_path, metrics, [{"step": 0, "pass@1": 0.3}, {"step": 5, "pass@1": 0.5}])
+    assert set(paths) == {"reward", "kl", "pass_at_1"}
+    for path in paths.values():
+        assert path.startswith(str(tmp_path)) and open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"

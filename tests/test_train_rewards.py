@@ -1,0 +1,107 @@
+"""The GRPO reward function keeps TRL's generation batch in its groups and collects prefetched scores exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from groupscore.train.rewards import ServiceReward
+from groupscore.train.scoring import GroupScores
+
+
+class RecordingScorer:
+    """Scores '\\boxed{answer}' as 1, anything else 0; remembers every request."""
+
+    def __init__(self):
+        self.requests = []
+
+    async def ascore_groups(self, groups):
+        self.requests.append(groups)
+        out = []
+        for g in groups:
+            rewards = [float(c == f"\\boxed{{{g['item']['answer']}}}") for c in g["completions"]]
+            mean = sum(rewards) / len(rewards)
+            out.append(GroupScores(rewards, {}, ["x"] * len(rewards), mean, 0.0, [r - mean for r in rewards],
+                                   len(set(rewards)) == 1))
+        return out
+
+
+def rows(task_answers: list[tuple[str, str]], g: int) -> tuple[list[str], list[str]]:
+    task_ids, items = [], []
+    for task_id, answer in task_answers:
+        task_ids += [task_id] * g
+        items += [json.dumps({"verifier": "math", "answer": answer})] * g
+    return task_ids, items
+
+
+def call(reward, completions, task_ids, items, **kw):
+    return asyncio.run(reward(prompts=["p"] * len(completions), completions=completions, task_id=task_ids,
+                              item=items, **kw))
+
+
+def test_batch_is_sent_as_one_group_per_prompt_in_order():
+    scorer = RecordingScorer()
+    reward = ServiceReward(scorer, num_generations=2)
+    task_ids, items = rows([("a", "1"), ("b", "2")], 2)
+    metrics = {}
+    out = call(reward, ["\\boxed{1}", "x", "y", "\\boxed{2}"], task_ids, items,
+               log_metric=lambda name, value: metrics.__setitem__(name, value))
+    assert out == [1.0, 0.0, 0.0, 1.0]
+    (groups,) = scorer.requests
+    assert [(g["id"], g["item"]["answer"], g["completions"]) for g in groups] == \
+        [("a", "1", ["\\boxed{1}", "x"]), ("b", "2", ["y", "\\boxed{2}"])]
+    assert "completion" not in groups[0]["item"]  # the service fills in each completion itself
+    assert metrics["service/zero_variance_share"] == 0.0
+    assert reward.batches[-1].task_ids == task_ids
+
+
+def test_groups_that_are_not_contiguous_are_refused():
+    reward = ServiceReward(RecordingScorer(), num_generations=2)
+    task_ids, items = rows([("a", "1"), ("b", "2")], 2)
+    with pytest.raises(ValueError, match="mix tasks"):
+        call(reward, ["1", "2", "3", "4"], [task_ids[0], task_ids[2], task_ids[1], task_ids[3]], items)
+    with pytest.raises(ValueError, match="not made of whole groups"):
+        call(reward, ["1", "2", "3"], task_ids[:3], items[:3])
+
+
+def _loop_in_thread():
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    return loop
+
+
+def test_prefetched_scores_are_used_once_and_only_for_the_same_completions():
+    scorer = RecordingScorer()
+    reward = ServiceReward(scorer, num_generations=2)
+    task_ids, items = rows([("a", "1")], 2)
+    loop = _loop_in_thread()
+    try:
+        reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
+        reward.prefetch(["\\boxed{1}", "no"], loop)
+        out = asyncio.run_coroutine_threadsafe(
+            reward(prompts=["p", "p"], completions=["\\boxed{1}", "no"], task_id=task_ids, item=items), loop).result()
+        assert out == [1.0, 0.0] and len(scorer.requests) == 1  # the prefetch answered; no second request
+        # Different completions than prefetched (or no prefetch at all): scored afresh.
+        reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
+        reward.prefetch(["\\boxed{1}", "no"], loop)
+        asyncio.run_coroutine_threadsafe(
+            reward(prompts=["p", "p"], completions=["no", "no"], task_id=task_ids, item=items), loop).result()
+        assert len(scorer.requests) == 3 and scorer.requests[-1][0]["completions"] == ["no", "no"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+
+
+def test_without_overlap_nothing_is_sent_before_the_reward_call():
+    scorer = RecordingScorer()
+    reward = ServiceReward(scorer, num_generations=2, overlap=False)
+    task_ids, items = rows([("a", "1")], 2)
+    loop = _loop_in_thread()
+    try:
+        reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
+        reward.prefetch(["\\boxed{1}", "no"], loop)
+        assert scorer.requests == []
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
