@@ -27,6 +27,7 @@ from groupscore.service.embedded import start_embedded
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.pool import ScoringPool
 from groupscore.service.settings import Settings
+from groupscore.verifiers.batch import score_batch
 from groupscore.verifiers.composite import score_raw
 
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -126,14 +127,21 @@ def timed(fn, *args) -> float:
     return time.perf_counter() - started
 
 
-def compare(items_count: int, make_batch, inproc, http, repeats: int) -> dict:
-    """Alternate in-process and HTTP runs on fresh batches (no verifier cache hits), so both see the same noise."""
-    inproc(make_batch(-1))  # warm-up both paths
+def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=None) -> dict:
+    """Alternate in-process and HTTP runs on fresh batches (no verifier cache hits), so both see the same noise.
+
+    `cli_batch`, when given, is timed too: the CLI's `verifiers.batch.score_batch` on its own pool, for reference.
+    """
+    inproc(make_batch(-1))  # warm-up every path
     http(make_batch(-2))
-    in_times, http_times = [], []
+    in_times, http_times, cli_times = [], [], []
+    if cli_batch is not None:
+        cli_batch(make_batch(-3))
     for r in range(repeats):
-        in_times.append(timed(inproc, make_batch(2 * r + 1)))
-        http_times.append(timed(http, make_batch(2 * r + 2)))
+        in_times.append(timed(inproc, make_batch(3 * r + 1)))
+        http_times.append(timed(http, make_batch(3 * r + 2)))
+        if cli_batch is not None:
+            cli_times.append(timed(cli_batch, make_batch(3 * r + 3)))
     i, h = statistics.median(in_times), statistics.median(http_times)
     # On a shared machine the best run of each is the least disturbed one; both are reported.
     bi, bh = min(in_times), min(http_times)
@@ -141,7 +149,8 @@ def compare(items_count: int, make_batch, inproc, http, repeats: int) -> dict:
             "in_process_items_per_s": round(items_count / i, 1), "http_items_per_s": round(items_count / h, 1),
             "http_overhead_pct": round(100 * (h - i) / i, 1),
             "best_in_process_s": round(bi, 4), "best_http_s": round(bh, 4),
-            "best_http_overhead_pct": round(100 * (bh - bi) / bi, 1)}
+            "best_http_overhead_pct": round(100 * (bh - bi) / bi, 1),
+            **({"cli_score_batch_s": round(statistics.median(cli_times), 4)} if cli_times else {})}
 
 
 def sustained(url: str, port: int, seconds: float, clients: int, batch: int) -> dict:
@@ -211,7 +220,8 @@ def main() -> int:
             rows = {}
             for size in (256, 1024):
                 rows[f"math_{size}"] = compare(size, lambda seed, size=size: math_items(size, seed=seed * 997),
-                                               pool.score, client.score_raw, args.repeats)
+                                               pool.score, client.score_raw, args.repeats,
+                                               cli_batch=lambda items: score_batch(items, workers=args.workers))
             group = code_group()
             rows["code_16x10"] = compare(16, lambda seed: group, lambda items: pool.score(group_items(group)),
                                          lambda items: client.score_groups([group]), max(1, args.repeats // 2))
