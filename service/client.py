@@ -107,6 +107,7 @@ class _Base:
         self.retry = retry
         self.max_batch = max_batch
         self.timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        self.token = token
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
 
     def _gave_up(self, method: str, path: str, failure: Exception | None) -> ServiceError:

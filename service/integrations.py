@@ -128,6 +128,8 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
 
     if asynchronous:
         urls = service.urls if isinstance(service, ScoreClient) else service
+        if isinstance(service, ScoreClient) and token is None:
+            token = service.token
         clients: dict[int, AsyncScoreClient] = {}  # httpx async clients belong to one event loop each
 
         async def reward_async(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
