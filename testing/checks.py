@@ -34,6 +34,7 @@ class CheckConfig:
     edge_cases: int = 2  # how many cases the edge inputs are built around
     fuzz_examples: int = 25  # hypothesis-drawn completions per run (derandomized: the same ones every run)
     max_completion_chars: int = 8192  # the length limit the padding probes pad to
+    probe_cases: int = 20  # probes are built from the first this-many cases (about 40 completions each)
     latency_budget_s: float = 5.0  # p99 per completion above this fails the latency check
     # Groups to run besides `returns` (which always runs: the others compare against its scores).
     checks: tuple[str, ...] = ("determinism", "edge_inputs", "fuzz", "latency", "probes")
@@ -235,17 +236,20 @@ class CheckRun:
         self._compare("determinism.repeat", reference, repeats,
                       f"{self.config.repeats} more scorings of the batch gave identical rewards")
 
-    def _repeat_failed(self, name: str) -> bool:
-        if any(r.name == "determinism.repeat" and r.status is not PASS for r in self.report.results):
+    def _reference_for(self, name: str) -> Outcome | None:
+        """The batch scores a derived determinism check compares with; None (and a SKIP row) when there are none
+        or when they already differ between repeats, which would make every further comparison noise."""
+        reference = self._baseline_batch()
+        if reference is None:
+            self.add(name, SKIP, "the batch of cases could not be scored (see returns)")
+        elif any(r.name == "determinism.repeat" and r.status is not PASS for r in self.report.results):
             self.add(name, SKIP, "not meaningful: scores already differ between repeats in one process")
-            return True
-        return False
+            reference = None
+        return reference
 
     def check_batch_composition(self) -> None:
-        reference = self._baseline_batch()
-        if reference is None or self._repeat_failed("determinism.batch_composition"):
-            if reference is None:
-                self.add("determinism.batch_composition", SKIP, "the batch of cases could not be scored")
+        reference = self._reference_for("determinism.batch_composition")
+        if reference is None:
             return
         reversed_outcome = self.call(self.cases[::-1])
         if reversed_outcome.ok and reversed_outcome.values is not None:
@@ -258,10 +262,8 @@ class CheckRun:
                       "a completion's reward does not depend on the rest of its batch (alone, in order, reversed)")
 
     def check_threads(self) -> None:
-        reference = self._baseline_batch()
-        if reference is None or self._repeat_failed("determinism.threads"):
-            if reference is None:
-                self.add("determinism.threads", SKIP, "the batch of cases could not be scored")
+        reference = self._reference_for("determinism.threads")
+        if reference is None:
             return
         assert self.caller is not None
         n = self.config.threads
@@ -270,10 +272,8 @@ class CheckRun:
                       f"{n} threads scoring the batch at once agree with the sequential scores")
 
     def check_processes(self) -> None:
-        reference = self._baseline_batch()
-        if reference is None or self._repeat_failed("determinism.processes"):
-            if reference is None:
-                self.add("determinism.processes", SKIP, "the batch of cases could not be scored")
+        reference = self._reference_for("determinism.processes")
+        if reference is None:
             return
         spec = self.target.spec()
         if spec is None or self.config.processes < 1:
@@ -397,7 +397,11 @@ class CheckRun:
         if any(r.name == "determinism.repeat" and r.status is FAIL for r in self.report.results):
             self.report.notes.append("scores differ between repeats, so each probe comparison below is a single noisy "
                                      "draw: fix determinism first")
-        sets = [probes_for_case(case, self.config.max_completion_chars) for case in self.cases]
+        probed = self.cases[: max(0, self.config.probe_cases)]
+        if len(probed) < len(self.cases):
+            self.report.notes.append(f"hacking probes were built from the first {len(probed)} of {len(self.cases)} "
+                                     "cases (probe_cases)")
+        sets = [probes_for_case(case, self.config.max_completion_chars) for case in probed]
         scored = [self._score_probe_set(s) for s in sets]
         self._reference_row(sets, scored)
         names: list[str] = []
