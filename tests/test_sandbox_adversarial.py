@@ -734,3 +734,32 @@ def test_c_fork_bomb(canary):
     bomb = "#include <unistd.h>\nint main(void){ for(;;) fork(); }\n"
     r = run({"main.c": bomb}, language="c", limits=Limits(wall_time_s=2, memory_mb=128, max_processes=32))
     assert r.status is Status.TIMEOUT
+
+
+@destructive
+def test_bombs_in_parallel_jails_do_not_starve_their_neighbours():
+    """A fork bomb and a memory bomb run beside ordinary programs: each jail has its own pids and memory
+    cgroup (and its own user namespace for RLIMIT_NPROC), so the neighbours finish normally."""
+    marker = "gsmark-" + secrets.token_hex(6)
+    exe = toolchain("python").executable
+    fork_bomb = PRELUDE + "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    mem_bomb = PRELUDE + "a = []\nwhile True: a.append(bytearray(8 << 20)); a[-1][::4096] = b'x' * len(a[-1][::4096])\n"
+    normal = PRELUDE + ("kids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n"
+                        "    kids.append(pid)\nfor k in kids:\n    os.waitpid(k, 0)\nprint('fine', len(kids))\n")
+    bomb_limits = Limits(wall_time_s=3, memory_mb=128, max_processes=32)
+    reqs = []
+    for i in range(6):
+        src = fork_bomb if i == 0 else mem_bomb if i == 1 else normal
+        reqs.append({"files": {"main.py": src}, "command": [exe, "-s", "-B", "main.py", marker],
+                     "limits": bomb_limits if i < 2 else Limits(wall_time_s=20, memory_mb=128, max_processes=8)})
+    results = run_many(reqs, workers=6)
+    assert results[0].status is Status.TIMEOUT
+    assert results[1].status is Status.MEMORY_LIMIT
+    assert [(r.status, r.stdout) for r in results[2:]] == [(Status.OK, "fine 6\n")] * 4
+    assert host_pids_with(marker) == []
+
+
+def test_run_result_round_trips_through_json():
+    r, _ = jailed("open('out.bin', 'wb').write(bytes(range(256)))\nprint('x')", collect=["out.bin"])
+    again = RunResult.model_validate_json(r.model_dump_json())
+    assert again == r and again.files["out.bin"] == bytes(range(256))
