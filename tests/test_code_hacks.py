@@ -72,7 +72,7 @@ class Int(int):
     def __eq__(self, other): return True
     __hash__ = int.__hash__
 def add(a, b):
-    return Int(0)
+    return Int(-1)  # read as the int -1 it holds, whatever its __eq__ says
 """,
     "an iterator instead of a value": "def add(a, b):\n    return iter([a + b])\n",
     "rewrite the harness and shadow modules": """

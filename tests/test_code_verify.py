@@ -40,11 +40,43 @@ def nested(depth: int) -> list:
     return value
 
 
-@pytest.mark.parametrize("value", [object(), iter([1]), type("I", (int,), {})(3), type("L", (list,), {})(),
-                                   lambda: 1, nested(300)])
-def test_codec_refuses_anything_but_exact_builtin_data(value):
+class FakeInt:
+    __class__ = property(lambda self: int)  # passes isinstance(x, int), is no int
+
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("value", [object(), iter([1]), FakeInt(), lambda: 1, nested(300), [object()]])
+def test_codec_refuses_anything_but_builtin_data(value):
     with pytest.raises(NotPlainData):
         encode_value(value)
+
+
+class AlwaysEqualInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+class LyingList(list):
+    def __iter__(self):
+        return iter(["lie"])
+
+    def copy(self):
+        return ["lie"]
+
+
+def test_codec_reads_subclasses_as_their_base_data_ignoring_overrides():
+    import collections
+
+    assert decode_value(encode_value(AlwaysEqualInt(5))) == 5 and decode_value(encode_value(AlwaysEqualInt(5))) != 6
+    assert decode_value(encode_value(LyingList([1, 2]))) == [1, 2]
+    assert decode_value(encode_value(collections.Counter("aab"))) == {"a": 2, "b": 1}
+    point = collections.namedtuple("Point", "x y")(1, 2)
+    assert type(decode_value(encode_value(point))) is tuple and decode_value(encode_value(point)) == (1, 2)
+    assert type(decode_value(encode_value(collections.OrderedDict(a=1)))) is dict
 
 
 def test_stdout_comparison_modes():

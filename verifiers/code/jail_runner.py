@@ -8,8 +8,8 @@ Three kinds of process, because in-process grading can be fooled by the code it 
   to its stdout, the only channel the host reads;
 - a zygote, forked from the runner *before* the plan is read (so its memory holds no test), with stdin and stdout
   replaced by /dev/null; on request it forks a worker and hands the runner the worker's two pipes (SCM_RIGHTS);
-- each worker imports the candidate and answers call requests with the returned value as plain data (exact builtin
-  types only, so an object with a custom `__eq__` cannot come out).
+- each worker imports the candidate and answers call requests with the returned value as plain data (builtin data
+  only, subclasses read as their base type's data, so an object with a custom `__eq__` cannot come out).
 Workers see call inputs but never an expected value; the runner enforces per-unit deadlines by killing the worker's
 process group and asks the zygote for a fresh worker (which imports the program again) for the next unit. Assertions
 that the host could not take over ("residual" code) run in the runner against proxies that forward each call to the
@@ -63,7 +63,17 @@ def encode_value(value, depth=0):
         return ["bytes", value.hex()]
     if kind is complex:
         return ["complex", encode_value(value.real, depth + 1), encode_value(value.imag, depth + 1)]
+    for base, read_data in _BASE_DATA:
+        if issubclass(kind, base):  # type(), not isinstance: a fake __class__ does not pass
+            # A subclass of a builtin (Counter, OrderedDict, a namedtuple, an IntEnum) counts as the data it holds,
+            # read through the base type's own C methods: nothing it overrides (__eq__, __iter__, ...) takes part.
+            return encode_value(read_data(value), depth + 1)
     raise NotPlainData("a value of type %s is not plain data" % kind.__name__)
+
+
+_BASE_DATA = ((list, list.copy), (tuple, lambda v: tuple.__getitem__(v, slice(None))), (dict, dict.copy),
+              (set, set.copy), (frozenset, frozenset.copy), (str, str.__str__), (int, int.__index__),
+              (float, float.__float__))
 
 
 def decode_value(data, depth=0):
