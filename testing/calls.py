@@ -95,8 +95,13 @@ def run_call(target: Target, cases: Sequence[Case]) -> Outcome:
         elapsed = time.perf_counter() - start
         return Outcome(None, _describe_exception(exc), elapsed)
     elapsed = time.perf_counter() - start
-    if not isinstance(raw, (list, tuple)):
+    # TRL iterates the result and measures its length: a list, a tuple or a 1-d array all work; a string does not.
+    if isinstance(raw, (str, bytes, dict)) or not hasattr(raw, "__len__") or not hasattr(raw, "__iter__"):
         return Outcome(None, f"returned {type(raw).__name__}, not a list of rewards", elapsed)
+    try:
+        raw = list(raw)
+    except TypeError as exc:  # a 0-d array has __len__ and __iter__ but refuses both
+        return Outcome(None, f"returned {type(raw).__name__} that cannot be iterated ({exc})", elapsed)
     if len(raw) != len(cases):
         return Outcome(None, f"returned {len(raw)} rewards for {len(cases)} completions", elapsed)
     return Outcome(tuple(classify(v) for v in raw), None, elapsed)

@@ -92,3 +92,35 @@ def test_values_are_classified_as_trl_would_accept_them():
     assert classify(None).kind == "none"
     assert classify("1.0").kind == "other"
     assert classify(np.array([1.0, 2.0])).kind == "other"
+
+
+def test_a_reward_that_hangs_on_every_case_is_reported_once_not_waited_on_for_each_check():
+    start = time.monotonic()
+    report = check_reward_fn(MISBEHAVING, [{"prompt": "p", "completion": "sleep"}] * 2, timeout_s=0.5)
+    assert time.monotonic() - start < 30
+    returns = report.result("returns")
+    assert returns.status.value == "FAIL" and "hang" in returns.detail
+    assert {r.status.value for r in report.results if r.name != "returns"} == {"SKIP"}
+    assert report.exit_code == 1
+
+
+def test_arrays_are_accepted_as_trl_accepts_them_and_strings_are_not():
+    import numpy as np
+
+    from groupscore.testing.calls import run_call
+
+    cases = [case("a"), case("b")]
+    outcome = run_call(as_target(lambda prompts, completions, **kw: np.array([0.5, 1.0])), cases)
+    assert [v.number for v in outcome.values] == [0.5, 1.0]
+    outcome = run_call(as_target(lambda prompts, completions, **kw: "10"), cases)
+    assert outcome.error == "returned str, not a list of rewards"
+    outcome = run_call(as_target(lambda prompts, completions, **kw: [1.0]), cases)
+    assert outcome.error == "returned 1 rewards for 2 completions"
+
+
+def test_a_lambda_runs_in_threads_and_the_report_says_why():
+    report = check_reward_fn(lambda prompts, completions, **kw: [0.0] * len(completions),
+                             [{"prompt": "p", "completion": "c"}], checks=("determinism",), repeats=1)
+    assert report.exit_code == 0
+    assert report.result("determinism.processes").status.value == "SKIP"
+    assert any("calls run in threads because it cannot be rebuilt" in note for note in report.notes)
