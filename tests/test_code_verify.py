@@ -243,3 +243,10 @@ def test_humaneval_style_body_completion():
     item = CodeItem(completion="    return a - b\n", prompt=prompt,
                     tests=[{"type": "humaneval", "test": test, "entry_point": "add"}])
     assert score_code(item).reward == 0.0  # one failing assert fails the whole check
+
+
+def test_a_task_function_named_like_a_builtin_is_called_in_the_program():
+    program = "def max(xs):\n    return sorted(xs)[-2]  # the task: second largest\n"
+    item = CodeItem(completion=py(program), tests=[{"type": "assert", "code": "assert max([1, 5, 3]) == 3"}])
+    verdict = score_code(item)
+    assert verdict.reward == 1.0 and verdict.details["weaker_mode"] is False

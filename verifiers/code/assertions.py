@@ -135,9 +135,20 @@ def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str],
     return out
 
 
-def _free_call_names(shadowed: frozenset[str]) -> Callable[[str], str | None]:
-    """Calls to names the test neither binds nor gets from Python are calls into the candidate's module."""
-    return lambda name: None if name in shadowed or name in _PYTHON_BUILTINS else name
+def _free_call_names(shadowed: frozenset[str], program_builtins: frozenset[str]) -> Callable[[str], str | None]:
+    """Calls to names the test neither binds nor gets from Python are calls into the candidate's module; so are
+    calls to builtin names that the program itself defines (`program_builtins`, e.g. a task function named `max`)."""
+    return lambda name: None if name in shadowed or (name in _PYTHON_BUILTINS and name not in program_builtins) else name
+
+
+def program_builtin_names(program: str | None) -> frozenset[str]:
+    """The builtin names (`max`, `filter`, ...) a Python program defines at its top level; usually none."""
+    try:
+        tree = ast.parse(program or "")
+    except (SyntaxError, ValueError):
+        return frozenset()
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return frozenset(defined & _PYTHON_BUILTINS)
 
 
 def _parse(code: str, what: str) -> ast.Module:
@@ -148,7 +159,7 @@ def _parse(code: str, what: str) -> ast.Module:
 
 
 @functools.lru_cache(maxsize=4096)  # a GRPO group scores many completions against the same tests
-def convert_assert_code(code: str) -> tuple[Conversion, str | None]:
+def convert_assert_code(code: str, program_builtins: frozenset[str] = frozenset()) -> tuple[Conversion, str | None]:
     """An MBPP-style assert line (or a few statements): the conversion and the residual code, if any.
 
     Cached: callers must not mutate what comes back."""
@@ -156,7 +167,7 @@ def convert_assert_code(code: str) -> tuple[Conversion, str | None]:
     shadowed = bound_names(tree)
     if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
         raise PlanError("the assert code holds no assertion")
-    conversion = convert_statements(tree.body, _free_call_names(shadowed), shadowed)
+    conversion = convert_statements(tree.body, _free_call_names(shadowed, program_builtins), shadowed)
     residual = None
     if conversion.residual:
         # Statements run in order, so keep everything before the last residual one (imports, assignments).
@@ -169,7 +180,8 @@ def _converted(stmt: ast.stmt, conversion: Conversion) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def convert_humaneval(test_code: str, entry_point: str) -> tuple[Conversion, dict[str, str] | None]:
+def convert_humaneval(test_code: str, entry_point: str,
+                      program_builtins: frozenset[str] = frozenset()) -> tuple[Conversion, dict[str, str] | None]:
     """HumanEval's test module: asserts of check() convert; the rest becomes a residual check() run in the jail."""
     tree = _parse(test_code, "the test code")
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
@@ -178,7 +190,7 @@ def convert_humaneval(test_code: str, entry_point: str) -> tuple[Conversion, dic
     check = checks[0]
     parameter = check.args.args[0].arg
     shadowed = bound_names(tree)
-    free = _free_call_names(shadowed)
+    free = _free_call_names(shadowed, program_builtins)
 
     def candidate_fn(name: str) -> str | None:
         return entry_point if name == parameter else free(name)

@@ -62,8 +62,10 @@ def _where(hidden: bool, position: int) -> str:
     return f"{'hidden_tests' if hidden else 'tests'}[{position}]"
 
 
-def build_plan(item: CodeItem) -> Plan:
-    """Raises PlanError naming the bad test; a hidden test is named by its position only."""
+def build_plan(item: CodeItem, program_builtins: frozenset[str] = frozenset()) -> Plan:
+    """Raises PlanError naming the bad test; a hidden test is named by its position only.
+
+    program_builtins: builtin names the program defines itself; calls to them in assertions are calls into it."""
     call_units: list[CallUnit] = []
     stdio_units: list[StdioUnit] = []
     tests = [(False, i, t) for i, t in enumerate(item.tests)] + [(True, i, t) for i, t in enumerate(item.hidden_tests)]
@@ -78,7 +80,7 @@ def build_plan(item: CodeItem) -> Plan:
             raise PlanError(f"{_where(hidden, position)}: {test.type} tests need language python; "
                             f"{item.language} programs take stdio tests")
         try:
-            call_units.append(_call_unit(test, index, hidden, position, limit))
+            call_units.append(_call_unit(test, index, hidden, position, limit, program_builtins))
         except PlanError as exc:
             # The message of a hidden test's problem could quote it; name the position only.
             raise PlanError(f"{_where(hidden, position)}: " + ("the test is malformed" if hidden else str(exc))) from None
@@ -86,16 +88,16 @@ def build_plan(item: CodeItem) -> Plan:
 
 
 def _call_unit(test: CallTest | AssertTest | HumanEvalTest, index: int, hidden: bool, position: int,
-               limit: float) -> CallUnit:
+               limit: float, program_builtins: frozenset[str]) -> CallUnit:
     if isinstance(test, CallTest):
         call = Call(test.fn, tuple(test.args), dict(test.kwargs))
         return CallUnit(index, hidden, f"call test {position} ({test.fn})", limit, [call],
                         [ExpectedValue(0, test.expected, test.float_tol)])
     if isinstance(test, AssertTest):
-        conversion, residual_code = convert_assert_code(test.code)
+        conversion, residual_code = convert_assert_code(test.code, program_builtins)
         residual = {"kind": "assert", "code": residual_code} if residual_code else None
         label = f"assert test {position}"
     else:
-        conversion, residual = convert_humaneval(test.test, test.entry_point)
+        conversion, residual = convert_humaneval(test.test, test.entry_point, program_builtins)
         label = f"check test {position} ({test.entry_point})"
     return CallUnit(index, hidden, label, limit, conversion.calls, list(conversion.asserts), residual)
