@@ -1,0 +1,159 @@
+"""`groupscore score` and the batch scorer under it: order kept, every line answered, bad lines isolated."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from groupscore.verifiers import batch, registry
+from groupscore.verifiers.math.item import MathItem
+from groupscore.verifiers.schema import Status
+
+RECORD_FIELDS = {"id", "reward", "status", "extracted", "reason"}
+
+
+def math_line(item_id, completion, answer) -> str:
+    return json.dumps({"id": item_id, "verifier": "math", "completion": completion, "answer": answer})
+
+
+def run_cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "groupscore", "score", *args],
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
+def read_records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_cli_scores_good_lines_and_answers_each_bad_line_with_its_number(tmp_path):
+    source = tmp_path / "in.jsonl"
+    with source.open("wb") as f:
+        f.write((math_line("good-1", "So the answer is \\boxed{42}.", "42") + "\n").encode())
+        f.write(b"{this is not json\n")
+        f.write(b"\n")  # blank lines are skipped, not errors
+        f.write(b'{"id": "no-answer-field", "verifier": "math", "completion": "x"}\n')
+        f.write(b'{"id": "bad-kind", "verifier": "poetry", "completion": "x"}\n')
+        f.write(b"\xff\xfe\xfa not utf-8\n")
+        f.write((math_line("good-2", "#### 17", "18") + "\n").encode())
+    out = tmp_path / "out.jsonl"
+    done = run_cli(str(source), "-o", str(out), "-j", "1")
+    assert done.returncode == 1, done.stderr  # some lines were bad
+    records = read_records(out)
+    assert [r["id"] for r in records] == ["good-1", None, "no-answer-field", "bad-kind", None, "good-2"]
+    for record in records:
+        assert RECORD_FIELDS <= record.keys()
+        assert 0.0 <= record["reward"] <= 1.0
+    assert records[0]["status"] == "correct" and records[0]["reward"] == 1.0 and records[0]["extracted"] == "42"
+    assert records[-1]["status"] == "incorrect" and records[-1]["reward"] == 0.0
+    bad = records[1:5]
+    assert [r["line"] for r in bad] == [2, 4, 5, 6]
+    assert all(r["status"] == "error" and r["reward"] == 0.0 for r in bad)
+    assert "invalid JSON" in bad[0]["reason"]
+    assert "answer" in bad[1]["reason"] and "Field required" in bad[1]["reason"]
+    assert "poetry" in bad[2]["reason"]
+    assert "line" not in records[0]
+    assert "6 items" in done.stderr
+
+
+def test_cli_keeps_input_order_across_workers_and_writes_stdout_without_o(tmp_path):
+    source = tmp_path / "in.jsonl"
+    # Mixed costs (plain numbers, symbolic forms) so that chunks finish out of order on two workers.
+    lines = []
+    for i in range(300):
+        if i % 3 == 0:
+            lines.append(math_line(f"item-{i}", f"The answer is \\boxed{{{i}}}.", str(i)))
+        elif i % 3 == 1:
+            lines.append(math_line(f"item-{i}", f"\\boxed{{\\frac{{{i}}}{{2}}}}", f"{i / 2}"))
+        else:
+            lines.append(math_line(f"item-{i}", f"\\boxed{{\\sqrt{{{i}}}+1}}", f"1+\\sqrt{{{i}}}"))
+    source.write_text("\n".join(lines) + "\n")
+    done = run_cli(str(source), "-j", "2", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in records] == [f"item-{i}" for i in range(300)]
+    assert all(r["status"] == "correct" for r in records), [r for r in records if r["status"] != "correct"][:3]
+
+
+def test_cli_missing_input_is_one_clear_line(tmp_path):
+    done = run_cli(str(tmp_path / "nowhere.jsonl"))
+    assert done.returncode == 2
+    assert "nowhere.jsonl" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_score_jsonl_in_process_matches_score_batch(tmp_path):
+    items = [{"id": i, "verifier": "math", "completion": f"Final answer: {i % 7}", "answer": "3"} for i in range(40)]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(item) + "\n" for item in items))
+    out = tmp_path / "out.jsonl"
+    assert batch.score_jsonl(source, out, workers=2, progress=False) == 0
+    from_file = [(r["id"], r["status"], r["reward"]) for r in read_records(out)]
+    from_batch = [(v.id, v.status.value, v.reward) for v in batch.score_batch(items, workers=2)]
+    assert from_file == from_batch
+    assert [status for _, status, _ in from_file].count("correct") == sum(1 for i in range(40) if i % 7 == 3)
+
+
+def test_score_batch_takes_models_dicts_and_json_and_isolates_invalid_ones():
+    raws = [
+        MathItem(id="model", completion="\\boxed{5}", answer="5"),
+        {"id": "dict", "verifier": "math", "completion": "\\boxed{6}", "answer": "6"},
+        math_line("json", "\\boxed{7}", "8"),
+        {"id": "bad", "verifier": "math", "completion": "\\boxed{6}"},
+        "[1, 2",
+        {"id": "tolerance", "verifier": "math", "completion": "1", "answer": "1", "rel_tol": 5},
+    ]
+    verdicts = batch.score_batch(raws, workers=2)
+    assert [v.id for v in verdicts] == ["model", "dict", "json", "bad", None, "tolerance"]
+    assert [v.status for v in verdicts[:3]] == [Status.correct, Status.correct, Status.incorrect]
+    assert verdicts[3].status is Status.error and "answer: Field required" in verdicts[3].reason
+    assert verdicts[4].status is Status.error and "invalid JSON" in verdicts[4].reason
+    assert verdicts[5].status is Status.error and "rel_tol" in verdicts[5].reason
+
+
+def test_score_batch_rejects_a_worker_count_below_one():
+    with pytest.raises(ValueError, match="at least 1"):
+        batch.score_batch([], workers=0)
+
+
+# A scorer that raises, registered in place of the math scorer for one test (scored in this process).
+def exploding_scorer(item):
+    raise ZeroDivisionError("scorer bug")
+
+
+def test_a_raising_scorer_costs_only_its_item(monkeypatch):
+    kind = registry.KINDS["math"]
+    monkeypatch.setitem(registry.KINDS, "math", registry.VerifierKind(
+        kind.name, kind.item_model, f"{__name__}:exploding_scorer", kind.summary))
+    verdict = batch.score_one({"id": "x", "verifier": "math", "completion": "1", "answer": "1"})
+    assert verdict.status is Status.error and verdict.id == "x"
+    assert "ZeroDivisionError: scorer bug" in verdict.reason
+
+
+# Chunk functions for the dispatcher: one entry kills its worker, another hangs.
+def doubled_or_die(entries):
+    if 13 in entries:
+        os._exit(9)
+    if 29 in entries:
+        import time
+        time.sleep(60)
+    return [2 * e for e in entries]
+
+
+def test_a_worker_dying_or_hanging_on_one_entry_costs_only_that_entry(monkeypatch):
+    monkeypatch.setattr(batch, "CHUNK_GUARD_BASE_S", 1.0)
+    monkeypatch.setattr(batch, "CHUNK_GUARD_PER_ITEM_S", 0.1)
+    monkeypatch.setattr(batch, "ITEM_GUARD_S", 2.0)
+    results = [r for part in batch._map_chunks(doubled_or_die, lambda entry, reason: (entry, reason),
+                                                range(40), workers=2, chunk=8) for r in part]
+    assert len(results) == 40
+    for entry, result in enumerate(results):
+        if entry == 13:
+            assert result[0] == 13 and "WorkerCrashed" in result[1]
+        elif entry == 29:
+            assert result[0] == 29 and "BudgetExceeded" in result[1]
+        else:
+            assert result == 2 * entry
