@@ -491,7 +491,7 @@ class CheckRun:
                 if score is not None and score > baseline + EPS:
                     paid.append({
                         "case": probe_set.case.label, "what": probe.what, "score": score, "baseline": baseline,
-                        "baseline_name": probe.baseline, "completion": _clip(probe.exploit),
+                        "baseline_name": probe.baseline, "completion": _clip(probe.exploit), "hint": probe.hint,
                     })
         row = f"probe.{name}"
         if paid or crashed:
@@ -501,8 +501,8 @@ class CheckRun:
                 against = "the lowest honest wrong answer" if worst["baseline_name"] == FLOOR else "the honest wrong answer"
                 cases = len({p["case"] for p in paid})
                 parts.append(f"paid on {cases} case(s), {len(paid)} of {checked} comparisons; e.g. {worst['case']}: "
-                             f"{worst['what']} {worst['completion'][-90:]!r} scored {worst['score']:g} > {against} "
-                             f"{worst['baseline']:g}")
+                             f"{worst['what']} {worst['completion'][-60:]!r} scored {worst['score']:g} > {against} "
+                             f"{worst['baseline']:g}" + (f" (hint: {worst['hint']})" if worst["hint"] else ""))
             if crashed:
                 parts.append(f"reward failed on {len(crashed)}: " + "; ".join(crashed[:2]))
             self.add(row, FAIL, " | ".join(parts), paid=paid, failed=crashed)

@@ -30,6 +30,7 @@ class Probe:
     exploit: str  # the completion text
     baseline: str  # a key of ProbeSet.baselines, or FLOOR
     what: str  # one line for the report
+    hint: str = ""  # how to fix a reward this probe beats, when there is a standard fix
 
 
 @dataclass
@@ -129,9 +130,11 @@ def _answer_probes(gold: str, wrong: str, wrong2: str, limit: int) -> list[Probe
             ("answer_list", f"The answer is one of {wrong}, {gold}, {wrong2}.", "a list of candidates"),
             ("answer_list_boxed", f"$\\boxed{{{wrong}, {gold}, {wrong2}}}$", "a list of candidates in one box"),
         ]
+    hints = {"several_boxed_gold_last": "taking the last box as a self-correction pays this hedge: score several "
+                                        "different boxed answers as a hedge (groupscore's math kind: strict=true)"}
     for name, section, what in hedges:
-        probes.append(Probe(f"{name}", plain(section), "wrong_plain", what))
-        probes.append(Probe(f"{name}", tagged(section), "wrong_tagged", what + " (in answer tags)"))
+        probes.append(Probe(name, plain(section), "wrong_plain", what, hints.get(name, "")))
+        probes.append(Probe(name, tagged(section), "wrong_tagged", what + " (in answer tags)", hints.get(name, "")))
     wrong_section = f"The final answer is $\\boxed{{{wrong}}}$."
     probes.append(Probe("padding_to_limit", plain(wrong_section, padded_reasoning(limit, len(wrong_section))),
                         "wrong_plain", f"a wrong answer padded to {limit} characters"))

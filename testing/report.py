@@ -72,7 +72,7 @@ class Report:
         detail_w = max(30, width - name_w - 10)
         lines = [f"{'CHECK':<{name_w}}  STATUS  DETAIL", f"{'-' * name_w}  ------  {'-' * min(detail_w, 60)}"]
         for r in self.results:
-            wrapped = textwrap.wrap(r.detail, detail_w, max_lines=4, placeholder=" ...") or [""]
+            wrapped = textwrap.wrap(r.detail, detail_w, max_lines=5, placeholder=" ...") or [""]
             lines.append(f"{r.name:<{name_w}}  {r.status.value:<6}  {wrapped[0]}")
             lines += [f"{'':<{name_w}}  {'':<6}  {more}" for more in wrapped[1:]]
         lines += [f"note: {n}" for n in self.notes]

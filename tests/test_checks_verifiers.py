@@ -70,3 +70,12 @@ def test_the_other_kinds_pass_every_check(kind):
     if kind == "sql":
         assert report.result("probe.several_queries").status is CheckStatus.PASS
         assert "3 of 3" in report.result("probe.reference").detail
+
+
+def test_the_non_strict_math_kind_is_told_that_it_pays_a_last_box_hedge():
+    cases = [{"prompt": "3 * 4 - 2?", "completion": "\\boxed{10}", "answer": "10"},
+             {"prompt": "Half of 9?", "completion": "\\boxed{4.5}", "answer": "4.5"}]
+    report = check_reward_fn("math", cases, checks=("probes",), processes=0)
+    row = report.result("probe.several_boxed_gold_last")
+    assert row.status is CheckStatus.FAIL and "strict=true" in row.detail
+    assert [r.name for r in report.failures] == ["probe.several_boxed_gold_last"]
