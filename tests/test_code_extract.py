@@ -15,6 +15,7 @@ def test_first_and_longest_choices():
     assert extract_program(text, ExtractionConfig("python", block="first")) == "a = 1\nb = 2\n"
     assert extract_program(text, ExtractionConfig("python", block="longest")) == "a = 1\nb = 2\n"
     assert extract_program(text, ExtractionConfig("python", block="last")) == "c = 3\n"
+    assert extract_program(text, ExtractionConfig("python", block="all")) == "a = 1\nb = 2\n\nc = 3\n"
 
 
 def test_blocks_of_other_languages_are_ignored():

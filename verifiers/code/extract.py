@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Language = Literal["python", "c", "cpp"]
-BlockChoice = Literal["last", "first", "longest"]
+BlockChoice = Literal["last", "first", "longest", "all"]
 
 # Info-string words (lowercased) that name each language; an untagged fence counts for any language.
 LANGUAGE_TAGS: dict[str, frozenset[str]] = {
@@ -77,6 +77,8 @@ def extract_program(completion: str, config: ExtractionConfig = ExtractionConfig
     if chosen:
         if config.block == "first":
             code = chosen[0].code
+        elif config.block == "all":  # a solution split over several blocks (helpers, then the function)
+            code = "\n".join(b.code for b in chosen)
         elif config.block == "longest":
             code = max(chosen, key=lambda b: len(b.code)).code  # max keeps the first of equal lengths
         else:

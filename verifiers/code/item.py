@@ -50,7 +50,8 @@ class CodeItem(ItemBase):
     language: Literal["python", "c", "cpp"] = "python"
     tests: list[CodeTest] = Field(default_factory=list, description="Public tests.")
     hidden_tests: list[CodeTest] = Field(default_factory=list, description="Only counts of these ever leave the verifier.")
-    block: Literal["last", "first", "longest"] = Field(default="last", description="Which fenced block of the language is the program.")
+    block: Literal["last", "first", "longest", "all"] = Field(
+        default="last", description="Which fenced block of the language is the program ('all': every one, in order).")
     prompt: str | None = Field(default=None, description="Prepended to the program (HumanEval-style completions of a function body).")
     time_limit_s: float = Field(default=5.0, gt=0.0, le=60.0, description="Per-test wall-clock limit.")
     memory_mb: int = Field(default=512, ge=16, le=16384)
