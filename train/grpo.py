@@ -192,7 +192,7 @@ def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], c
     group_log = JsonlWriter(run_dir / "groups.jsonl")
     service_reward = ServiceReward(scorer, cfg.num_generations, overlap=cfg.overlap_scoring)
     trainer = ServiceGRPOTrainer(
-        model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed), train_dataset=grpo_dataset(train_tasks),
+        model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed, hardware.num_processes), train_dataset=grpo_dataset(train_tasks),
         processing_class=tokenizer, peft_config=peft_config, service_reward=service_reward, group_log=group_log,
     )
     trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
@@ -214,8 +214,12 @@ def materialize(checkpoint: Path, base_model: str) -> Path:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from groupscore.train.hardware import barrier, is_main_process
+
     merged_dir = checkpoint / "merged"
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_model), checkpoint)
-    model.merge_and_unload().save_pretrained(merged_dir)
-    AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged_dir)
+    if is_main_process():
+        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_model), checkpoint)
+        model.merge_and_unload().save_pretrained(merged_dir)
+        AutoTokenizer.from_pretrained(checkpoint).save_pretrained(merged_dir)
+    barrier()
     return merged_dir

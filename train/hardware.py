@@ -8,10 +8,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Hardware:
-    device: str  # "cuda" or "cpu"
+    device: str  # "cpu", or this process's GPU ("cuda:0", "cuda:1" under `accelerate launch`)
     precision: str  # "bf16", "fp16" or "fp32"
     threads: int
     use_vllm: bool
+    num_processes: int = 1  # > 1 under `accelerate launch` on several GPUs
+    is_main: bool = True  # the process that writes files and prints progress
 
     @property
     def torch_dtype(self):
@@ -23,6 +25,10 @@ class Hardware:
         """The precision flags transformers' TrainingArguments (and TRL's configs) expect."""
         return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16",
                 "use_cpu": self.device == "cpu"}
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
 
 
 def _cpu_count() -> int:
@@ -37,6 +43,7 @@ def pick_hardware(device: str = "auto", precision: str = "auto", threads: int | 
     import importlib.util
 
     import torch
+    from accelerate import PartialState
 
     has_cuda = torch.cuda.is_available()
     if device == "cuda" and not has_cuda:
@@ -51,4 +58,18 @@ def pick_hardware(device: str = "auto", precision: str = "auto", threads: int | 
         raise ValueError("grpo.use_vllm: true needs a GPU and the vllm package")
     threads = threads or _cpu_count()
     torch.set_num_threads(threads)
-    return Hardware(device, precision, threads, use_vllm=bool(use_vllm) and device == "cuda" and vllm_installed)
+    state = PartialState(cpu=device == "cpu")  # reads the process layout `accelerate launch` set up, if any
+    return Hardware(str(state.device) if device == "cuda" else "cpu", precision, threads,
+                    use_vllm=bool(use_vllm) and device == "cuda" and vllm_installed,
+                    num_processes=state.num_processes, is_main=state.is_main_process)
+
+
+def barrier() -> None:
+    """Wait for every process (a no-op in a single process), e.g. after the main one wrote a model folder."""
+    from accelerate import PartialState
+
+    PartialState().wait_for_everyone()
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from groupscore.train.config import TrainConfig
 from groupscore.train.evaluate import EvalResult, evaluate
-from groupscore.train.hardware import Hardware, pick_hardware
+from groupscore.train.hardware import Hardware, barrier, is_main_process, pick_hardware
 from groupscore.train.models import load_model, lora_config, resolve_model, set_offline
 from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.scoring import open_scorer
@@ -21,7 +21,8 @@ FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, 
 
 
 def say(message: str) -> None:
-    print(f"[train] {message}", flush=True)
+    if is_main_process():  # one voice under `accelerate launch`
+        print(f"[train] {message}", flush=True)
 
 
 def prepare(config: TrainConfig) -> tuple[Hardware, list[Task], list[Task]]:
@@ -68,9 +69,10 @@ def preflight(model_path: str, tasks: list[Task], config: TrainConfig, hardware:
 def run(config: TrainConfig) -> dict:
     started = time.perf_counter()
     run_dir = config.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
     hardware, train_tasks, eval_tasks = prepare(config)
+    if hardware.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
     say(f"{hardware.device} ({hardware.precision}, {hardware.threads} threads); {len(train_tasks)} train / "
         f"{len(eval_tasks)} held-out tasks; run folder {run_dir}")
     summary: dict = {"run_dir": str(run_dir), "device": hardware.device, "precision": hardware.precision,
@@ -119,13 +121,18 @@ def run(config: TrainConfig) -> dict:
         if config.merge is not None:
             from groupscore.train.merge import merge_weights
 
-            merged = merge_weights(Path(selected), Path(cold_start_path), config.merge.ratio, run_dir / "merged")
+            merged = run_dir / "merged"
+            if hardware.is_main:
+                merge_weights(Path(selected), Path(cold_start_path), config.merge.ratio, merged)
+            barrier()
             entry = {"model": str(merged), "ratio": config.merge.ratio}
             if config.eval is not None:
                 entry["eval"] = evaluate_folder(merged, eval_tasks, config, hardware, scorer,
                                                 config.seed + FINAL_EVAL_SEED_OFFSET).as_dict()
             summary["stages"]["merge"] = entry
     summary["selected_model"] = selected
+    if not hardware.is_main:
+        return summary
     summary["plots"] = plot_run(run_dir, metrics, evals) if config.grpo is not None else {}
     summary["logs"] = {name: str(run_dir / f"{name}.jsonl") for name in ("groups", "metrics")
                        if (run_dir / f"{name}.jsonl").exists()}

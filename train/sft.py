@@ -36,7 +36,10 @@ def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Har
     print(f"[train] sft: {result.global_step} steps in {result.metrics['train_runtime']:.1f} s, loss "
           f"{losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
     final = out_dir / "final"
-    merged = trainer.model.merge_and_unload() if peft_config is not None else trainer.model
-    merged.save_pretrained(final)
-    tokenizer.save_pretrained(final)
+    if trainer.accelerator.is_main_process:
+        merged = trainer.accelerator.unwrap_model(trainer.model)
+        merged = merged.merge_and_unload() if peft_config is not None else merged
+        merged.save_pretrained(final)
+        tokenizer.save_pretrained(final)
+    trainer.accelerator.wait_for_everyone()  # other processes read the folder next
     return final
