@@ -19,7 +19,7 @@ from groupscore.service.dispatch import Dispatcher
 from groupscore.service.groups import group_stats
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.models import (GroupsRequest, GroupsResponse, ScoreRequest, ScoreResponse, VerifierInfo,
-                                       VerifiersResponse)
+                                       VerifiersResponse, item_component_schemas)
 from groupscore.service.pool import QueueFull, ScoringPool
 from groupscore.service.routing import OffloadingRoute, encode_json
 from groupscore.service.settings import Settings
@@ -238,6 +238,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return {"pids": pool.worker_pids()}
 
     app.include_router(protocols.router)
+
+    def openapi_with_item_schemas() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in item_component_schemas().items():
+                components.setdefault(name, definition)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi_with_item_schemas  # type: ignore[method-assign]
     known = frozenset(route.path for route in app.routes if hasattr(route, "path"))
     app.add_middleware(Gatekeeper, settings=settings, metrics=metrics, known_paths=known)
     return app

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema
 
 from groupscore.verifiers.composite import RewardSpec
+from groupscore.verifiers.registry import KINDS, Item
 from groupscore.verifiers.schema import ItemId, Verdict
 
 # Items are validated one by one (a bad item gets an error verdict, the rest are scored), so the body model takes
-# any JSON value per item; the documented schema is still the registry's item union.
-RawItem = Annotated[Any, WithJsonSchema({"type": "object", "description": "An item of any registered verifier kind "
-                                         "(see GET /v1/verifiers for each kind's schema)."})]
+# any JSON value per item; the documented schema is still the registry's item union (its models are added to the
+# OpenAPI components by `item_component_schemas`).
+ITEM_SCHEMA_REF = "#/components/schemas/{model}"
+RawItem = Annotated[Any, WithJsonSchema({
+    "oneOf": [{"$ref": ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)} for kind in KINDS.values()],
+    "discriminator": {"propertyName": "verifier",
+                      "mapping": {name: ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)
+                                  for name, kind in KINDS.items()}},
+    "description": "An item of a registered verifier kind; one that does not validate gets an error verdict.",
+})]
+
+
+def item_component_schemas() -> dict[str, Any]:
+    """The item models (and the models they use) as OpenAPI component schemas, for RawItem's references."""
+    return TypeAdapter(Item).json_schema(ref_template=ITEM_SCHEMA_REF).get("$defs", {})
 
 
 class ScoreRequest(BaseModel):
