@@ -73,8 +73,9 @@ def test_the_other_kinds_pass_every_check(kind):
 
 
 def test_the_non_strict_math_kind_is_told_that_it_pays_a_last_box_hedge():
-    cases = [{"prompt": "3 * 4 - 2?", "completion": "\\boxed{10}", "answer": "10"},
-             {"prompt": "Half of 9?", "completion": "\\boxed{4.5}", "answer": "4.5"}]
+    cases = [{"prompt": "Sam had three bags of four apples and ate two. How many are left?", "completion": "\\boxed{10}",
+              "answer": "10"},
+             {"prompt": "What is half of nine?", "completion": "\\boxed{4.5}", "answer": "4.5"}]
     report = check_reward_fn("math", cases, checks=("probes",), processes=0)
     row = report.result("probe.several_boxed_gold_last")
     assert row.status is CheckStatus.FAIL and "strict=true" in row.detail
