@@ -172,7 +172,9 @@ def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
         mounts=tuple(mounts),
         tmpfs_mb=limits.tmpfs_mb,
         env=env,
-        rlimits=Rlimits(address_space_mb=limits.address_space_mb, cpu_s=limits.cpu_seconds,
+        # With a cgroup memory limit, RLIMIT_AS only stops a runaway mapping; without one it is the bound.
+        rlimits=Rlimits(address_space_mb=limits.address_space_mb if cg.memory else limits.memory_mb + 128,
+                        cpu_s=limits.cpu_seconds,
                         file_size_mb=max(1, math.ceil(limits.max_file_bytes / (1 << 20))),
                         open_files=limits.max_open_files, processes=limits.max_processes + 1),  # +1: init
         cgroup=cg.describe(),
@@ -211,6 +213,7 @@ def _render(policy: Policy) -> str:
         iface_no_lo=True,
         rlimit_as=r.address_space_mb, rlimit_cpu=r.cpu_s, rlimit_fsize=r.file_size_mb,
         rlimit_nofile=r.open_files, rlimit_nproc=r.processes, rlimit_core=r.core_mb,
+        rlimit_nproc_type=RLimitType.VALUE,  # nsjail would otherwise keep the current soft limit
         rlimit_stack=r.stack_mb, rlimit_stack_type=RLimitType.VALUE,
         mount=[_mount_pt(m) for m in policy.mounts],
         seccomp_string=[policy.seccomp_kafel],

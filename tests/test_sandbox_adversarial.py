@@ -763,3 +763,32 @@ def test_run_result_round_trips_through_json():
     r, _ = jailed("open('out.bin', 'wb').write(bytes(range(256)))\nprint('x')", collect=["out.bin"])
     again = RunResult.model_validate_json(r.model_dump_json())
     assert again == r and again.files["out.bin"] == bytes(range(256))
+
+
+@destructive
+def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
+    """Hosts where we cannot make cgroups: the result says so, and rlimits hold the line."""
+    from groupscore.sandbox import runner
+    from groupscore.sandbox.cgroups import CgroupSupport, SlotPool
+    from groupscore.sandbox.policy import build_policy
+
+    none = CgroupSupport(None, False, False, {}, "test: no cgroups")
+    monkeypatch.setattr(runner, "_POOL", SlotPool(none))
+    tool = toolchain("python")
+    limits = Limits(wall_time_s=4, memory_mb=128, max_processes=16)
+    policy = build_policy(tool, limits, cgroups=none)
+    assert policy.cgroup == "none: test: no cgroups" and policy.cgroup_memory_mb is None
+    assert policy.rlimits.address_space_mb == 128 + 128
+
+    def go(code: str):
+        out, _, _ = runner._execute(tool, policy, {"main.py": (PRELUDE + code).encode()},
+                                    [tool.executable, "main.py"], b"", limits, [])
+        return runner._classify(out, limits)[0], out
+
+    status, out = go("a = []\nwhile True: a.append(bytearray(8 << 20))")
+    assert status is Status.MEMORY_LIMIT and b"MemoryError" in out.stderr
+    status, out = go("n = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n"
+                     "        n += 1\nexcept OSError as e:\n    print(n, name(e))\n")
+    n, err = out.stdout.decode().split()
+    assert status is Status.OK and err == "EAGAIN" and int(n) < 16
+    assert runner.cgroup_note() == "none: test: no cgroups"

@@ -77,6 +77,9 @@ def test_rlimits_follow_the_limits(policy):
     assert r.address_space_mb >= 300
     text = policy.nsjail_config_text()
     assert "rlimit_cpu: 3" in text and "rlimit_nofile: 50" in text and "rlimit_nproc: 21" in text
+    for name in ("as", "cpu", "fsize", "nofile", "nproc", "stack"):  # a number, not "keep the current limit"
+        assert f"rlimit_{name}_type: SOFT" not in text and f"rlimit_{name}_type: HARD" not in text
+    assert "rlimit_nproc_type: VALUE" in text
 
 
 def test_cgroup_limits_are_stated_or_said_to_be_missing():
