@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from groupscore.testing import assert_handles, assert_not_hackable, strategies
 from groupscore.testing.edges import MB, edge_completions
