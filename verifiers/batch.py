@@ -149,8 +149,19 @@ def _batch_pool(size: int) -> bounded.WorkerPool:
     """The batch pool of this size, kept for the life of the process so that later batches start at once."""
     with _pools_lock:
         if size not in _pools:
-            _pools[size] = bounded.PerProcess(partial(bounded.WorkerPool, size))
+            _pools[size] = bounded.PerProcess(partial(_started_pool, size))
         return _pools[size].get()
+
+
+def _started_pool(size: int) -> bounded.WorkerPool:
+    # The pool's template imports every scorer once; the batch workers forked from it start with them loaded.
+    pool = bounded.WorkerPool(size)
+    pool.warm_up([__name__, *_scorer_modules()])
+    return pool
+
+
+def _scorer_modules() -> list[str]:
+    return [kind.scorer_path.partition(":")[0] for kind in KINDS.values()]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -220,22 +231,16 @@ _prepared = False
 
 
 def _prepare_worker() -> None:
-    """Once per batch worker: start its own bounded pool and import every kind's scorer there and here."""
+    """Once per batch worker: start the worker's own bounded pool (math's sympy step runs there) before any item."""
     global _prepared
     if _prepared:
         return
     _prepared = True
     os.environ.setdefault(bounded.SIZE_ENV, NESTED_BOUNDED_WORKERS)
-    scorer_modules = [kind.scorer_path.partition(":")[0] for kind in KINDS.values()]
     try:
-        bounded.warm_up(scorer_modules)
+        bounded.warm_up(_scorer_modules())
     except Exception:  # noqa: BLE001 - the pool starts on first use instead; only the first item pays for it
         pass
-    for name in scorer_modules:
-        try:
-            __import__(name)
-        except Exception:  # noqa: BLE001 - a kind that cannot load fails loudly on its own items
-            pass
 
 
 # ----------------------------------------------------------------------------------------------------------------------
