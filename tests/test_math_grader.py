@@ -156,6 +156,14 @@ def test_peer_mistakes_come_out_right(completion, gold, correct):
         (r"\text{Monday}", "Tuesday", False),
         ("x - x + 2", "2", True),
         ("3x", "3", False),
+        (r"0.\overline{3}", r"\frac13", True),
+        (r"f^{-1}(x) = 2x+1", "2x+1", True),
+        (r"\angle A = 40^\circ", "40", True),
+        ("x=2, y=3", "(2,3)", True),
+        ("-1 < x < 1", "(-1, 1)", True),
+        (r"\tan\theta", r"\frac{\sin\theta}{\cos\theta}", True),
+        (r"\frac{x+1}{x-1}", r"\frac{x-1}{x+1}", False),
+        ("3.14", r"\pi", False),
     ],
 )
 def test_answer_spellings_beyond_numbers(pred, gold, expected):

@@ -41,6 +41,7 @@ _THOUSANDS_COMMA = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _THOUSANDS_SPACE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _MIXED_LATEX = re.compile(r"(?<![\d.}^_a-zA-Z\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
 _MIXED_PLAIN = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_REPEATING = re.compile(r"(\d*)\.(\d*)\\overline\{(\d{1,12})\}")
 _LEADING_DOT = re.compile(r"(?<![\d.])\.(\d)")
 _DECIMAL = re.compile(r"\d+\.\d*")
 _RELATIONS = (
@@ -124,6 +125,14 @@ def _mixed_plain(match: re.Match[str]) -> str:
     return rf"{sign}\frac{{{whole * den + num}}}{{{den}}}"
 
 
+def _repeating_decimal(match: re.Match[str]) -> str:
+    """`0.1\\overline{6}` -> `\\frac{1}{6}`: the exact value a repeating decimal denotes."""
+    whole, fixed, cycle = match.group(1) or "0", match.group(2), match.group(3)
+    value = Fraction(int(whole)) + Fraction(int(fixed or "0"), 10 ** len(fixed)) + Fraction(
+        int(cycle), (10 ** len(cycle) - 1) * 10 ** len(fixed))
+    return rf"\frac{{{value.numerator}}}{{{value.denominator}}}" if value.denominator != 1 else str(value.numerator)
+
+
 def _trim_decimal(match: re.Match[str]) -> str:
     text = match.group(0)
     whole, _, frac = text.partition(".")
@@ -203,6 +212,7 @@ def normalize(answer: str) -> str:
         text = _SCIENTIFIC.sub(lambda m: rf"{m.group(1)}\times10^{{{int(m.group(2))}}}", text)
     text = _MIXED_LATEX.sub(_mixed_latex, text)
     text = _MIXED_PLAIN.sub(_mixed_plain, text)
+    text = _REPEATING.sub(_repeating_decimal, text)
     text = _LEADING_DOT.sub(r"0.\1", text)
     text = _DECIMAL.sub(_trim_decimal, text)
     text = _BRACE_SINGLE.sub(r"\1\2", text)

@@ -69,7 +69,8 @@ class Matrix:
 Node = Expr | Choice | Relation | Items | Interval | Union | Matrix
 
 _VARIABLE = re.compile(r"[a-zA-Z](?:_\{?\w+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega|sigma|tau)")
-_FUNCTION_OF = re.compile(r"[a-zA-Z]\([a-zA-Z]\)")
+# `f(x) =`, `f^{-1}(x) =`, `\angle ABC =`, `m\angle A =`: a name for the value on the right.
+_FUNCTION_OF = re.compile(r"[a-zA-Z](?:\^\{?-1\}?)?\([a-zA-Z]\)|m?\\angle\s*[A-Z]{1,3}")
 _VARIABLE_TUPLE = re.compile(r"\(\s*[a-zA-Z](?:_\{?\w+\}?)?(?:\s*,\s*[a-zA-Z](?:_\{?\w+\}?)?)+\s*\)")
 _PM = re.compile(r"\\(?:pm|mp)(?![a-zA-Z])")
 _CHOICE = re.compile(r"\(?([A-J])\)?")
