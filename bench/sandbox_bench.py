@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from groupscore.sandbox import Limits, Status, ensure_available, run
-from groupscore.sandbox.runner import cgroup_note
+from groupscore.sandbox.jail import cgroup_note
 from groupscore.sandbox.toolchains import toolchain
 
 PROGRAM = "import sys\nn = int(sys.stdin.readline())\nprint(sum(i * i for i in range(n)))\n"

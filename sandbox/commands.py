@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from groupscore.sandbox import Limits, SandboxUnavailable, policy_for, run
-from groupscore.sandbox.runner import DEFAULT_MAIN, cgroup_note
+from groupscore.sandbox.jail import cgroup_note
+from groupscore.sandbox.runner import DEFAULT_MAIN
 
 
 def run_file(file: Path, language: str = "python", time_limit_s: float = 5.0, memory_mb: int = 512,

@@ -197,15 +197,16 @@ for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
 def test_etc_shadow_unreadable_even_when_bind_mounted():
     """Even with /etc/shadow mounted into the jail, its real uid (nobody) cannot read it."""
     from groupscore.sandbox.policy import build_policy
-    from groupscore.sandbox.runner import _classify, _execute
+    from groupscore.sandbox.classify import classify
+    from groupscore.sandbox.jail import execute
 
     tool = toolchain("python")
     policy = build_policy(tool, FAST, extra_ro=("/etc/shadow",))
     assert any(m.target == "/etc/shadow" for m in policy.mounts)
     code = ("import errno\ntry:\n    open('/etc/shadow').read(); print('READ')\n"
             "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
-    out, _, _ = _execute(tool, policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", FAST, [])
-    assert _classify(out, FAST)[0] is Status.OK and out.stdout.decode().strip() == "EACCES"
+    out, _, _ = execute(tool, policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", FAST, [])
+    assert classify(out, FAST)[0] is Status.OK and out.stdout.decode().strip() == "EACCES"
 
 
 def test_host_world_readable_file_is_invisible(tmp_path):
@@ -768,12 +769,13 @@ def test_run_result_round_trips_through_json():
 @destructive
 def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     """Hosts where we cannot make cgroups: the result says so, and rlimits hold the line."""
-    from groupscore.sandbox import runner
+    from groupscore.sandbox import jail
+    from groupscore.sandbox.classify import classify
     from groupscore.sandbox.cgroups import CgroupSupport, SlotPool
     from groupscore.sandbox.policy import build_policy
 
     none = CgroupSupport(None, False, False, {}, "test: no cgroups")
-    monkeypatch.setattr(runner, "_POOL", SlotPool(none))
+    monkeypatch.setattr(jail, "_POOL", SlotPool(none))
     tool = toolchain("python")
     limits = Limits(wall_time_s=4, memory_mb=128, max_processes=16)
     policy = build_policy(tool, limits, cgroups=none)
@@ -781,9 +783,9 @@ def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     assert policy.rlimits.address_space_mb == 128 + 128
 
     def go(code: str):
-        out, _, _ = runner._execute(tool, policy, {"main.py": (PRELUDE + code).encode()},
+        out, _, _ = jail.execute(tool, policy, {"main.py": (PRELUDE + code).encode()},
                                     [tool.executable, "main.py"], b"", limits, [])
-        return runner._classify(out, limits)[0], out
+        return classify(out, limits)[0], out
 
     status, out = go("a = []\nwhile True: a.append(bytearray(8 << 20))")
     assert status is Status.MEMORY_LIMIT and b"MemoryError" in out.stderr
@@ -791,4 +793,4 @@ def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
                      "        n += 1\nexcept OSError as e:\n    print(n, name(e))\n")
     n, err = out.stdout.decode().split()
     assert status is Status.OK and err == "EAGAIN" and int(n) < 16
-    assert runner.cgroup_note() == "none: test: no cgroups"
+    assert jail.cgroup_note() == "none: test: no cgroups"

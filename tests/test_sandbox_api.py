@@ -71,7 +71,7 @@ def test_unknown_command_is_a_runtime_error_not_a_sandbox_error():
 
 
 def test_c_compile_happens_once_for_many_runs():
-    src = f"#include <stdio.h>\nint main(void){{int a; if(scanf(\"%d\",&a)!=1) return 1; printf(\"%d\\n\", a*a); return 0;}} /* unique-7731 */\n"
+    src = "#include <stdio.h>\nint main(void){int a; if(scanf(\"%d\",&a)!=1) return 1; printf(\"%d\\n\", a*a); return 0;} /* unique-7731 */\n"
     results = run_many([{"files": {"main.c": src}, "language": "c", "stdin": str(i), "limits": QUICK}
                         for i in range(4)], workers=2)
     assert [r.stdout for r in results] == ["0\n", "1\n", "4\n", "9\n"]
@@ -112,9 +112,9 @@ def test_run_dir_is_closed_to_other_local_users():
     import os
     import stat as st
 
-    from groupscore.sandbox.runner import _RunDir
+    from groupscore.sandbox.workdir import RunDir
 
-    d = _RunDir(65534, 65534) if os.geteuid() == 0 else _RunDir(os.geteuid(), os.getegid())
+    d = RunDir(65534, 65534) if os.geteuid() == 0 else RunDir(os.geteuid(), os.getegid())
     try:
         d.add_input("main.py", b"print(1)")
         d.add_collect("out.txt")

