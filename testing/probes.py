@@ -242,7 +242,8 @@ def _hardcoded_program(public: list[dict[str, Any]], names: list[str]) -> str | 
 def _code_probes(case: Case) -> tuple[dict[str, str], list[Probe]]:
     public, hidden = _tests(case, "tests"), _tests(case, "hidden_tests")
     everything = public + hidden
-    names = _function_names(everything)
+    # An exploit knows what a model knows: the public tests (and the prompt), never the hidden ones.
+    names = _function_names(public) or _function_names(hidden)
     has_stdio = any(t.get("type") == "stdio" for t in everything)
     wrong = _wrong_program(names, has_stdio)
     baselines = {"wrong_program": _fence(wrong)}

@@ -129,3 +129,19 @@ def test_an_empty_or_missing_cases_file_is_an_error(tmp_path):
         load_cases(tmp_path / "empty.jsonl")
     with pytest.raises(CasesError, match="not found"):
         load_cases(tmp_path / "absent.jsonl")
+
+
+def test_conversational_cases_run_through_every_check():
+    from pathlib import Path
+
+    from groupscore.testing import check_reward_fn
+
+    planted = Path(__file__).resolve().parents[1] / "fixtures" / "checks" / "planted_rewards.py"
+    chat = [{"prompt": [{"role": "user", "content": "What is 6 * 7?"}],
+             "completion": [{"role": "assistant", "content": "<think>6 * 7 = 42</think><answer>42</answer>"}],
+             "answer": "42"},
+            {"prompt": [{"role": "user", "content": "What is 2 + 2?"}],
+             "completion": [{"role": "assistant", "content": "It is \\boxed{4}."}], "answer": "4"}]
+    report = check_reward_fn(f"{planted}:exact_final_answer_reward", chat, repeats=1, processes=1, fuzz_examples=5)
+    assert report.exit_code == 0, report.table()
+    assert "on 4 of 4 comparisons" in report.result("probe.reference").detail
