@@ -28,7 +28,7 @@ def test_a_gil_holding_hang_is_reported_within_the_bound_and_the_worker_replaced
         outcome = caller.call([case("gil-hang")], 1.0)
         waited = time.monotonic() - start
         assert outcome.hang and not outcome.ok and "no answer within 1 s" in outcome.error
-        assert waited < 3.0
+        assert waited < 5.0  # the bound plus a kill, with room for a loaded CI machine
         assert caller.restarts == 1
         assert caller.call([case("fine")], 30.0).values[0].number == 0.5  # a fresh worker answers
 
@@ -62,7 +62,7 @@ def test_thread_caller_reports_a_sleeping_hang_on_time():
     caller = ThreadCaller(as_target(reward))
     start = time.monotonic()
     outcome = caller.call([case("sleep")], 0.5)
-    assert outcome.hang and time.monotonic() - start < 2.0
+    assert outcome.hang and time.monotonic() - start < 3.0
     assert caller.abandoned_threads == 1
     assert caller.call([case("ok")], 5.0).values[0].number == 1.0
 
