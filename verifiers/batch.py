@@ -7,9 +7,11 @@ error verdict, and a chunk whose worker dies or hangs is rescored one item at a 
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
+import pkgutil
 import sys
 import threading
 import time
@@ -161,7 +163,16 @@ def _started_pool(size: int) -> bounded.WorkerPool:
 
 
 def _scorer_modules() -> list[str]:
-    return [kind.scorer_path.partition(":")[0] for kind in KINDS.values()]
+    """Every scorer's module and its siblings (a scorer may load its heavier parts lazily, e.g. math's sympy step)."""
+    modules: dict[str, None] = {}
+    for kind in KINDS.values():
+        scorer_module = kind.scorer_path.partition(":")[0]
+        package = scorer_module.rpartition(".")[0]
+        if package != __package__:  # a kind in a package of its own
+            path = getattr(importlib.import_module(package), "__path__", [])
+            modules.update(dict.fromkeys(f"{package}.{found.name}" for found in pkgutil.iter_modules(path)))
+        modules[scorer_module] = None
+    return list(modules)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
