@@ -7,6 +7,7 @@ when the item's budget runs out; the caller never uses signals, so this works fr
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -60,12 +61,19 @@ class _SymbolicCache:
 _symbolic_cache = _SymbolicCache(SYMBOLIC_CACHE_SIZE)
 
 
-@lru_cache(maxsize=1)
 def _ensure_workers() -> None:
     """Start the bounded pool once per process, outside any item's budget: a cold start is not the item's fault."""
+    _warm_up_in(os.getpid())  # keyed by pid: a forked child has a pool of its own to start
+
+
+@lru_cache(maxsize=4)
+def _warm_up_in(pid: int) -> None:
     from groupscore.verifiers.workers import warm_up
 
-    warm_up(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
+    try:
+        warm_up(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
+    except Exception:  # noqa: BLE001 - then the first calls start their workers inside their own budgets
+        pass
 
 
 def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome | None:
