@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import cmath
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -114,13 +114,8 @@ class _Judge:
 
     def _sample_equal(self, pred: str, gold: str, names: Sequence[str]) -> Tri:
         decided_equal = True
-        for trial in range(3):
-            point = {name: complex(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial), 0.0) for k, name in enumerate(names)}
-            a, b = evaluate(pred, point), evaluate(gold, point)
-            if a is None or b is None:
-                return None
-            x, y = complex(a.value), complex(b.value)
-            if cmath.isinf(x) or cmath.isinf(y):
+        for x, y in _sampled_values(pred, gold, names, trials=3):
+            if x is None or cmath.isinf(x) or cmath.isinf(y):
                 return None
             scale = max(abs(x), abs(y), 1e-300)
             if abs(x - y) > 1e-6 * scale and abs(x - y) > 1e-9:
@@ -172,12 +167,9 @@ class _Judge:
 
     def _ratios(self, p_diff: str, g_diff: str, names: Sequence[str]) -> list[complex] | None:
         ratios = []
-        for trial in range(4):
-            point = {name: complex(_SAMPLES[(k + 3 * trial) % len(_SAMPLES)] * (1 + trial), 0.0) for k, name in enumerate(names)}
-            a, b = evaluate(p_diff, point), evaluate(g_diff, point)
-            if a is None or b is None:
+        for x, y in _sampled_values(p_diff, g_diff, names, trials=4):
+            if x is None:
                 return None
-            x, y = complex(a.value), complex(b.value)
             if abs(y) < 1e-12 or cmath.isinf(x) or cmath.isinf(y):
                 if abs(x) < 1e-12 and abs(y) < 1e-12:
                     continue
@@ -301,6 +293,18 @@ class _Judge:
                 return False
             return all3(lambda a=a, b=b: self.leaf(a, b) for a, b in zip(p_flat, g_flat))
         return all3(lambda a=a, b=b: self.leaf(a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
+
+
+def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterator[tuple[complex | None, complex]]:
+    """Both texts evaluated at the same fixed points; (None, 0) where either cannot be evaluated."""
+    for trial in range(trials):
+        point = {name: complex(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial), 0.0)
+                 for k, name in enumerate(names)}
+        va, vb = evaluate(a, point), evaluate(b, point)
+        if va is None or vb is None:
+            yield None, 0j
+            return
+        yield complex(va.value), complex(vb.value)
 
 
 def _matrix_rows(node: Node) -> tuple[tuple[str, ...], ...] | None:

@@ -81,10 +81,10 @@ _LOWER_OPS = {"<": False, "\\leq": True}  # op -> closed, when the left side is 
 _UPPER_OPS = {">": False, "\\geq": True}
 
 
-def split_top(text: str, separators: tuple[str, ...]) -> list[str]:
-    """Split at separators that sit outside every bracket; one linear pass."""
-    parts: list[str] = []
-    depth, start, i, n = 0, 0, 0, len(text)
+def _top_level(text: str, needles: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(position, needle) of every needle outside all brackets, left to right, not overlapping; one linear pass."""
+    hits: list[tuple[int, str]] = []
+    depth, i, n = 0, 0, len(text)
     while i < n:
         ch = text[i]
         if ch in "([{":
@@ -92,17 +92,21 @@ def split_top(text: str, separators: tuple[str, ...]) -> list[str]:
         elif ch in ")]}":
             depth = max(depth - 1, 0)
         elif depth == 0:
-            for sep in separators:
-                if text.startswith(sep, i) and not _inside_word(text, i, sep):
-                    parts.append(text[start:i])
-                    i += len(sep)
-                    start = i
-                    break
-            else:
-                i += 1
+            needle = next((s for s in needles if text.startswith(s, i) and not _inside_word(text, i, s)), None)
+            if needle is not None:
+                hits.append((i, needle))
+                i += len(needle)
                 continue
-            continue
         i += 1
+    return hits
+
+
+def split_top(text: str, separators: tuple[str, ...]) -> list[str]:
+    """Split at separators that sit outside every bracket."""
+    parts, start = [], 0
+    for pos, sep in _top_level(text, separators):
+        parts.append(text[start:pos])
+        start = pos + len(sep)
     parts.append(text[start:])
     return parts
 
@@ -118,22 +122,7 @@ def _inside_word(text: str, i: int, sep: str) -> bool:
 
 def _relation_ops(text: str) -> list[tuple[int, str]]:
     """(position, op) of every top-level relation symbol."""
-    found: list[tuple[int, str]] = []
-    depth, i, n = 0, 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            for op in _RELATION_OPS:
-                if text.startswith(op, i) and not (op[0] == "\\" and _inside_word(text, i, op)):
-                    found.append((i, op))
-                    i += len(op) - 1
-                    break
-        i += 1
-    return found
+    return _top_level(text, _RELATION_OPS)
 
 
 @lru_cache(maxsize=1 << 15)
