@@ -157,3 +157,50 @@ def test_sandbox_fusion_cpp_compile_files_and_languages(http):
     assert fetched["status"] == "Success" and base64.b64decode(fetched["files"]["out.txt"]) == b"42"
     other = _run_code(http, language="rust", code="fn main(){}")
     assert other["status"] == "SandboxError" and "not supported" in other["message"]
+
+
+def test_trl_reward_functions_run_inside_a_real_grpo_trainer_step(url, tmp_path):
+    # One GRPO step of a tiny random Llama on CPU: TRL itself calls the sync and the async reward function, passes its
+    # dataset columns and hooks, and logs the per-component means they report through log_metric.
+    torch = pytest.importorskip("torch")
+    datasets = pytest.importorskip("datasets")
+    trl = pytest.importorskip("trl")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    vocab = {t: i for i, t in enumerate(["<pad>", "<s>", "</s>", "<unk>", "1", "2", "4", "+", "=", "?", "<", ">"])}
+    tokenizer_core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tokenizer_core.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tokenizer_core, pad_token="<pad>", bos_token="<s>",
+                                        eos_token="</s>", unk_token="<unk>")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                         max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2))
+    dataset = datasets.Dataset.from_dict({"prompt": ["1+1=?", "2+2=?"], "answer": ["2", "4"]})
+    seen: list[tuple[list[str], list]] = []
+
+    def recording(func):
+        def wrapper(prompts, completions, **kwargs):
+            rewards = func(prompts=prompts, completions=completions, **kwargs)
+            seen.append((sorted(kwargs), rewards))
+            return rewards
+        wrapper.__name__ = func.__name__
+        return wrapper
+
+    sync_reward = recording(trl_reward_func(url, verifier="math", name="math"))
+    async_reward = trl_reward_func(url, verifier="math", reward=FORMAT_SPEC, name="math_fmt", asynchronous=True)
+    args = trl.GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2,
+                          max_completion_length=6, max_steps=1, logging_steps=1, report_to=[], use_cpu=True,
+                          save_strategy="no", bf16=False)
+    trainer = trl.GRPOTrainer(model=model, reward_funcs=[sync_reward, async_reward], args=args,
+                              train_dataset=dataset, processing_class=tokenizer)
+    trainer.train()
+    assert len(seen) == 1
+    columns, rewards = seen[0]
+    assert {"answer", "log_metric", "trainer_state"} <= set(columns) and len(rewards) == 2
+    assert all(r in (0.0, 1.0) for r in rewards)
+    logged = trainer.state.log_history[0]
+    assert {"rewards/math/mean", "rewards/math_fmt/mean", "math/error_rate", "math_fmt/format",
+            "math_fmt/correct"} <= set(logged)
+    assert logged["math/error_rate"] == 0.0 and logged["math_fmt/error_rate"] == 0.0
