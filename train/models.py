@@ -61,3 +61,16 @@ def lora_config(model: ModelConfig):
 
     return LoraConfig(r=model.lora.r, lora_alpha=model.lora.alpha, lora_dropout=model.lora.dropout,
                       target_modules=model.lora.target_modules, task_type="CAUSAL_LM")
+
+
+def apply_chat_template(model_path: str, tasks: list[Task]) -> list[Task]:
+    """Prompts rendered once as a user turn plus the assistant header, so every stage sees the same text."""
+    from dataclasses import replace
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    if not tokenizer.chat_template:
+        raise ValueError(f"model.chat_template: the tokenizer at {model_path} has no chat template")
+    return [replace(t, prompt=tokenizer.apply_chat_template([{"role": "user", "content": t.prompt}], tokenize=False,
+                                                            add_generation_prompt=True)) for t in tasks]

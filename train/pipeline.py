@@ -12,7 +12,7 @@ from pathlib import Path
 from groupscore.train.config import TrainConfig
 from groupscore.train.evaluate import EvalResult, evaluate
 from groupscore.train.hardware import Hardware, barrier, is_main_process, pick_hardware
-from groupscore.train.models import load_model, lora_config, resolve_model, set_offline
+from groupscore.train.models import apply_chat_template, load_model, lora_config, resolve_model, set_offline
 from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.scoring import open_scorer
 from groupscore.train.taskset import Task, load_tasks
@@ -83,6 +83,9 @@ def run(config: TrainConfig) -> dict:
                      config.service.reward) as scorer:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = resolve_model(config.model, train_tasks + eval_tasks, run_dir / "cache", config.seed)
+        if config.model.chat_template:
+            train_tasks, eval_tasks = apply_chat_template(model_path, train_tasks), apply_chat_template(model_path,
+                                                                                                      eval_tasks)
         cold_start_path = model_path
         if config.sft is not None:
             from groupscore.train.sft import cold_start
