@@ -23,7 +23,9 @@ def classify(out: Outcome, limits: Limits) -> tuple[Status, str | None]:
         return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.timed_out:
         return Status.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
-    if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds - 0.05):
+    # SIGXCPU at the soft limit; SIGKILL at the hard one (soft + 1 s) if the program ignored SIGXCPU.
+    # The kernel's CPU clock for rlimits runs a little ahead of wait4's accounting, hence the margin.
+    if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds * 0.9):
         return Status.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
     if TIME_LIMIT_RE.search(out.log):
         return Status.TIMEOUT, "nsjail time limit"

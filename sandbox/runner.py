@@ -70,7 +70,7 @@ def run(
     if isinstance(command, str):
         command = [command]
     compile_result = None
-    executable: set[str] = set()
+    executable: frozenset[str] = frozenset()
     if language in ("c", "cpp"):
         if main not in data:
             raise ValueError(f"{language} run needs its source {main!r} in files")
@@ -80,7 +80,7 @@ def run(
                              error="compile failed" if compile_result.status is Status.RUNTIME_ERROR
                              else f"compile step: {compile_result.status.value}")
         data = {**data, BINARY: binary}
-        executable = {BINARY}
+        executable = frozenset({BINARY})
         argv = command or [f"{WORK_DIR}/{BINARY}"]
     else:
         if command is None and main not in data:
@@ -93,7 +93,7 @@ def run(
             raise ValueError("command arguments cannot contain NUL bytes")
         a.encode("utf-8")  # surrogates raise UnicodeEncodeError, a ValueError
     policy = build_policy(tool, limits)
-    out, got, truncated = execute(tool, policy, data, list(argv), stdin_bytes, limits, collect, executable)
+    out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable)
     status, note = classify(out, limits)
     return RunResult(
         status=status, exit_code=out.exit_code, signal=out.signal,
@@ -136,7 +136,7 @@ def ensure_available() -> None:
         limits = Limits(wall_time_s=20)
         policy = build_policy(tool, limits)
         code = b"import os; print(os.getpid(), os.getuid(), len([p for p in os.listdir('/proc') if p.isdigit()]))"
-        out, _, _ = execute(tool, policy, {"probe.py": code}, [tool.executable, "probe.py"], b"", limits, [])
+        out, _, _ = execute(policy, {"probe.py": code}, [tool.executable, "probe.py"], b"", limits, [])
         if out.setup_failed or out.exit_code != 0:
             log = out.log
             if "CLONE_NEWUSER" in log or "clone(" in log or "unshare(" in log:

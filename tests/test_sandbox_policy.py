@@ -76,7 +76,7 @@ def test_rlimits_follow_the_limits(policy):
     assert (r.cpu_s, r.file_size_mb, r.open_files, r.processes, r.core_mb) == (3, 4, 50, 21, 0)
     assert r.address_space_mb >= 300
     text = policy.nsjail_config_text()
-    assert "rlimit_cpu: 3" in text and "rlimit_nofile: 50" in text and "rlimit_nproc: 21" in text
+    assert r.cpu_hard_s == 4 and "rlimit_cpu: 4" in text and "rlimit_nofile: 50" in text and "rlimit_nproc: 21" in text
     for name in ("as", "cpu", "fsize", "nofile", "nproc", "stack"):  # a number, not "keep the current limit"
         assert f"rlimit_{name}_type: SOFT" not in text and f"rlimit_{name}_type: HARD" not in text
     assert "rlimit_nproc_type: VALUE" in text
