@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from groupscore.verifiers.math.numeric import evaluate, free_variables, numbers_equal
+from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal
 from groupscore.verifiers.math.structures import (
     Choice,
     Expr,
@@ -31,6 +31,17 @@ from groupscore.verifiers.math.structures import (
 )
 
 Tri = bool | None  # True, False, or "cannot tell here"
+# Order-free matching compares every pair of parts; this caps the work one comparison may cost.
+MAX_LEAF_COMPARISONS = 5000
+
+
+class _TooManyComparisons(Exception):
+    """The answers have so many parts that comparing them would not be bounded."""
+
+
+@lru_cache(maxsize=1 << 15)
+def _value(text: str) -> Number | None:
+    return evaluate(text)  # cached: order-free matching evaluates each part against every other
 
 # Fixed, irrational-looking sample points: deterministic, and unlikely roots of a non-zero difference.
 _SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775, 0.3183098862, 2.7320508075)
@@ -86,11 +97,14 @@ class _Judge:
         self.symbolic = symbolic
         self.methods: set[str] = set()
         self.too_complex = False
-        self._sympy = None
+        self.leaves_left = MAX_LEAF_COMPARISONS
 
     # -- leaves -----------------------------------------------------------------------------------------------------
 
     def leaf(self, pred: str, gold: str) -> Tri:
+        self.leaves_left -= 1
+        if self.leaves_left < 0:
+            raise _TooManyComparisons
         if pred == gold:
             self.methods.add("string")
             return True
@@ -99,7 +113,7 @@ class _Judge:
         if _WORDS.fullmatch(pred) and _WORDS.fullmatch(gold):
             self.methods.add("string")
             return pred.casefold() == gold.casefold()  # "Yes" and "yes"; words are not products of variables
-        pv, gv = evaluate(pred), evaluate(gold)
+        pv, gv = _value(pred), _value(gold)
         if pv is not None and gv is not None:
             self.methods.add("numeric")
             return numbers_equal(pv, gv, self.rel_tol)
@@ -254,10 +268,19 @@ class _Judge:
         return self._unordered(pred.items, gold.items)
 
     def _unordered(self, preds: Sequence[Node], golds: Sequence[Node]) -> Tri:
-        n = len(preds)
-        if n != len(golds):
+        if len(preds) != len(golds):
             return False
-        table = [[self.match(p, g) for g in golds] for p in preds]
+        before = len(preds)
+        preds, golds = _without_common(preds, golds)
+        if len(preds) < before:
+            self.methods.add("numeric")
+        n = len(preds)
+        table = []
+        for p in preds:
+            row = [self.match(p, g) for g in golds]
+            if all(cell is False for cell in row):
+                return False  # this element matches nothing in the reference
+            table.append(row)
         if _perfect_matching(n, lambda i, j: table[i][j] is True):
             return True
         if not _perfect_matching(n, lambda i, j: table[i][j] is not False):
@@ -293,6 +316,30 @@ class _Judge:
                 return False
             return all3(lambda a=a, b=b: self.leaf(a, b) for a, b in zip(p_flat, g_flat))
         return all3(lambda a=a, b=b: self.leaf(a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
+
+
+def _match_key(node: Node) -> object:
+    """A key that equal parts share for sure: the exact value of a rational, else the node itself."""
+    if isinstance(node, Expr):
+        value = _value(node.text)
+        if value is not None and value.is_exact and not value.approx:
+            return value.value
+    return node
+
+
+def _without_common(preds: Sequence[Node], golds: Sequence[Node]) -> tuple[list[Node], list[Node]]:
+    """Drop the pairs that are plainly equal (same text, same exact value) before any pairwise comparison."""
+    unmatched: dict[object, list[Node]] = {}
+    for gold in golds:
+        unmatched.setdefault(_match_key(gold), []).append(gold)
+    rest_preds = []
+    for pred in preds:
+        bucket = unmatched.get(_match_key(pred))
+        if bucket:
+            bucket.pop()
+        else:
+            rest_preds.append(pred)
+    return rest_preds, [g for bucket in unmatched.values() for g in bucket]
 
 
 def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterator[tuple[complex | None, complex]]:
@@ -367,6 +414,8 @@ def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool) -> Out
         equal = judge.match(pred_node, gold_node)
     except RecursionError:
         return Outcome(None, "structure", "answer nested too deeply", too_complex=True)
+    except _TooManyComparisons:
+        return Outcome(None, "structure", f"more than {MAX_LEAF_COMPARISONS} parts to compare", too_complex=True)
     method = next((m for m in ("symbolic", "sample", "numeric", "string") if m in judge.methods), "structure")
     if equal is None and symbolic:
         reason = "expression exceeds the symbolic limits" if judge.too_complex else "could not read the answer"
