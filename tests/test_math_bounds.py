@@ -87,7 +87,8 @@ def test_pathological_input_finishes_inside_the_budget(name, completion, answer,
     check_verdict(verdict, elapsed_s, truth)
 
 
-@pytest.mark.parametrize("name, completion, answer, truth", PATHOLOGICAL[:12], ids=[case[0] for case in PATHOLOGICAL[:12]])
+@pytest.mark.parametrize("name, completion, answer, truth", PATHOLOGICAL[:12],
+                         ids=[case[0] for case in PATHOLOGICAL[:12]])
 def test_a_short_budget_is_kept_too(name, completion, answer, truth):
     verdict, elapsed_s = score_timed(MathItem(id=name, completion=completion, answer=answer, timeout_s=0.3))
     check_verdict(verdict, elapsed_s, truth, budget_s=0.3)

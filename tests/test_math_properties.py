@@ -123,7 +123,8 @@ for line in sys.stdin:
 def test_other_processes_with_other_hash_seeds_give_the_same_verdicts(hash_seed):
     items = sample_items()
     expected = verdicts_here(items)
-    done = subprocess.run([sys.executable, "-c", SCORE_IN_SUBPROCESS], input="".join(json.dumps(i) + "\n" for i in items),
+    done = subprocess.run([sys.executable, "-c", SCORE_IN_SUBPROCESS],
+                          input="".join(json.dumps(item) + "\n" for item in items),
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": hash_seed})
     assert done.returncode == 0, done.stderr[-2000:]
     got = [tuple(json.loads(line)) for line in done.stdout.splitlines()]

@@ -35,8 +35,9 @@ MAX_CHUNK = 16
 CHUNK_GUARD_BASE_S = 120.0
 CHUNK_GUARD_PER_ITEM_S = 30.0
 ITEM_GUARD_S = 600.0
-# Each batch worker scores one item at a time; two bounded workers of its own leave one ready while a killed one restarts.
-NESTED_BOUNDED_WORKERS = "2"
+# Each batch worker scores one item at a time, so its own bounded pool needs one worker (a killed one is re-forked
+# from the pool's template in milliseconds).
+NESTED_BOUNDED_WORKERS = "1"
 
 Entry = TypeVar("Entry")
 Result = TypeVar("Result")
@@ -46,7 +47,10 @@ def score_batch(items_or_raw: Iterable[Any], workers: int | None = None) -> list
     """Score items (ItemBase instances, dicts or JSON text) on `workers` processes (default: all cores), in order."""
     raws = list(items_or_raw)
     chunk = _chunk_size(len(raws), _worker_count(workers))
-    return [verdict for verdicts in _map_chunks(_score_chunk, _error_verdict, raws, workers, chunk) for verdict in verdicts]
+    if not raws:
+        return []
+    chunks = _map_chunks(_score_chunk, _error_verdict, raws, workers, chunk)
+    return [verdict for verdicts in chunks for verdict in verdicts]
 
 
 def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, workers: int | None = None,
