@@ -217,10 +217,21 @@ class Slot:
                 pass
 
 
+def _parent_name(pid: int | None = None) -> str:
+    """Our per-process parent cgroup's name. The pid namespace is part of it: a pid is only known dead
+    (and its dir safe to clean) within the namespace it belongs to."""
+    try:
+        pidns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        pidns = 0
+    return f"groupscore-sandbox-{pidns}-{os.getpid() if pid is None else pid}"
+
+
 def _remove_stale(root: Path) -> None:
-    """Remove empty slot dirs left by harness processes that died without their atexit cleanup."""
-    for parent in root.glob("groupscore-sandbox-*"):
-        pid = parent.name.rsplit("-", 1)[-1]
+    """Remove empty slot dirs left by harness processes (of our pid namespace) that died without cleanup."""
+    prefix = _parent_name(0)[:-1]  # "groupscore-sandbox-<pidns>-"
+    for parent in root.glob(prefix + "*"):
+        pid = parent.name[len(prefix):]
         if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
             continue
         for slot in parent.glob("slot-*"):
@@ -251,7 +262,7 @@ class SlotPool:
     def _parent(self, ctrl: str) -> Path:
         if ctrl not in self._parents:
             _remove_stale(Path(self.support.roots[ctrl]))
-            p = Path(self.support.roots[ctrl]) / f"groupscore-sandbox-{os.getpid()}"
+            p = Path(self.support.roots[ctrl]) / _parent_name()
             p.mkdir(exist_ok=True)
             if self.support.version == "v2":
                 # Controllers must be enabled on every level down to our slots.

@@ -124,3 +124,15 @@ def test_v2_slot_is_fresh_per_run(tmp_path):
 def test_this_host_is_detected():
     cg = detect_cgroups()
     assert cg.version in ("v1", "v2", None) and cg.describe()
+
+
+def test_stale_cleanup_only_touches_dead_harnesses_of_our_pid_namespace(tmp_path):
+    from groupscore.sandbox.cgroups import _parent_name, _remove_stale
+
+    dead_ours = tmp_path / _parent_name(999_999_999)
+    alive_ours = tmp_path / _parent_name()
+    other_ns = tmp_path / "groupscore-sandbox-1-999999999"  # a dead-looking pid of another namespace
+    for parent in (dead_ours, alive_ours, other_ns):
+        (parent / "slot-1").mkdir(parents=True)
+    _remove_stale(tmp_path)
+    assert not dead_ours.exists() and alive_ours.exists() and other_ns.exists()
