@@ -7,7 +7,8 @@ Three kinds of process, because in-process grading can be fooled by the code it 
 - the runner reads the test plan from stdin, never runs candidate code, and writes one marked JSON line per test unit
   to its stdout, the only channel the host reads;
 - a zygote, forked from the runner *before* the plan is read (so its memory holds no test), with stdin and stdout
-  replaced by /dev/null; on request it forks a worker and hands the runner the worker's two pipes (SCM_RIGHTS);
+  replaced by /dev/null; it forks the first worker at once and another on each request, and hands the runner each
+  worker's two pipes (SCM_RIGHTS);
 - each worker imports the candidate and answers call requests with the returned value as plain data (builtin data
   only, subclasses read as their base type's data, so an object with a custom `__eq__` cannot come out).
 Workers see call inputs but never an expected value; the runner enforces per-unit deadlines by killing the worker's
@@ -219,15 +220,10 @@ def work(solution_path, request_fd, answer_fd):
 
 
 def zygote(control):
-    """Fork a worker per request; send back its pid and the runner's ends of its two pipes."""
+    """Fork a worker at once (it imports the program while the runner reads the plan), then one per request; each
+    time send the runner the worker's pid and the runner's ends of its two pipes."""
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # workers are reaped by the kernel
     while True:
-        try:
-            request = control.recv(16)
-        except OSError:
-            return
-        if not request:
-            return  # the runner is gone
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
         pid = os.fork()
@@ -252,6 +248,12 @@ def zygote(control):
         finally:
             os.close(request_w)
             os.close(answer_r)
+        try:
+            request = control.recv(16)  # the runner asks for the next worker
+        except OSError:
+            return
+        if not request:
+            return  # the runner is gone
 
 
 def start_zygote():
@@ -263,7 +265,6 @@ def start_zygote():
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # the plan is still unread on stdin; stdout is the results channel
                 os.dup2(devnull, fd)
-            set_not_dumpable()
             add_site_packages()
             zygote(zygote_end)
         finally:
@@ -284,10 +285,14 @@ def add_site_packages():
 
 
 class Worker:
+    started = 0  # the zygote forks the first worker unasked
+
     def __init__(self, control, deadline):
         control.settimeout(max(0.001, deadline - time.monotonic()))
         try:
-            control.send(b"spawn")
+            if Worker.started:
+                control.send(b"spawn")
+            Worker.started += 1
             message, ancillary, _, _ = control.recvmsg(16, _socket.CMSG_LEN(8))
         except (_socket.timeout, TimeoutError):  # the same class from Python 3.10 on
             raise Deadline()
@@ -421,8 +426,10 @@ def read_plan():
 
 
 def runner():
-    control = start_zygote()  # before anything of the plan is in this process's memory
+    # Non-dumpable before any worker exists (the zygote inherits it), and the zygote before anything of the plan is
+    # in this process's memory.
     set_not_dumpable()
+    control = start_zygote()
     plan = read_plan()
     marker, out_fd = plan["marker"], os.dup(1)  # stdout is the results channel; nothing else of ours writes to it
 
