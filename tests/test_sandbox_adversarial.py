@@ -67,7 +67,7 @@ def jailed(code: str, *, limits: Limits = FAST, stdin: str = "", collect=(), fil
 
 
 @pytest.fixture(scope="session")
-def jail_proven() -> None:
+def jail_proven() -> dict:
     """Harmless probe: prove pid namespace + unprivileged host uid before any destructive program runs."""
     marker = "gsprobe-" + secrets.token_hex(6)
     exe = toolchain("python").executable
@@ -103,6 +103,7 @@ def jail_proven() -> None:
         pytest.fail(f"jailed process runs as real uid 0 on the host ({outside_uids}); refusing destructive tests")
     if IS_ROOT and int(uid) == 0:
         pytest.fail("jailed process is uid 0 inside; refusing destructive tests")
+    return {"pid_inside": int(pid), "uid_inside": int(uid), "uids_on_host": outside_uids}
 
 
 @pytest.fixture
@@ -119,6 +120,14 @@ def canary():
 
 pytestmark = pytest.mark.usefixtures("jail_proven")
 destructive = pytest.mark.destructive
+
+
+def test_jailed_process_has_an_unprivileged_real_uid_on_the_host(jail_proven):
+    """Seen from outside (/proc/<pid>/status of the running jailed process), not as the jail reports it."""
+    assert jail_proven["uids_on_host"] and 0 not in jail_proven["uids_on_host"]
+    if IS_ROOT:
+        assert set(jail_proven["uids_on_host"]) == {65534}
+    assert jail_proven["pid_inside"] == 2  # under the jail's init shell, in its own pid namespace
 
 
 # ---- network ---------------------------------------------------------------------------------------
