@@ -253,17 +253,18 @@ def _stdin_reopenable_inside_jail() -> bool:
 
 
 def test_expected_values_of_weaker_mode_hidden_tests_cannot_be_found_from_inside_the_jail():
-    # Weaker-mode test code reaches the jail's runner through stdin. It is out of the candidate's reach only if the
-    # sandbox keeps the stdin file from being reopened by other jailed processes (e.g. via the init shell, pid 1).
+    # Weaker-mode test code reaches the jail's runner through stdin. It is out of the candidate's reach only because
+    # the runner is non-dumpable and the sandbox keeps the stdin file from being reopened by other jailed processes
+    # (the init shell, pid 1, holds it too).
     item = CodeItem(completion=f"```python\n{SNOOPER}\n```", tests=ORACLE_PUBLIC, hidden_tests=ORACLE_HIDDEN)
     verdict = score_code(item)
     assert verdict.details["weaker_mode"] is True and verdict.details["public_passed"] == 1, verdict.reason
     for token in ("5f1c0a", "9e77b2", "c0ffee", "abcdef"):
         assert token not in verdict.model_dump_json()
-    if verdict.details["hidden_passed"] and _stdin_reopenable_inside_jail():
-        pytest.xfail("the sandbox lets a jailed process reopen the run's stdin via /proc/1/fd/0, "
-                     "so weaker-mode test code is readable by the candidate")
-    assert verdict.details["hidden_passed"] == 0, verdict.reason
+    if verdict.details["hidden_passed"]:
+        hint = " (the sandbox lets a jailed process reopen the run's stdin through /proc/<pid>/fd/0)" \
+            if _stdin_reopenable_inside_jail() else ""
+        pytest.fail(f"a weaker-mode hidden answer was found from inside the jail{hint}: {verdict.reason}")
 
 
 def test_stdio_program_that_exits_zero_first_or_prints_markers_scores_zero():
