@@ -134,7 +134,9 @@ def main() -> None:
 def _write_section(text: str) -> None:
     current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
     pattern = re.compile(re.escape(SECTION) + r"\n.*?(?=\n## |\Z)", re.S)
-    updated = pattern.sub(lambda _: text.rstrip("\n"), current) if pattern.search(current) else current.rstrip("\n") + "\n\n" + text
+    # The match stops before the newline that precedes the next section: end with one, for a blank line between.
+    updated = pattern.sub(lambda _: text.rstrip("\n") + "\n", current) if pattern.search(current) \
+        else current.rstrip("\n") + "\n\n" + text
     RESULTS.write_text(updated if updated.endswith("\n") else updated + "\n")
 
 
