@@ -71,6 +71,10 @@ def test_merge_needs_both_cold_start_and_grpo(tmp_path):
     assert "merge blends" in error_of(tmp_path, VALID + "merge: {ratio: 0.7}\n")
 
 
+def test_grpo_needs_the_held_out_evaluation_that_selects_its_checkpoint(tmp_path):
+    assert "selects its checkpoint by held-out pass@1" in error_of(tmp_path, VALID + "grpo: {}\neval: null\n")
+
+
 def test_composite_reward_is_checked_by_the_service_schema(tmp_path):
     text = VALID + "service: {reward: {components: [{name: ok, verifier: chess}]}}\n"
     assert "service.reward.components.0.verifier" in error_of(tmp_path, text)

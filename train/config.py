@@ -134,6 +134,8 @@ class TrainConfig(_Section):
 
     @model_validator(mode="after")
     def _merge_needs_both(self) -> TrainConfig:
+        if self.grpo is not None and self.eval is None:
+            raise ValueError("grpo selects its checkpoint by held-out pass@1: it needs an eval section")
         if self.merge is not None and (self.sft is None or self.grpo is None):
             raise ValueError("merge blends the GRPO checkpoint with the cold-start weights: it needs sft and grpo")
         return self

@@ -32,12 +32,15 @@ def ensure_smollm2(cache_dir: Path) -> Path:
     if importlib.util.find_spec("gguf") is None:
         raise FileNotFoundError("model.smollm2 needs the gguf package to read the weights: pip install 'gguf>=0.10'")
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     gguf = find_gguf()
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = LlamaForCausalLM(loaded.config)  # a plain, trainable copy: no GGUF bookkeeping travels with it
+    # A plain, trainable copy: the loader leaves a GGUF quantization_config on the config, which would make
+    # transformers treat the saved checkpoint as quantized (and refuse to fine-tune it).
+    config = LlamaConfig.from_dict({k: v for k, v in loaded.config.to_dict().items() if k != "quantization_config"})
+    model = LlamaForCausalLM(config)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if unexpected or [k for k in missing if k != "lm_head.weight"]:  # lm_head is tied to the embeddings
         raise ValueError(f"SmolLM2 conversion: missing {missing}, unexpected {unexpected}")
