@@ -88,3 +88,9 @@ def test_fence_with_attributes_and_tildes():
 
 def test_empty_blocks_are_skipped():
     assert extract_program("```python\n```\n```python\nx = 1\n```\n```python\n\n```", PY) == "x = 1\n"
+
+
+def test_pathological_unfenced_text_is_no_program_not_a_crash():
+    assert extract_program("-" * 200_000 + "1", PY) is None
+    assert extract_program("(" * 100_000, PY) is None
+    assert extract_program("x = 1\x00", PY) is None

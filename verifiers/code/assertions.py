@@ -145,7 +145,7 @@ def program_builtin_names(program: str | None) -> frozenset[str]:
     """The builtin names (`max`, `filter`, ...) a Python program defines at its top level; usually none."""
     try:
         tree = ast.parse(program or "")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: null bytes
         return frozenset()
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     return frozenset(defined & _PYTHON_BUILTINS)
@@ -154,7 +154,7 @@ def program_builtin_names(program: str | None) -> frozenset[str]:
 def _parse(code: str, what: str) -> ast.Module:
     try:
         return ast.parse(code)
-    except (SyntaxError, ValueError) as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise PlanError(f"{what} does not parse") from exc
 
 

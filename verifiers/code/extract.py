@@ -101,6 +101,6 @@ def extract_program(completion: str, config: ExtractionConfig = ExtractionConfig
 def _parses(code: str) -> bool:
     try:
         ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: null bytes
         return False
     return True
