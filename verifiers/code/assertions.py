@@ -125,7 +125,7 @@ def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str],
         if isinstance(stmt, ast.Assert):
             try:
                 calls, converted = convert_assert(stmt, candidate_fn, shadowed, len(out.calls))
-            except host_eval.Unsupported:
+            except (host_eval.Unsupported, RecursionError):  # too deep to take apart: the jail runs it
                 out.residual.append(stmt)
                 continue
             out.calls.extend(calls)
