@@ -148,15 +148,7 @@ class Slot:
             mem = self.dirs["memory"]
             if v1:
                 _write(mem / "memory.max_usage_in_bytes", "0")
-                for order in (("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"),
-                              ("memory.memsw.limit_in_bytes", "memory.limit_in_bytes")):
-                    try:  # memsw must stay >= limit, so the order depends on raising or lowering
-                        for name in order:
-                            if (mem / name).exists():
-                                _write(mem / name, str(memory_bytes))
-                        break
-                    except OSError:
-                        continue
+                self._set_v1_limit(mem, memory_bytes)
                 self._oom_before = _counter(_read(mem / "memory.oom_control"), "oom_kill")
                 # A reused slot still carries page cache charged by earlier runs (reclaimable, so it does
                 # not eat into the limit); the reset peak starts there, so report the growth above it.
@@ -170,6 +162,26 @@ class Slot:
         if "pids" in self.dirs:
             _write(self.dirs["pids"] / "pids.max", str(max_pids))
             self._pids_before = _counter(_read(self.dirs["pids"] / "pids.events"), "max")
+
+    @staticmethod
+    def _set_v1_limit(mem: Path, memory_bytes: int) -> None:
+        """memory.limit_in_bytes (and memsw, which must stay >= it) to this run's value, or raise."""
+        names = [n for n in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") if (mem / n).exists()]
+        for attempt in range(2):
+            for order in (names, names[::-1]):  # raising or lowering decides which goes first
+                try:
+                    for name in order:
+                        _write(mem / name, str(memory_bytes))
+                    return
+                except OSError:
+                    continue
+            if attempt == 0 and not _read(mem / "cgroup.procs").split():
+                # Lowering below what earlier runs left charged (page cache) can fail; drop it and retry.
+                try:
+                    _write(mem / "memory.force_empty", "0")
+                except OSError:
+                    pass
+        raise OSError(f"cannot set the memory limit of {mem}")
 
     def pids(self) -> list[int]:
         out = []

@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from groupscore.sandbox.cgroups import SlotPool
+from groupscore.sandbox.cgroups import Slot, SlotPool
 from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.policy import INIT_SCRIPT, INIT_SHELL, Policy, host_cgroups, render_exec
@@ -125,6 +125,26 @@ def cgroup_note() -> str:
     return f"none: {pool.broken}" if pool.broken else pool.support.describe()
 
 
+def _prepared_slot(limits: Limits) -> Slot | None:
+    """A cgroup slot with this run's limits set (None when the host has no usable cgroups).
+
+    A slot whose limits cannot be set is dropped and a fresh one tried; if that fails too the run
+    does not start: it would otherwise run without the limits the policy promises.
+    """
+    pool = slot_pool()
+    for _ in range(2):
+        slot = pool.acquire()
+        if slot is None:
+            return None
+        try:
+            slot.prepare(limits.memory_mb << 20, limits.max_processes + 2)  # +2: nsjail and the init shell
+            return slot
+        except OSError as exc:
+            error = exc
+            slot.remove()
+    raise SandboxUnavailable(f"cannot set cgroup limits for a run: {error}")
+
+
 def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits) -> Outcome:
     """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
     init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
@@ -132,9 +152,8 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
     cmd = [nsjail_binary(), "--config", str(cfg), "--log", str(log)]
-    slot = slot_pool().acquire()
+    slot = _prepared_slot(limits)
     if slot is not None:
-        slot.prepare(limits.memory_mb << 20, limits.max_processes + 2)  # +2: nsjail and the init shell
         # Join the slot before nsjail clones, so the whole jail is charged to it.
         join = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
         cmd = ["/bin/sh", "-c", join, "sh", *slot.procs_files, "--", *cmd]

@@ -134,3 +134,18 @@ def test_run_dir_is_closed_to_other_local_users():
 def test_collecting_an_input_file_is_refused():
     with pytest.raises(ValueError, match="also input files"):
         run({"main.py": "pass", "out.txt": "x"}, collect=["out.txt"], limits=QUICK)
+
+
+def test_a_run_whose_cgroup_limits_cannot_be_set_does_not_start(monkeypatch):
+    from groupscore.sandbox import SandboxUnavailable, jail
+    from groupscore.sandbox.cgroups import Slot
+
+    if jail.slot_pool().support.version is None or jail.slot_pool().broken:
+        pytest.skip("no cgroups on this host")
+
+    def refuse(self, memory_bytes, max_pids):
+        raise OSError("refused")
+
+    monkeypatch.setattr(Slot, "prepare", refuse)
+    with pytest.raises(SandboxUnavailable, match="cannot set cgroup limits"):
+        run({"main.py": "print('must not run')"}, limits=QUICK)

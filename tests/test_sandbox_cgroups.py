@@ -136,3 +136,13 @@ def test_stale_cleanup_only_touches_dead_harnesses_of_our_pid_namespace(tmp_path
         (parent / "slot-1").mkdir(parents=True)
     _remove_stale(tmp_path)
     assert not dead_ours.exists() and alive_ours.exists() and other_ns.exists()
+
+
+def test_v1_limit_that_cannot_be_set_raises(tmp_path):
+    pool = SlotPool(_fake_v1(tmp_path))
+    slot = pool.acquire()
+    mem = slot.dirs["memory"]
+    (mem / "memory.limit_in_bytes").mkdir()  # writing it fails like a refused cgroup write
+    (mem / "cgroup.procs").write_text("")
+    with pytest.raises(OSError, match="cannot set the memory limit"):
+        slot.prepare(64 << 20, 10)
