@@ -303,3 +303,18 @@ def test_a_dead_template_is_restarted(pool):
     # Dead idle workers are dropped before any call is sent to them; a new template forks their replacements.
     assert [pool.run(add, 2, 2, timeout_s=60) for _ in range(4)] == [4, 4, 4, 4]
     assert pool._template.process.pid != template.pid
+
+
+def test_a_spent_budget_fails_at_once_without_killing_anyone(pool):
+    pid = pool.run(worker_pid, timeout_s=5)
+    with pytest.raises(BudgetExceeded, match="no budget left"):
+        pool.run(add, 1, 1, timeout_s=0)
+    assert pool.run(worker_pid, timeout_s=5) == pid
+
+
+def test_a_bad_memory_setting_is_a_clear_error_in_the_caller(monkeypatch):
+    monkeypatch.setenv(workers.MEMORY_ENV, "lots")
+    fresh = WorkerPool(size=1)
+    with pytest.raises(ValueError, match="lots"):
+        fresh.run(add, 1, 1, timeout_s=5)
+    fresh.shutdown()

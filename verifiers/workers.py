@@ -168,8 +168,8 @@ class _Template:
     """The caller's handle on a template process: asks it for workers over a Unix socket."""
 
     def __init__(self, preload: list[str]) -> None:
+        memory_mb = str(int(os.environ.get(MEMORY_ENV, "4096")))  # a bad value fails here, in the caller
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        memory_mb = os.environ.get(MEMORY_ENV, "4096")
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT.format(module=__name__), json.dumps(sys.path), str(theirs.fileno()),
@@ -274,6 +274,8 @@ class WorkerPool:
         """Run fn(*args) in a worker and return its value, within timeout_s seconds of wall-clock time."""
         deadline = time.monotonic() + timeout_s
         what = f"{getattr(fn, '__qualname__', fn)!s}()"
+        if timeout_s <= 0:
+            raise BudgetExceeded(f"{what} had no budget left")
         payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)  # fails here, before a worker is touched
         self._remember(getattr(fn, "__module__", None) or "builtins")
         worker = self._acquire(deadline, what)
