@@ -131,7 +131,8 @@ def test_real_humaneval_tests_mostly_convert():
     assert residual_count <= 8, residual_count  # loops over random inputs and the like stay in the jail
 
 
-@pytest.mark.parametrize("expression", ["2 ** 10 ** 8", "'a' * 10 ** 9", "[0] * 10 ** 9", "'%0999999999d' % 1"])
+@pytest.mark.parametrize("expression", ["2 ** 10 ** 8", "'a' * 10 ** 9", "[0] * 10 ** 9", "'%0999999999d' % 1",
+                                        "type('A', (int,), {})", "sum([[0]] * 1000, [])"])
 def test_host_evaluator_refuses_huge_results(expression):
     node = ast.parse(expression, mode="eval").body
     host_eval.check_expression(node)
