@@ -17,7 +17,7 @@ from groupscore.sandbox.compiler import BINARY, compile_program
 from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.jail import cgroup_note, decode, execute, nsjail_binary, peak_mb
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
-from groupscore.sandbox.policy import WORK_DIR, build_policy
+from groupscore.sandbox.policy import INIT_SHELL, WORK_DIR, build_policy
 from groupscore.sandbox.result import RunResult, Status
 from groupscore.sandbox.toolchains import toolchain
 from groupscore.sandbox.workdir import check_name
@@ -60,7 +60,7 @@ def run(
     anything outside the jail.
     """
     tool = toolchain(language)
-    ensure_available()
+    ensure_available(language)
     main = main or DEFAULT_MAIN[language]
     data = normalise_files(files)
     collect = [check_name(c) for c in collect]
@@ -109,10 +109,17 @@ _AVAILABLE: bool = False
 _AVAILABLE_LOCK = threading.Lock()
 
 
-def ensure_available() -> None:
-    """Start one harmless jail (once per process) and check it is a jail: pid 1, not root outside.
+# The probe is the init shell itself (mounted in every policy), so it needs no interpreter: its pid,
+# its real uid as the kernel reports it, and how many processes it can see.
+_PROBE = ('echo $$; while read -r k v rest; do [ "$k" = Uid: ] && echo "$v"; done < /proc/self/status; '
+          'set -- /proc/[0-9]*; echo $#')
 
-    Raises SandboxUnavailable naming what is missing (binary, shared library, namespaces, interpreter).
+
+def ensure_available(language: str = "python") -> None:
+    """Start one harmless jail (once per process) and check it is a jail: the program is pid 2 under
+    the init shell, sees no host process, and is not root.
+
+    Raises SandboxUnavailable naming what is missing (binary, shared library, namespaces, toolchain).
     """
     global _AVAILABLE
     if _AVAILABLE:
@@ -123,20 +130,17 @@ def ensure_available() -> None:
         binary = nsjail_binary()
         probe = subprocess.run([binary, "--help"], capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
         jail.measure_loader_noise(probe.stderr)
-        probe = subprocess.CompletedProcess(probe.args, probe.returncode, probe.stdout.decode(errors="replace"),
-                                            probe.stderr.decode(errors="replace"))
-        missing = re.search(r"error while loading shared libraries: (\S+?):", probe.stderr)
+        help_err = probe.stderr.decode(errors="replace")
+        missing = re.search(r"error while loading shared libraries: (\S+?):", help_err)
         if missing:
             raise SandboxUnavailable(
                 f"nsjail cannot start: shared library {missing.group(1)} is missing. Install Debian's "
                 "libnl-3-200 and libnl-route-3-200 (as root: tools/install-system-deps)")
-        if probe.returncode not in (0, 1) and "Usage" not in probe.stdout + probe.stderr:
-            raise SandboxUnavailable(f"nsjail cannot start ({binary}): {probe.stderr.strip()[-300:]}")
-        tool = toolchain("python")
+        if probe.returncode not in (0, 1) and "Usage" not in probe.stdout.decode(errors="replace") + help_err:
+            raise SandboxUnavailable(f"nsjail cannot start ({binary}): {help_err.strip()[-300:]}")
         limits = Limits(wall_time_s=20)
-        policy = build_policy(tool, limits)
-        code = b"import os; print(os.getpid(), os.getuid(), len([p for p in os.listdir('/proc') if p.isdigit()]))"
-        out, _, _ = execute(policy, {"probe.py": code}, [tool.executable, "probe.py"], b"", limits, [])
+        policy = build_policy(toolchain(language), limits)
+        out, _, _ = execute(policy, {}, [INIT_SHELL, "-c", _PROBE], b"", limits, [])
         if out.setup_failed or out.exit_code != 0:
             log = out.log
             if "CLONE_NEWUSER" in log or "clone(" in log or "unshare(" in log:
@@ -146,7 +150,10 @@ def ensure_available() -> None:
                 why = "the probe jail failed"
             errs = " | ".join(ln for ln in log.splitlines() if ln.startswith(("[E]", "[F]")))[-600:]
             raise SandboxUnavailable(f"nsjail cannot start a jail: {why}. nsjail said: {errs or out.stderr[-300:]!r}")
-        pid, uid, nprocs = (int(x) for x in out.stdout.decode().split())
+        try:
+            pid, uid, nprocs = (int(x) for x in out.stdout.decode().split())
+        except ValueError:
+            raise SandboxUnavailable(f"probe jail gave an unexpected answer: {out.stdout[:200]!r}") from None
         if pid != 2 or nprocs > 2:  # pid 1 is the init shell
             raise SandboxUnavailable(f"probe jail is not isolated: pid {pid}, sees {nprocs} processes")
         if os.geteuid() == 0 and uid == 0:
