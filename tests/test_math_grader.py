@@ -180,3 +180,16 @@ def test_order_free_matching_of_many_parts_is_bounded():
     started = time.perf_counter()
     outcome = compare_fast(normalize(nested), normalize(nested.replace("x+0", "x+99")), 1e-6)
     assert outcome.equal is not True and time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["1a", "a!", "x\\pm", "\\pmx", "ab ", "1.", "1 ", "(", "\\{", "x^", "\\frac{", ". ", " or ", "1,", "\\text{", "=<"],
+)
+def test_adversarial_answers_normalise_parse_and_compare_in_bounded_time(unit):
+    text = (unit * (2000 // len(unit)))[:2000] + "!"
+    started = time.perf_counter()
+    for gold in ("5", "x+1", r"\{1,2\}"):
+        compare_fast(normalize(text), normalize(gold), 1e-6)
+    # Each step is linear; a backtracking regex or a branching recursion takes seconds to minutes here.
+    assert time.perf_counter() - started < 1.0

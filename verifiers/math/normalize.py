@@ -40,10 +40,11 @@ _THIN_GROUP = re.compile(r"\{,\}")
 _THOUSANDS_COMMA = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _THOUSANDS_SPACE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _MIXED_LATEX = re.compile(r"(?<![\d.}^_a-zA-Z\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
-_MIXED_PLAIN = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-_REPEATING = re.compile(r"(\d*)\.(\d*)\\overline\{(\d{1,12})\}")
+# The lookbehinds pin each match to the start of a digit run, so a long run costs one attempt, not one per digit.
+_MIXED_PLAIN = re.compile(r"(?<![\d.])([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+_REPEATING = re.compile(r"(?<!\d)(\d*)\.(\d*)\\overline\{(\d{1,12})\}")
 _LEADING_DOT = re.compile(r"(?<![\d.])\.(\d)")
-_DECIMAL = re.compile(r"\d+\.\d*")
+_DECIMAL = re.compile(r"(?<!\d)\d+\.\d*")
 _RELATIONS = (
     (re.compile(r"<=|\\le(?:q|qslant)?(?![a-zA-Z])"), r"\\leq "),
     (re.compile(r">=|\\ge(?:q|qslant)?(?![a-zA-Z])"), r"\\geq "),
@@ -59,7 +60,7 @@ _INFINITY = re.compile(r"\\infinity|\\inf(?![a-zA-Z])|(?<![a-zA-Z\\])(?:infinity
 _PLAIN_FUNCS = re.compile(r"(?<![a-zA-Z\\])(exp|sin|cos|tan|cot|sec|csc|ln|log|arcsin|arccos|arctan|pi|sqrt)(?![a-zA-Z])")
 _BRACE_SINGLE = re.compile(r"([\^_])\{(\w)\}")
 _SPACES = re.compile(r"\s+")
-_TRAILING_PUNCT = re.compile(r"[\s.,;:?]+$")
+_TRAILING_PUNCT = " \t\n\r.,;:?"
 _SCIENTIFIC = re.compile(r"([-+]?\d+(?:\.\d+)?)[eE]([-+]?\d{1,4})")
 _UNIT_WORDS = frozenset(
     """cm m mm km meter meters metre metres inch inches in ft feet foot yard yards yd mile miles mi
@@ -70,7 +71,10 @@ _UNIT_WORDS = frozenset(
     degree degrees radian radians rad deg sqft""".split()
 )
 # A trailing run of words after a number is a unit ("5 cm", "12 square units"), unless a word is a connective.
-_TRAILING_WORDS = re.compile(r"^(.*?[\d}.)])\s*((?:[a-zA-Z]+(?:\s*\^\s*\{?\d\}?)?[ /.]*){1,4})$")
+# One space-separated word of a unit: "cm", "cm^2", "km/h", "sq.", "m^{3}". Matched a word at a time (no nested
+# quantifiers over the whole text, which backtrack catastrophically on long runs of letters).
+_UNIT_TOKEN = re.compile(r"[a-zA-Z]+(?:\^\{?\d\}?)?(?:/[a-zA-Z]+(?:\^\{?\d\}?)?)?\.?")
+_GLUED_UNIT = re.compile(r"(.*\d)([a-zA-Z]{2,})")  # "5cm"
 _TEXT_LABEL = re.compile(
     r"\\(?:text|textrm|textnormal|mathrm|mbox)\s*\{([^{}]*)\}(?:\s*\^\s*\{?\d\}?)?"
 )
@@ -97,16 +101,23 @@ def _drop_text_words(match: re.Match[str]) -> str:
 
 
 def _strip_units(text: str) -> str:
-    match = _TRAILING_WORDS.match(text)
-    if not match:
+    """Drop up to four trailing unit words after a number: "5 cm", "12 square units", "3.5 km/h", "5cm"."""
+    parts = text.split(" ")
+    glued = _GLUED_UNIT.fullmatch(parts[-1])
+    if glued and glued.group(2).lower() in _UNIT_WORDS:
+        parts[-1:] = [glued.group(1), glued.group(2)]
+    cut = len(parts)
+    while cut > 1 and len(parts) - cut < 4 and _UNIT_TOKEN.fullmatch(parts[cut - 1]):
+        cut -= 1
+    if cut == len(parts):
         return text
-    head = match.group(1)
-    words = [w.rstrip("^0123456789") for w in re.split(r"[ /.]+", match.group(2)) if w]
-    if any(w.lower() in _CONNECTIVES for w in words) or not re.search(r"\d", head):
+    head = " ".join(parts[:cut])
+    words = [w for part in parts[cut:] for w in re.split(r"[/.^{}\d]+", part) if w]
+    if not re.search(r"[\d})]$", head) or any(w.lower() in _CONNECTIVES for w in words):
         return text
     known = all(w.lower() in _UNIT_WORDS for w in words)
     # Unknown words count as a unit only after a plain number ("5 apples"), never after an expression ("3 xy").
-    if known or (_PLAIN_NUMBER.fullmatch(head.strip()) and all(len(w) >= 3 for w in words)):
+    if known or (_PLAIN_NUMBER.fullmatch(head) and all(len(w) >= 3 for w in words)):
         return head
     return text
 
@@ -204,7 +215,7 @@ def normalize(answer: str) -> str:
     text = text.replace(r"\langle", "(").replace(r"\rangle", ")")
     text = text.replace("**", "^").replace(r"\dots", r"\ldots").replace(r"\cdots", r"\ldots")
     text = _SPACES.sub(" ", text).strip()
-    text = _TRAILING_PUNCT.sub("", text)
+    text = text.rstrip(_TRAILING_PUNCT)
     text = _strip_units(text)
     if _THOUSANDS_COMMA.fullmatch(text) or _THOUSANDS_SPACE.fullmatch(text):
         text = text.replace(",", "").replace(" ", "")

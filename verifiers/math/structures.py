@@ -154,7 +154,7 @@ def _parse(text: str, depth: int) -> Node:
             if len(parts) > 1:
                 return Items(tuple(_parse(p, depth + 1) for p in parts), kind)
             return _parse(parts[0], depth + 1) if parts else Expr(text)
-    if "\\pm" in text or "\\mp" in text:
+    if ("\\pm" in text or "\\mp" in text) and _PM.search(text):
         # `\pm` is a sign on the term after it, wherever it sits: `\frac{-1 \pm \sqrt5}{2}` is two numbers.
         plus = _PM.sub(lambda m: "+" if m.group(0) == "\\pm" else "-", text)
         minus = _PM.sub(lambda m: "-" if m.group(0) == "\\pm" else "+", text)
