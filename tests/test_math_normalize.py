@@ -100,3 +100,11 @@ def test_the_evaluator_refuses_what_it_cannot_bound_or_read(text):
 
 def test_free_variables_skip_constants_and_commands():
     assert free_variables(r"\sin(x)+y\alpha+e^{i\pi}") == {"x", "y", r"\alpha"}
+
+
+def test_exact_values_beyond_float_range_still_compare():
+    huge = evaluate("2^{2000}")
+    assert huge is not None
+    assert numbers_equal(huge, evaluate("1.5"), 1e-6) is False
+    assert numbers_equal(huge, evaluate("2^{2000}"), 1e-6) is True
+    assert numbers_equal(huge, evaluate("2^{2000}+1"), 1e-6) is False

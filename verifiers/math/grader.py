@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal
+from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, to_complex
 from groupscore.verifiers.math.structures import (
     Choice,
     Expr,
@@ -348,10 +348,12 @@ def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterat
         point = {name: complex(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial), 0.0)
                  for k, name in enumerate(names)}
         va, vb = evaluate(a, point), evaluate(b, point)
-        if va is None or vb is None:
+        x = to_complex(va) if va is not None else None
+        y = to_complex(vb) if vb is not None else None
+        if x is None or y is None:
             yield None, 0j
             return
-        yield complex(va.value), complex(vb.value)
+        yield x, y
 
 
 def _matrix_rows(node: Node) -> tuple[tuple[str, ...], ...] | None:

@@ -328,6 +328,14 @@ def evaluate(text: str, variables: Mapping[str, complex] | None = None) -> Numbe
         return None
 
 
+def to_complex(n: Number) -> complex | None:
+    """The value as a complex float, or None when an exact value is too large for a float."""
+    try:
+        return _as_complex(n)
+    except OverflowError:
+        return None
+
+
 def numbers_equal(a: Number, b: Number, rel_tol: float) -> bool:
     """Exact values must match exactly (up to float noise for irrationals); a value written with decimals matches
     within `rel_tol`, since whoever wrote it rounded."""
@@ -336,11 +344,27 @@ def numbers_equal(a: Number, b: Number, rel_tol: float) -> bool:
             return True
         if not (a.approx or b.approx):
             return False
-    x, y = _as_complex(a), _as_complex(b)
+    tolerance = rel_tol if (a.approx or b.approx) else FLOAT_NOISE
+    x, y = to_complex(a), to_complex(b)
+    if x is None or y is None:
+        return _huge_equal(a, b, tolerance)
     if cmath.isinf(x) or cmath.isinf(y):
         return x == y
-    tolerance = rel_tol if (a.approx or b.approx) else FLOAT_NOISE
     return abs(x - y) <= max(tolerance * max(abs(x), abs(y)), 1e-12)
+
+
+def _huge_equal(a: Number, b: Number, tolerance: float) -> bool:
+    """Compare when one side is an exact value beyond float range: in exact arithmetic, real parts only."""
+    values = []
+    for n in (a, b):
+        if isinstance(n.value, Fraction):
+            values.append(n.value)
+        elif n.value.imag == 0 and not cmath.isinf(n.value):
+            values.append(Fraction(n.value.real))
+        else:
+            return False
+    x, y = values
+    return abs(x - y) <= Fraction(tolerance) * max(abs(x), abs(y))
 
 
 _COMMAND = re.compile(r"\\[a-zA-Z]+")

@@ -121,7 +121,14 @@ def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
 
 
 def score_math(item: MathItem) -> Verdict:
-    """Score one math item within `item.timeout_s` of wall-clock time."""
+    """Score one math item within `item.timeout_s` of wall-clock time; never raises."""
+    try:
+        return _score(item)
+    except Exception as exc:  # noqa: BLE001 - one item's failure is that item's error verdict, not the batch's
+        return Verdict.error(item.id, f"math verifier failed: {type(exc).__name__}: {exc}"[:300])
+
+
+def _score(item: MathItem) -> Verdict:
     started = time.monotonic()
     extracted = extract_answer(item.completion, STRICT if item.strict else LENIENT)
     if extracted is None:
