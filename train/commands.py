@@ -97,7 +97,9 @@ def estimate_run_time(config: TrainConfig, hardware, train_tasks, eval_tasks, sc
             step_times = [m["step_time_s"] for m in outcome.metrics]
             per_step = sum(step_times[1:]) / max(1, len(step_times) - 1) if len(step_times) > 1 else step_times[0]
             eval_s = max(0.0, (outcome.train_s - sum(step_times)) / 2)  # the step-0 and final evaluations
-            n_evals = math.ceil(config.grpo.max_steps / config.grpo.eval_every) + 1 + 2  # + final before/after
+            # during GRPO (every eval_every, and step 0), final before/after, preflight and merged model if configured
+            n_evals = (math.ceil(config.grpo.max_steps / config.grpo.eval_every) + 1 + 2
+                       + (config.preflight is not None) + (config.merge is not None))
             say(f"  grpo: {per_step:.2f} s/step measured over {steps} steps (untrained model: completions may be "
                 f"longer than after SFT) -> {per_step * config.grpo.max_steps:.0f} s; "
                 f"{n_evals} evaluations x {eval_s:.1f} s")
