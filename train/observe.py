@@ -16,7 +16,7 @@ class JsonlWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a")
+        self._file = self.path.open("w")  # a rerun into the same folder starts its logs afresh
 
     def write(self, record: dict) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
