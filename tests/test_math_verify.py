@@ -97,3 +97,20 @@ def test_the_same_item_gives_the_same_verdict_across_repeats_and_threads(complet
     for thread in threads:
         thread.join(timeout=60)
     assert len(results) == 8 and all(r == first for r in results)
+
+
+def test_only_short_answers_are_cached():
+    from groupscore.verifiers.math.caching import MAX_KEY_CHARS, short_key_cache
+
+    calls = []
+
+    @short_key_cache(maxsize=8)
+    def echo(text):
+        calls.append(text)
+        return text
+
+    short, long = "a" * 10, "b" * (MAX_KEY_CHARS + 1)
+    for _ in range(3):
+        echo(short)
+        echo(long)
+    assert calls.count(short) == 1 and calls.count(long) == 3

@@ -12,8 +12,8 @@ import cmath
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
+from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, to_complex
 from groupscore.verifiers.math.structures import (
     Choice,
@@ -39,7 +39,7 @@ class _TooManyComparisons(Exception):
     """The answers have so many parts that comparing them would not be bounded."""
 
 
-@lru_cache(maxsize=1 << 15)
+@short_key_cache(maxsize=1 << 14)
 def _value(text: str) -> Number | None:
     return evaluate(text)  # cached: order-free matching evaluates each part against every other
 
@@ -427,7 +427,7 @@ def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool) -> Out
     return Outcome(equal, method, f"{method} {'match' if equal else 'mismatch'}")
 
 
-@lru_cache(maxsize=1 << 16)
+@short_key_cache(maxsize=1 << 14)
 def compare_fast(pred: str, gold: str, rel_tol: float) -> Outcome:
     """The in-process fast path (no sympy); cached because RL batches repeat the same (answer, reference) pairs."""
     return compare_answers(pred, gold, rel_tol, symbolic=False)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from functools import lru_cache
+
+from groupscore.verifiers.math.caching import short_key_cache
 
 # Unicode spellings models emit for LaTeX commands.
 _UNICODE = {
@@ -177,7 +178,7 @@ def _plain_sqrt(text: str) -> str:
         i = k + 1
 
 
-@lru_cache(maxsize=1 << 16)
+@short_key_cache(maxsize=1 << 14)
 def normalize(answer: str) -> str:
     """Canonical spelling of one answer (already extracted): same meaning, same string, for the common spellings."""
     text = _unicode(answer.strip())

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+
+from groupscore.verifiers.math.caching import short_key_cache
 
 
 @dataclass(frozen=True)
@@ -299,7 +300,7 @@ def _last_math_span(text: str, window: int) -> str | None:
     return text[start + 1 : end].strip() or None
 
 
-@lru_cache(maxsize=1 << 14)
+@short_key_cache(maxsize=1 << 13)
 def parse_gold(answer: str) -> str:
     """The reference answer's text from a dataset field: plain, LaTeX, `$...$`, `\\boxed{}`, or a GSM8K solution."""
     text = answer.strip()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+
+from groupscore.verifiers.math.caching import short_key_cache
 
 MAX_ITEMS = 64  # a longer list is compared as plain text; nobody's answer has 65 parts
 MAX_NESTING = 8
@@ -125,7 +126,7 @@ def _relation_ops(text: str) -> list[tuple[int, str]]:
     return _top_level(text, _RELATION_OPS)
 
 
-@lru_cache(maxsize=1 << 15)
+@short_key_cache(maxsize=1 << 14)
 def parse_structure(text: str) -> Node:
     """The structure of one normalised answer."""
     return _parse(text.strip(), 0)

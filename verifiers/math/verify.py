@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 from functools import lru_cache
 
+from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_outcome
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
@@ -25,7 +26,7 @@ MAX_GOLD_CHARS = 4000
 WARM_UP_TIMEOUT_S = 120.0
 
 
-@lru_cache(maxsize=1 << 14)
+@short_key_cache(maxsize=1 << 13)
 def gold_answer(answer: str) -> str | None:
     """The normalised reference answer, or None if it is too long to be one (cached: batches repeat golds)."""
     text = parse_gold(answer)
