@@ -38,16 +38,13 @@ def code_report():
 def test_the_code_kind_in_the_sandbox_passes_every_other_check(code_report):
     rows = {r.name: r for r in code_report.results}
     bad = [f"{r.name}: {r.detail}" for r in code_report.results
-           if r.status is not CheckStatus.PASS and r.name != "probe.hardcoded_public_tests"]
+           if r.status is not CheckStatus.PASS]
     assert not bad, code_report.table()
     for probe in ("probe.exit_zero_before_tests", "probe.fake_pass_markers", "probe.eq_always_true"):
         assert rows[probe].status is CheckStatus.PASS
     assert "3 of 3" in rows["probe.reference"].detail
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the code verifier pays passed/total over public+hidden, so a program that hardcodes the public tests scores "
-    "partial credit above an honest wrong program; issue 3 asks for 0 when hidden tests exist"))
 def test_the_code_kind_does_not_pay_hardcoded_public_tests(code_report):
     row = code_report.result("probe.hardcoded_public_tests")
     assert row.status is CheckStatus.PASS, row.detail

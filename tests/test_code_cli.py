@@ -10,7 +10,7 @@ from pathlib import Path
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "code" / "cli_items.jsonl"
 EXPECTED = {  # id -> (reward, status)
     "add-honest": (1.0, "correct"),
-    "add-hardcoded": (0.5, "partial"),
+    "add-hardcoded": (0.0, "incorrect"),
     "add-exit-zero": (0.0, "incorrect"),
     "sum-c": (1.0, "correct"),
     "sum-python-stdio": (1.0, "correct"),

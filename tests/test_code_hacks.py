@@ -164,14 +164,15 @@ def test_a_test_that_hangs_fails_alone_and_the_rest_still_run():
     program = "def add(a, b):\n    if a == 10:\n        while True:\n            pass\n    return a + b\n"
     verdict = score_code(add_item(program, time_limit_s=1.0))
     assert verdict.details["hidden_passed"] == 2 and verdict.details["public_passed"] == 2
-    assert verdict.reward == pytest.approx(4 / 5) and verdict.status == "partial"
+    # 4 of 5 pass, but with hidden tests present the reward is the hidden pass rate (2 of 3)
+    assert verdict.reward == pytest.approx(2 / 3) and verdict.status == "partial"
 
 
 def test_hardcoding_the_public_tests_scores_below_an_honest_program_and_zero_on_hidden():
     hardcoded = "def add(a, b):\n    return {(1, 2): 3, (2, 2): 4}.get((a, b), -1)\n"
     cheat, honest = score_code(add_item(hardcoded)), score_code(add_item(HONEST))
     assert cheat.details["public_passed"] == 2 and cheat.details["hidden_passed"] == 0
-    assert cheat.reward < honest.reward and cheat.status == "partial"
+    assert cheat.reward == 0.0 and honest.reward == 1.0 and cheat.status == "incorrect"
 
 
 ORACLE_PUBLIC = [{"type": "call", "fn": "answer", "args": ["k1"], "expected": "tok-PUBLIC-1"}]
@@ -275,7 +276,7 @@ def test_stdio_program_that_exits_zero_first_or_prints_markers_scores_zero():
                     "print(5)"):  # hardcodes the public answer
         verdict = score_code(CodeItem(completion=f"```python\n{program}\n```", tests=tests, hidden_tests=hidden))
         assert verdict.details["hidden_passed"] == 0, program
-        assert verdict.reward < 1.0
+        assert verdict.reward == 0.0
     honest = score_code(CodeItem(completion="```python\nprint(sum(map(int, input().split())))\n```",
                                  tests=tests, hidden_tests=hidden))
     assert honest.reward == 1.0

@@ -198,14 +198,15 @@ def _counts(plan: Plan, outcomes: list[UnitOutcome]) -> dict[str, Any]:
 def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[UnitOutcome], *,
              status: Status | None = None, reason: str | None = None) -> Verdict:
     passed = sum(o.passed for o in outcomes)
+    counts = _counts(plan, outcomes)
+    reward = _reward(passed, plan.total, counts)
     if status is None:
         if passed == plan.total:
             status = Status.correct
-        elif passed:
+        elif reward > 0:
             status = Status.partial
         else:
             status = Status.timeout if any(o.timed_out for o in outcomes) else Status.incorrect
-    counts = _counts(plan, outcomes)
     if reason is None:
         reason = f"{passed}/{plan.total} tests passed (public {counts['public_passed']}/{counts['public_total']}, " \
                  f"hidden {counts['hidden_passed']}/{counts['hidden_total']})"
@@ -216,8 +217,19 @@ def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[Uni
             reason += f"; first public failure, {unit.label}: {outcome.why}"
         if plan.weaker_mode:
             reason += "; some assertions ran inside the jail (weaker mode)"
-    return Verdict(id=item.id, reward=passed / plan.total, status=status, extracted=program, reason=reason,
-                   details=counts | {"language": item.language})
+    return Verdict(id=item.id, reward=reward, status=status, extracted=program,
+                   reason=reason, details=counts | {"language": item.language})
+
+
+def _reward(passed: int, total: int, counts: dict[str, Any]) -> float:
+    """The pass rate; when an item has hidden tests, the pass rate of the hidden tests alone.
+
+    Public tests are in the prompt, so a program can pass them by hardcoding their answers: they are reported (in
+    `details` and the reason) but earn nothing once hidden tests exist, so hardcoding them never pays.
+    """
+    if counts["hidden_total"]:
+        return counts["hidden_passed"] / counts["hidden_total"]
+    return passed / total
 
 
 def _call_text(call: Any) -> str:
