@@ -1,10 +1,13 @@
-"""`groupscore demo`: the main job on embedded defaults (for now: score the bundled math fixtures, print a summary)."""
+"""`groupscore demo`: the main job on embedded defaults.
+
+It starts the scoring service on a free loopback port, scores the bundled math and code fixtures through it, then runs
+the GRPO demo (SFT cold start, preflight, GRPO with rewards from that service, evaluation) and prints pass@1 before
+and after. Everything it writes goes under the run folder.
+"""
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 import statistics
 import time
 from collections import defaultdict
@@ -14,6 +17,8 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MATH_FIXTURES = REPO_ROOT / "fixtures" / "math"
+CODE_FIXTURES = [REPO_ROOT / "fixtures" / "code" / "cli_items.jsonl"]
+CODE_TASKS = sorted((REPO_ROOT / "fixtures" / "tasks" / "code").glob("*.jsonl"))
 ITEM_FIELDS = ("id", "completion", "answer", "strict", "rel_tol", "timeout_s")  # the rest of a case is its label
 
 
@@ -51,72 +56,95 @@ def agrees(case: LabelledCase, reward: float, status: str) -> bool:
     return status != "error" and (reward >= 0.5) == case.expected and case.expected_status in (None, status)
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def run_demo(run_dir: Path) -> int:
-    """Score the bundled math fixtures one by one, write the verdicts under run_dir, print a table per category."""
-    import groupscore.verifiers.math as math_package
-    from groupscore.verifiers import workers
-    from groupscore.verifiers.batch import score_one
-
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+def score_math_fixtures(client: Any, run_dir: Path) -> bool:
+    """Score every labelled math case through the service; write the verdicts, print a table per category family."""
     cases = load_math_cases()
-    print(f"groupscore demo: scoring {len(cases)} labelled math cases from {MATH_FIXTURES.relative_to(REPO_ROOT)}/")
-
-    # Load the math verifier here and in the bounded workers first: start-up is not any case's latency.
-    math_modules = [f"groupscore.verifiers.math.{m.name}" for m in pkgutil.iter_modules(math_package.__path__)]
-    for name in math_modules:
-        importlib.import_module(name)
-    workers.warm_up(math_modules)
-
-    # Score each case in turn and time it: these are the latencies a trainer calling the verifier would see.
-    results = []
+    print(f"\n[1/3] math: {len(cases)} labelled cases from {MATH_FIXTURES.relative_to(REPO_ROOT)}/ through the service")
     started = time.perf_counter()
-    for case in cases:
-        t0 = time.perf_counter()
-        verdict = score_one(case.item)
-        latency_ms = (time.perf_counter() - t0) * 1000
-        results.append((case, verdict, latency_ms))
+    verdicts = client.score_raw([case.item for case in cases])
     elapsed_s = time.perf_counter() - started
 
     verdicts_path = run_dir / "math_fixtures_verdicts.jsonl"
     with verdicts_path.open("w", encoding="utf-8") as out:
-        for case, verdict, latency_ms in results:
-            record = {**verdict.model_dump(mode="json", exclude_none=True), "category": case.category,
-                      "expected": case.expected, "agrees": agrees(case, verdict.reward, verdict.status.value),
-                      "latency_ms": round(latency_ms, 3)}
-            out.write(json.dumps(record) + "\n")
+        for case, verdict in zip(cases, verdicts):
+            out.write(json.dumps({**verdict, "category": case.category, "expected": case.expected,
+                                  "agrees": agrees(case, verdict["reward"], verdict["status"])}) + "\n")
 
-    # One row per category family (the part before "/"), then the total.
     by_family: dict[str, list] = defaultdict(list)
-    for row in results:
-        by_family[row[0].category.split("/")[0]].append(row)
-    by_family["all"] = results
-    header = f"{'category':<16}{'cases':>7}{'agree':>8}{'agree %':>9}{'mean reward':>13}{'p50 ms':>9}{'p99 ms':>9}"
+    for case, verdict in zip(cases, verdicts):
+        by_family[case.category.split("/")[0]].append((case, verdict))
+    by_family["all"] = list(zip(cases, verdicts))
+    header = f"{'category':<16}{'cases':>7}{'agree':>8}{'agree %':>9}{'mean reward':>13}"
     print(header)
     print("-" * len(header))
     for family, rows in by_family.items():
         if family == "all":
             print("-" * len(header))
-        agreeing = sum(agrees(case, verdict.reward, verdict.status.value) for case, verdict, _ in rows)
-        latencies = [latency for _, _, latency in rows]
+        agreeing = sum(agrees(case, v["reward"], v["status"]) for case, v in rows)
         print(f"{family:<16}{len(rows):>7}{agreeing:>8}{100 * agreeing / len(rows):>8.1f}%"
-              f"{statistics.fmean(verdict.reward for _, verdict, _ in rows):>13.3f}"
-              f"{percentile(latencies, 0.50):>9.2f}{percentile(latencies, 0.99):>9.2f}")
+              f"{statistics.fmean(v['reward'] for _, v in rows):>13.3f}")
 
-    disagreeing = [(case, verdict) for case, verdict, _ in results
-                   if not agrees(case, verdict.reward, verdict.status.value)]
-    timeouts = sum(verdict.status.value == "timeout" for _, verdict, _ in results)
-    errors = [verdict for _, verdict, _ in results if verdict.status.value == "error"]
-    print(f"\n{len(results) / elapsed_s:.0f} verdicts/s on one core; {timeouts} timeouts; {len(errors)} errors; "
+    disagreeing = [(case, v) for case, v in zip(cases, verdicts) if not agrees(case, v["reward"], v["status"])]
+    errors = sum(v["status"] == "error" for v in verdicts)
+    timeouts = sum(v["status"] == "timeout" for v in verdicts)
+    print(f"{len(cases) / elapsed_s:.0f} verdicts/s over HTTP; {timeouts} timeouts; {errors} errors; "
           f"verdicts in {verdicts_path}")
     for case, verdict in disagreeing[:10]:
         print(f"  disagrees: {case.item['id']} ({case.category}): expected {'correct' if case.expected else 'wrong'}, "
-              f"got {verdict.status.value} [{verdict.reason}]")
-    if len(disagreeing) > 10:
-        print(f"  ... and {len(disagreeing) - 10} more (see {verdicts_path.name})")
-    return 1 if errors else 0
+              f"got {verdict['status']} [{verdict['reason']}]")
+    return errors == 0
+
+
+def load_code_items() -> list[dict[str, Any]]:
+    """The code fixtures (honest programs and reward hacks), then each bundled code task's reference solution."""
+    items = [json.loads(line) for path in CODE_FIXTURES for line in path.read_text().splitlines() if line.strip()]
+    for path in CODE_TASKS:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                task = json.loads(line)
+                items.append({**task["item"], "id": f"{task['id']} (reference)", "completion": task["solution"]})
+    return items
+
+
+def score_code_fixtures(client: Any, run_dir: Path) -> bool:
+    """Score the code fixtures through the service (programs run in the sandbox); print one row per item."""
+    items = load_code_items()
+    print(f"\n[2/3] code: {len(items)} programs run in the sandbox through the service")
+    verdicts = client.score_raw(items)
+    with (run_dir / "code_fixtures_verdicts.jsonl").open("w", encoding="utf-8") as out:
+        for verdict in verdicts:
+            out.write(json.dumps(verdict) + "\n")
+    print(f"{'item':<28}{'reward':>8}  {'status':<11}{'public':>8}{'hidden':>8}")
+    for verdict in verdicts:
+        d = verdict.get("details", {})
+        public = f"{d['public_passed']}/{d['public_total']}" if "public_total" in d else "-"
+        hidden = f"{d['hidden_passed']}/{d['hidden_total']}" if "hidden_total" in d else "-"
+        print(f"{str(verdict['id'])[:27]:<28}{verdict['reward']:>8.2f}  {verdict['status']:<11}{public:>8}{hidden:>8}")
+    # The fixtures include reward hacks and one malformed item on purpose; the reference solutions must all pass.
+    return all(v["reward"] == 1.0 for v in verdicts if str(v["id"]).endswith("(reference)"))
+
+
+def run_demo(run_dir: Path, train: bool = True) -> int:
+    """The whole story on embedded defaults: service, math and code scoring, then GRPO training and evaluation."""
+    from groupscore.service.client import ScoreClient
+    from groupscore.service.embedded import start_embedded
+
+    run_dir = Path(run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    print("groupscore demo: starting the scoring service on a free loopback port ...")
+    with start_embedded() as url, ScoreClient(url) as client:
+        print(f"scoring service ready at {url}")
+        ok = score_math_fixtures(client, run_dir)
+        ok = score_code_fixtures(client, run_dir) and ok
+        if not train:
+            return 0 if ok else 1
+        from groupscore.train.demo import run_training_demo
+
+        print("\n[3/3] GRPO: tiny Llama, SFT cold start, preflight, GRPO with rewards from the service, evaluation")
+        summary = run_training_demo(run_dir / "train", service_urls=[url])
+
+    print(f"\nheld-out pass@1: {summary['pass_at_1_before']:.3f} before GRPO -> {summary['pass_at_1_after']:.3f} after")
+    for name, path in summary.get("plots", {}).items():
+        print(f"  plot {name}: {path}")
+    print(f"  summary: {run_dir / 'train' / 'summary.json'}")
+    return 0 if ok else 1

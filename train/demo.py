@@ -10,7 +10,12 @@ from groupscore.train.pipeline import run
 DEMO_CONFIG = Path(__file__).with_name("demo.yaml")
 
 
-def run_training_demo(run_dir: Path | str) -> dict:
-    """Run the bundled demo config into `run_dir`; returns the summary (also written to run_dir/summary.json)."""
+def run_training_demo(run_dir: Path | str, service_urls: list[str] | None = None) -> dict:
+    """Run the bundled demo config into `run_dir`; returns the summary (also written to run_dir/summary.json).
+
+    `service_urls`: score through these running services instead of starting one embedded for the run.
+    """
     config = load_config(DEMO_CONFIG, overrides={"run_dir": str(Path(run_dir).resolve())})
+    if service_urls:
+        config = config.model_copy(update={"service": config.service.model_copy(update={"urls": list(service_urls)})})
     return run(config)
