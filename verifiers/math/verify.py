@@ -85,9 +85,11 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome 
     cached = _symbolic_cache.get(key)
     if cached is not None:
         return cached
+    if budget_s <= 0:
+        return None  # the fast path spent the whole budget
     _ensure_workers()
     try:
-        outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, timeout_s=max(budget_s, 0.001))
+        outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, timeout_s=budget_s)
     except BudgetExceeded:
         return None
     except MemoryError:
