@@ -172,6 +172,8 @@ def item_for_case(case: Case, kind: str) -> dict[str, Any]:
     model_fields = KINDS[kind].item_model.model_fields
     # The case's `prompt` is the chat prompt; an item's `prompt` field (code) means code to prepend, so never mix them.
     item = {k: v for k, v in case.fields.items() if k in model_fields and k not in ("completion", "verifier", "prompt")}
+    if "question" in model_fields and "question" not in item and case.prompt_text:  # math: the prompt is the question
+        item["question"] = case.prompt_text
     if "item_prompt" in case.fields and "prompt" in model_fields:
         item["prompt"] = case.fields["item_prompt"]
     item.update(verifier=kind, completion=case.completion_text)

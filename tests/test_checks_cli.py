@@ -32,7 +32,7 @@ def test_a_bad_reward_exits_1_with_a_table_and_a_json_report(tmp_path):
     assert {c["name"] for c in data["checks"]} >= {"returns", "determinism.repeat", "determinism.processes",
                                                    "edge_inputs.no_hang", "latency", "probe.or_hedge"}
     latency = next(c for c in data["checks"] if c["name"] == "latency")["data"]["cases"]
-    assert latency["n"] == 6 and 0 <= latency["p50_s"] <= latency["p95_s"] <= latency["p99_s"] <= latency["max_s"]
+    assert latency["n"] == 7 and 0 <= latency["p50_s"] <= latency["p95_s"] <= latency["p99_s"] <= latency["max_s"]
 
 
 def test_module_function_target_resolves_from_the_current_directory(tmp_path):

@@ -80,7 +80,8 @@ def test_module_level_functions_can_be_rebuilt_in_another_process_and_lambdas_ca
 
 def test_verifier_target_builds_registry_items_from_case_fields():
     case = Case("chat prompt", "x", {"answer": "4", "strict": True, "unrelated": 1}, "c")
-    assert item_for_case(case, "math") == {"answer": "4", "strict": True, "verifier": "math", "completion": "x"}
+    assert item_for_case(case, "math") == {"answer": "4", "strict": True, "verifier": "math", "completion": "x",
+                                           "question": "chat prompt"}  # the math kind reads the prompt as the question
     code = Case("Write add", "```python\n```", {"tests": [], "item_prompt": "def add(a, b):\n"}, "k")
     assert item_for_case(code, "code")["prompt"] == "def add(a, b):\n"  # never the chat prompt
     with pytest.raises(CasesError, match="not a valid math item"):

@@ -114,3 +114,15 @@ def test_only_short_answers_are_cached():
         echo(short)
         echo(long)
     assert calls.count(short) == 1 and calls.count(long) == 3
+
+
+def test_an_expression_copied_from_the_question_does_not_pay_a_numeric_reference():
+    question = "Compute 3 * 4 - 2."
+    copied = score_math(MathItem(completion="<answer>3 * 4 - 2</answer>", answer="10", question=question))
+    assert copied.reward == 0.0 and copied.status == "incorrect" and "copied from the question" in copied.reason
+    # without the question the same text is an (unsimplified) right answer; with it, the evaluated value still pays
+    assert score_math(MathItem(completion="<answer>3 * 4 - 2</answer>", answer="10")).reward == 1.0
+    assert score_math(MathItem(completion="<answer>10</answer>", answer="10", question=question)).reward == 1.0
+    # a non-numeric reference may legitimately repeat the question's own notation
+    same = score_math(MathItem(completion="\\boxed{x^2+1}", answer="1+x^2", question="Simplify x^2+1+0."))
+    assert same.reward == 1.0

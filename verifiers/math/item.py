@@ -15,3 +15,6 @@ class MathItem(ItemBase):
     strict: bool = Field(default=False, description="Several different boxed answers score as a hedge; no last-number fallback.")
     rel_tol: float = Field(default=1e-6, ge=0.0, le=1.0, description="Relative tolerance of the numeric comparison.")
     timeout_s: float = Field(default=2.0, gt=0.0, le=60.0, description="Wall-clock budget for this verdict.")
+    question: str | None = Field(default=None, max_length=100_000,
+                                 description="The problem statement, if known: for a numeric reference, an arithmetic "
+                                             "expression copied from it is not an answer and scores 0.")

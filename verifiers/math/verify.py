@@ -8,6 +8,7 @@ when the item's budget runs out; the caller never uses signals, so this works fr
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -117,6 +118,20 @@ def _verdict(item: MathItem, status: Status, extracted: str | None, reason: str,
     return Verdict(id=item.id, reward=reward, status=status, extracted=extracted, reason=reason, details=dict(details))
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_OPERATION = re.compile(r"[-+*/^]|\\(?:frac|cdot|times|div|sqrt)")
+_SPACING = re.compile(r"\s+|\\[,;:! ]|\$")
+
+
+def _copies_the_question(pred: str, gold: str, question: str) -> bool:
+    """For a numeric reference: the answer is an unevaluated expression lifted from the question ("3*4-2" for
+    "What is 3*4-2?"), which a symbolic comparison would otherwise pay."""
+    if not _NUMBER.fullmatch(gold) or not _OPERATION.search(pred.lstrip("-")):
+        return False
+    compact = _SPACING.sub("", pred)
+    return compact in _SPACING.sub("", question) or compact in _SPACING.sub("", normalize(question))
+
+
 def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
     """Several boxed answers that are not all the same value."""
     distinct = list(dict.fromkeys(normalize(b) for b in boxes))
@@ -148,6 +163,9 @@ def _score(item: MathItem) -> Verdict:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
     if item.strict and len(extracted.boxes) > 1 and _strict_hedge(extracted.boxes, item.rel_tol):
         return _verdict(item, Status.incorrect, extracted.text, "hedge: several different boxed answers",
+                        source=extracted.source, hedge=True)
+    if item.question and _copies_the_question(pred, gold, item.question):
+        return _verdict(item, Status.incorrect, extracted.text, "the answer is an expression copied from the question",
                         source=extracted.source, hedge=True)
     outcome = compare_fast(pred, gold, item.rel_tol)
     if outcome.equal is None and not outcome.too_complex:
