@@ -40,7 +40,8 @@ KINDS: dict[str, VerifierKind] = {
         VerifierKind("math", MathItem, "groupscore.verifiers.math.verify:score_math",
                      "Boxed/final-answer extraction and string, numeric, symbolic equivalence."),
         VerifierKind("code", CodeItem, "groupscore.verifiers.code.verify:score_code",
-                     "Program from the completion run on public and hidden tests in the sandbox; reward = pass rate."),
+                     "Program from the completion run on public and hidden tests in the sandbox; reward = pass rate "
+                     "(of the hidden tests alone when there are any)."),
         VerifierKind("format", FormatItem, "groupscore.verifiers.format.verify:score_format",
                      "Required tags in order with non-empty content (e.g. <think>, <answer>), or a linear-time regex."),
         VerifierKind("length", LengthItem, "groupscore.verifiers.length.verify:score_length",
