@@ -1,7 +1,7 @@
 """cgroup memory and pids limits per run: detect v1 or v2, keep a pool of reusable per-run cgroups.
 
-The harness moves nsjail into a slot cgroup before nsjail clones the jail (a tiny `sh` writes 0 to
-cgroup.procs and execs nsjail), so every process of the run is charged to the slot. After the run the
+The harness moves nsjail into a slot cgroup before nsjail clones the jail (nsjail waits on a pipe for its
+config, which is written only after its pid is in cgroup.procs), so every process of the run is charged to the slot. After the run the
 slot tells the whole-tree peak memory, whether the OOM killer or the pids limit fired, and which
 processes (none, normally) are still in it; those are killed before the slot is reused.
 """

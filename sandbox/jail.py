@@ -148,29 +148,41 @@ def _prepared_slot(limits: Limits) -> Slot | None:
 def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits) -> Outcome:
     """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
     init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
-    cfg = rundir.write("jail.cfg", "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]) + "\n")
+    config = "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]).encode() + b"\n"
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
-    cmd = [nsjail_binary(), "--config", str(cfg), "--log", str(log)]
     slot = _prepared_slot(limits)
-    if slot is not None:
-        # Join the slot before nsjail clones, so the whole jail is charged to it.
-        join = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
-        cmd = ["/bin/sh", "-c", join, "sh", *slot.procs_files, "--", *cmd]
     out = Outcome()
+    # nsjail reads its config from a pipe that is written only once nsjail is in the run's cgroup slot: it cannot
+    # clone the jail before that, so the whole jail is charged to the slot (no shell to join it first, no config file).
+    config_r, config_w = os.pipe()
+    cmd = [nsjail_binary(), "--config", f"/dev/fd/{config_r}", "--log", str(log)]
     start = time.monotonic()
     try:
         with open(stdin_path, "rb") as stdin_fh:
             proc = subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True, close_fds=True, env={"PATH": "/usr/bin:/bin"})
+                                    start_new_session=True, close_fds=True, pass_fds=(config_r,),
+                                    env={"PATH": "/usr/bin:/bin"})
     except OSError:
+        os.close(config_w)
         if slot is not None:
             slot_pool().release(slot)
         raise
+    finally:
+        os.close(config_r)
     try:
+        fd, config_w = config_w, -1  # closed below, whatever happens
+        if _join_slot(proc, slot):
+            _send_config(fd, config)
+        else:
+            os.close(fd)
+            out.setup_failed = True  # never run without the limits the policy promises
+            _kill(proc)
         _collect_output(proc, out, limits, start)
         _await_exit(proc, out, start + limits.wall_time_s)
     finally:
+        if config_w >= 0:
+            os.close(config_w)
         if out.timed_out or out.output_limit:
             _kill(proc)
         _, status, usage = os.wait4(proc.pid, 0)
@@ -188,8 +200,34 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
             slot_pool().release(slot)
     out.log = log.read_text(errors="replace") if log.exists() else ""
     _strip_loader_noise(out)
-    _read_exit(out)
+    if not out.setup_failed:
+        _read_exit(out)
     return out
+
+
+def _join_slot(proc: subprocess.Popen, slot: Slot | None) -> bool:
+    """Move nsjail into the slot while it waits for its config (it has cloned nothing yet)."""
+    if slot is None:
+        return True
+    try:
+        for procs_file in slot.procs_files:
+            with open(procs_file, "w") as fh:
+                fh.write(str(proc.pid))
+        return True
+    except OSError:
+        return False
+
+
+def _send_config(fd: int, config: bytes) -> None:
+    """Write the whole config and close the pipe (nsjail reads to EOF); a nsjail that died early reads nothing."""
+    try:
+        view = memoryview(config)
+        while view:
+            view = view[os.write(fd, view):]
+    except BrokenPipeError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _collect_output(proc: subprocess.Popen, out: Outcome, limits: Limits, start: float) -> None:
@@ -268,8 +306,6 @@ def _read_exit(out: Outcome) -> None:
         out.setup_failed = True
     elif _SETUP_FAILED_RE.search(out.log):
         out.setup_failed = True
-    if out.nsjail_status == 125 and not out.log:
-        out.setup_failed = True  # the cgroup join failed
 
 
 def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes, limits: Limits,

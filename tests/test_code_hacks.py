@@ -77,7 +77,7 @@ def add(a, b):
     "an iterator instead of a value": "def add(a, b):\n    return iter([a + b])\n",
     "rewrite the harness and shadow modules": """
 import os
-for name in ("/work/runner.py", "/work/solution.py"):
+for name in ("/work/runner.py", "/work/runner.pyc", "/work/solution.py"):
     try:
         with open(name, "w") as f:
             f.write("print('PASSED')\\n")

@@ -1,7 +1,8 @@
 """The program that runs inside the jail for call-style tests: a trusted runner, a zygote, and workers holding the candidate.
 
-This file is copied into the sandbox as it is and run by the jail's Python (3.8+, standard library only) as
-`python -S runner.py`; the host imports it too, for the value codec both sides share.
+This file is run by the jail's Python (3.8+, standard library only) as `python -S runner.py [site-packages dir...]`
+(the host ships it compiled by that interpreter, as runner.pyc); the host imports it too, for the value codec both
+sides share.
 
 Three kinds of process, because in-process grading can be fooled by the code it grades:
 - the runner reads the test plan from stdin, never runs candidate code, and writes one marked JSON line per test unit
@@ -256,7 +257,7 @@ def zygote(control):
             return  # the runner is gone
 
 
-def start_zygote():
+def start_zygote(site_dirs):
     runner_end, zygote_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -265,7 +266,7 @@ def start_zygote():
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # the plan is still unread on stdin; stdout is the results channel
                 os.dup2(devnull, fd)
-            add_site_packages()
+            add_site_packages(site_dirs)
             zygote(zygote_end)
         finally:
             os._exit(0)
@@ -273,15 +274,10 @@ def start_zygote():
     return runner_end
 
 
-def add_site_packages():
+def add_site_packages(site_dirs):
     # The runner starts with -S (site processing costs more than the rest of its start-up); the candidate may still
-    # import installed packages, so put their directories on the path without running .pth files.
-    try:
-        import site
-
-        sys.path.extend(p for p in site.getsitepackages() if os.path.isdir(p) and p not in sys.path)
-    except Exception:
-        pass
+    # import installed packages, so put their directories (listed by the host) on the path without running .pth files.
+    sys.path.extend(p for p in site_dirs if os.path.isdir(p) and p not in sys.path)
 
 
 class Worker:
@@ -425,11 +421,11 @@ def read_plan():
     return eval(b"".join(chunks).decode("utf-8"), {"__builtins__": {}})
 
 
-def runner():
+def runner(site_dirs):
     # Non-dumpable before any worker exists (the zygote inherits it), and the zygote before anything of the plan is
     # in this process's memory.
     set_not_dumpable()
-    control = start_zygote()
+    control = start_zygote(site_dirs)
     plan = read_plan()
     marker, out_fd = plan["marker"], os.dup(1)  # stdout is the results channel; nothing else of ours writes to it
 
@@ -480,7 +476,7 @@ def runner():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 1:
-        sys.exit("usage: python -S runner.py < plan")
-    runner()
+    if any(not arg.startswith("/") for arg in sys.argv[1:]):
+        sys.exit("usage: python -S runner.py [site-packages dir...] < plan")
+    runner(sys.argv[1:])
     os._exit(0)  # everything is written; skip interpreter teardown, a noticeable share of a short run

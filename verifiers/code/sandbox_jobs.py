@@ -6,6 +6,8 @@ the whole item fails with JailFailed (never a fallback to a plain subprocess).
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from dataclasses import dataclass
 
 import groupscore.sandbox as sandbox
@@ -87,11 +89,52 @@ def _compile_message(result: RunResult) -> str:
     return step.stderr.strip() or f"the compiler exited with {step.exit_code}"
 
 
+# Run by the jail's interpreter on the host, on our own runner source only: compile it once to the bytecode file that
+# interpreter runs directly (`python runner.pyc`), and list its site-packages dirs. A jail's /work is a fresh tmpfs, so
+# the runner would otherwise be compiled from source in every jail, a few ms of CPU per item.
+_COMPILE_RUNNER = (
+    "import importlib.util,marshal,site,sys;src=sys.stdin.buffer.read();"
+    "code=compile(src,'runner.py','exec',dont_inherit=True);"
+    # The 16-byte header of a .pyc: magic, flags (0: timestamp-based), mtime, source size; the interpreter checks
+    # only the magic when it runs a .pyc given on its command line.
+    "sys.stdout.buffer.write(importlib.util.MAGIC_NUMBER+bytes(8)+(len(src)&0xFFFFFFFF).to_bytes(4,'little')"
+    "+marshal.dumps(code));sys.stderr.write(repr(site.getsitepackages()))"
+)
+
+
+@functools.lru_cache(maxsize=4)
+def runner_files(runner_source: str) -> tuple[dict[str, str | bytes], tuple[str, ...]]:
+    """The runner's files in the jail and its argv after the script: the compiled runner and the interpreter's
+    site-packages dirs (the runner puts those that exist in the jail on the candidate's path without importing
+    `site`). Falls back to the source when the interpreter cannot compile it on the host."""
+    exe = toolchain("python").executable
+    try:
+        done = subprocess.run([exe, "-I", "-S", "-B", "-c", _COMPILE_RUNNER], input=runner_source.encode(),
+                              capture_output=True, timeout=60, check=True, env={"PATH": "/usr/bin:/bin"})
+        dirs = tuple(d for d in _literal_list(done.stderr.decode()) if d.startswith("/"))
+        if done.stdout[:4] and len(done.stdout) > 16:
+            return {"runner.pyc": done.stdout}, ("runner.pyc", *dirs)
+    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+        pass
+    return {"runner.py": runner_source}, ("runner.py",)
+
+
+def _literal_list(text: str) -> list[str]:
+    import ast
+
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError):
+        return []
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def _request(language: str, source: str, program: str, job: Job) -> dict:
     if job.runner_source is not None:
-        files = {"runner.py": job.runner_source, "solution.py": program}
-        # -S: no site processing at start-up (the runner adds site-packages for the candidate itself).
-        command = [toolchain("python").executable, "-S", "-B", "runner.py"]
+        runner, argv = runner_files(job.runner_source)
+        files = {**runner, "solution.py": program}
+        # -S: no site processing at start-up (the runner adds the site-packages dirs given on its command line).
+        command = [toolchain("python").executable, "-S", "-B", *argv]
         return {"files": files, "command": command, "language": "python", "stdin": job.stdin, "limits": job.limits}
     # C and C++: the sandbox compiles `source` first; its compile cache makes that once per program.
     return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}
