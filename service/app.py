@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hmac
-import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
@@ -14,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from groupscore.service import protocols
+from groupscore.service import codec, protocols
 from groupscore.service.dispatch import Dispatcher
 from groupscore.service.groups import group_stats
 from groupscore.service.metrics import ServiceMetrics
@@ -39,7 +38,7 @@ _LARGE_RESPONSE_ITEMS = 2000  # from here on, a response is encoded off the even
 
 def json_response(payload: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
     # Verdict dicts come from the workers already plain; serialising them directly skips a second validation pass.
-    return Response(json.dumps(payload, allow_nan=False).encode(), status_code=status_code,
+    return Response(codec.dumps(payload), status_code=status_code,
                     media_type="application/json", headers=headers)
 
 
@@ -127,7 +126,7 @@ class Gatekeeper:
 
 
 async def _send_json(send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps(payload).encode()
+    body = codec.dumps(payload)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *(headers or [])]})

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from groupscore.service import codec
 from groupscore.verifiers.composite import RewardSpec
 from groupscore.verifiers.schema import Verdict
 
@@ -87,10 +88,17 @@ class _Retryable(Exception):
         self.error = error
 
 
+def _body(payload: Any) -> dict[str, Any]:
+    """Request arguments for a JSON body: encoded here once with orjson (httpx's `json=` uses the slower json module)."""
+    if payload is None:
+        return {}
+    return {"content": codec.dumps(payload), "headers": {"content-type": "application/json"}}
+
+
 def _accept(response: httpx.Response) -> Any:
     """The decoded body of a success; raises _Retryable (429, 5xx) or ServiceError (other 4xx, not retried)."""
     if response.status_code < 400:
-        return response.json()
+        return codec.loads(response.content)
     error = _error_from(response)
     if response.status_code in _RETRY_STATUS:
         raise _Retryable(error)
@@ -174,10 +182,11 @@ class ScoreClient(_Base):
     def request(self, method: str, path: str, payload: Any = None, shard: int = 0) -> Any:
         """One call with retries; a retry moves to the next URL. Returns the decoded JSON body."""
         failure: Exception | None = None
+        body = _body(payload)
         for attempt in range(self.retry.max_retries + 1):
             response = None
             try:
-                response = self._clients[(shard + attempt) % len(self._clients)].request(method, path, json=payload)
+                response = self._clients[(shard + attempt) % len(self._clients)].request(method, path, **body)
                 return _accept(response)
             except (httpx.TransportError, _Retryable) as exc:  # connection refused/reset, timeouts, 429, 5xx
                 failure = exc
@@ -240,11 +249,11 @@ class AsyncScoreClient(_Base):
     async def request(self, method: str, path: str, payload: Any = None, shard: int = 0) -> Any:
         """One call with retries; a retry moves to the next URL. Returns the decoded JSON body."""
         failure: Exception | None = None
+        body = _body(payload)
         for attempt in range(self.retry.max_retries + 1):
             response = None
             try:
-                response = await self._clients[(shard + attempt) % len(self._clients)].request(method, path,
-                                                                                              json=payload)
+                response = await self._clients[(shard + attempt) % len(self._clients)].request(method, path, **body)
                 return _accept(response)
             except (httpx.TransportError, _Retryable) as exc:
                 failure = exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,12 +40,22 @@ class ServiceMetrics:
 
     def count_verdicts(self, raw_items: Iterable[Any], verdicts: Iterable[dict[str, Any]]) -> None:
         """Items per verifier and status; timeouts the verifiers reported; code items whose sandbox failed."""
+        # Tallied first, then one increment per label pair: a labelled increment costs microseconds, and a
+        # 1024-item batch would otherwise spend milliseconds here on the event loop.
+        per_label: Tally[tuple[str, str]] = Tally()
+        verifier_timeouts = sandbox_failures = 0
         for raw, verdict in zip(raw_items, verdicts):
             kind = raw.get("verifier") if isinstance(raw, dict) else None
             kind = kind if isinstance(kind, str) and kind in KINDS else "invalid"  # only known names: labels must stay few
             status = verdict.get("status", "error")
-            self.items.labels(kind, status).inc()
+            per_label[kind, status] += 1
             if status == "timeout" and not verdict.get("details", {}).get("service_deadline"):
-                self.timeouts.labels("verifier").inc()
+                verifier_timeouts += 1
             if kind == "code" and status == "error" and "sandbox" in str(verdict.get("reason", "")).lower():
-                self.sandbox_failures.inc()
+                sandbox_failures += 1
+        for (kind, status), count in per_label.items():
+            self.items.labels(kind, status).inc(count)
+        if verifier_timeouts:
+            self.timeouts.labels("verifier").inc(verifier_timeouts)
+        if sandbox_failures:
+            self.sandbox_failures.inc(sandbox_failures)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
+
+from groupscore.service import codec
 
 # Below this, decoding takes well under a millisecond: a thread hop would cost more than it saves.
 OFFLOAD_BYTES = 256 * 1024
@@ -20,7 +21,7 @@ class _OffloadingRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             # json.JSONDecodeError propagates as from Starlette's own json(): FastAPI answers it with a 422.
-            self._json = await asyncio.to_thread(json.loads, body) if len(body) > OFFLOAD_BYTES else json.loads(body)
+            self._json = await asyncio.to_thread(codec.loads, body) if len(body) > OFFLOAD_BYTES else codec.loads(body)
         return self._json
 
 
@@ -39,9 +40,5 @@ class OffloadingRoute(APIRoute):
 async def encode_json(payload: Any, large: bool) -> bytes:
     """JSON bytes of a response; a large one is encoded in a worker thread for the same reason."""
     if large:
-        return await asyncio.to_thread(_dumps, payload)
-    return _dumps(payload)
-
-
-def _dumps(payload: Any) -> bytes:
-    return json.dumps(payload, allow_nan=False).encode()
+        return await asyncio.to_thread(codec.dumps, payload)
+    return codec.dumps(payload)
