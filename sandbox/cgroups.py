@@ -135,6 +135,12 @@ class Slot:
     def __init__(self, support: CgroupSupport, dirs: dict[str, Path]):
         self.support, self.dirs = support, dirs
         self._oom_before = self._pids_before = self._baseline = 0
+        # What the last run of a reused (v1) slot left: its limits, and its event counters as read at its finish.
+        # Only this process writes the slot's files, and a slot is reused only once found empty, so nothing can
+        # change them in between: the next run skips rewriting equal limits and rereading the counters.
+        self._limits: tuple[int, int] | None = None
+        self._counters_after: tuple[int, int] | None = None
+        self.found_empty = False  # set by finish() when nothing of the run was left in the slot
 
     @property
     def procs_files(self) -> list[str]:
@@ -144,12 +150,15 @@ class Slot:
     def prepare(self, memory_bytes: int, max_pids: int) -> None:
         """Set this run's limits and zero the counters a reused slot carries over."""
         v1 = self.support.version == "v1"
+        same_limits, counters = self._limits == (memory_bytes, max_pids), self._counters_after
+        self._limits, self._counters_after, self.found_empty = None, None, False  # until this prepare succeeds
         if "memory" in self.dirs:
             mem = self.dirs["memory"]
             if v1:
                 _write(mem / "memory.max_usage_in_bytes", "0")
-                self._set_v1_limit(mem, memory_bytes)
-                self._oom_before = _counter(_read(mem / "memory.oom_control"), "oom_kill")
+                if not same_limits:
+                    self._set_v1_limit(mem, memory_bytes)
+                self._oom_before = counters[0] if counters else _counter(_read(mem / "memory.oom_control"), "oom_kill")
                 # A reused slot still carries page cache charged by earlier runs (reclaimable, so it does
                 # not eat into the limit); the reset peak starts there, so report the growth above it.
                 usage = _read(mem / "memory.usage_in_bytes").strip()
@@ -160,8 +169,10 @@ class Slot:
                     _write(mem / "memory.swap.max", "0")
                 self._oom_before = _counter(_read(mem / "memory.events"), "oom_kill")
         if "pids" in self.dirs:
-            _write(self.dirs["pids"] / "pids.max", str(max_pids))
-            self._pids_before = _counter(_read(self.dirs["pids"] / "pids.events"), "max")
+            if not same_limits:
+                _write(self.dirs["pids"] / "pids.max", str(max_pids))
+            self._pids_before = counters[1] if counters else _counter(_read(self.dirs["pids"] / "pids.events"), "max")
+        self._limits = (memory_bytes, max_pids)
 
     @staticmethod
     def _set_v1_limit(mem: Path, memory_bytes: int) -> None:
@@ -192,18 +203,20 @@ class Slot:
     def finish(self) -> SlotStats:
         """Read the run's numbers, then kill anything still in the slot (nothing of a run may survive it)."""
         killed = self.kill_all()
-        peak, oom = None, False
+        peak, oom_kills = None, self._oom_before
         if "memory" in self.dirs:
             mem = self.dirs["memory"]
             if self.support.version == "v1":
                 raw = _read(mem / "memory.max_usage_in_bytes").strip()
-                oom = _counter(_read(mem / "memory.oom_control"), "oom_kill") > self._oom_before
+                oom_kills = _counter(_read(mem / "memory.oom_control"), "oom_kill")
             else:
                 raw = _read(mem / "memory.peak").strip()
-                oom = _counter(_read(mem / "memory.events"), "oom_kill") > self._oom_before
+                oom_kills = _counter(_read(mem / "memory.events"), "oom_kill")
             peak = max(0, int(raw) - self._baseline) if raw.isdigit() else None
-        hit = "pids" in self.dirs and _counter(_read(self.dirs["pids"] / "pids.events"), "max") > self._pids_before
-        return SlotStats(peak, oom, hit, killed)
+        pids_max_events = _counter(_read(self.dirs["pids"] / "pids.events"), "max") if "pids" in self.dirs else 0
+        if self.found_empty:
+            self._counters_after = (oom_kills, pids_max_events)
+        return SlotStats(peak, oom_kills > self._oom_before, pids_max_events > self._pids_before, killed)
 
     def kill_all(self, deadline_s: float = 5.0) -> int:
         killed, end = 0, time.monotonic() + deadline_s
@@ -219,6 +232,7 @@ class Slot:
                 except ProcessLookupError:
                     pass
             time.sleep(0.01)
+        self.found_empty = not pids
         return killed
 
     def remove(self) -> None:
@@ -309,8 +323,10 @@ class SlotPool:
             return None
 
     def release(self, slot: Slot) -> None:
-        if slot.pids():
-            return  # never reuse a slot that still holds processes
+        # never reuse a slot that still holds processes (finish() has just looked, when it ran)
+        if not slot.found_empty and slot.pids():
+            return
+        slot.found_empty = False
         if self.support.version == "v2":
             slot.remove()
             return

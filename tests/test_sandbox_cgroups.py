@@ -85,6 +85,40 @@ def test_v1_slot_sets_limits_and_reads_the_run(tmp_path):
     assert pool.acquire() is slot  # v1 slots are reused, not rebuilt
 
 
+def test_reused_v1_slot_reports_only_its_own_run_and_rewrites_only_changed_limits(tmp_path):
+    pool = SlotPool(_fake_v1(tmp_path))
+    slot = pool.acquire()
+    mem, pids = slot.dirs["memory"], slot.dirs["pids"]
+    (mem / "memory.oom_control").write_text("oom_kill 0\n")
+    (mem / "memory.usage_in_bytes").write_text("0\n")
+    (mem / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (pids / "pids.events").write_text("max 0\n")
+    for d in (mem, pids):
+        (d / "cgroup.procs").write_text("")
+    slot.prepare(64 << 20, 10)
+    assert (mem / "memory.limit_in_bytes").read_text() == str(64 << 20)
+    (mem / "memory.max_usage_in_bytes").write_text(str(80 << 20))
+    (mem / "memory.oom_control").write_text("oom_kill 1\n")  # the first run is OOM-killed and hits the pids limit
+    (pids / "pids.events").write_text("max 1\n")
+    stats = slot.finish()
+    assert (stats.oom_killed, stats.pids_limit_hit) == (True, True)
+    pool.release(slot)
+    assert pool.acquire() is slot
+    (mem / "memory.limit_in_bytes").unlink()
+    (mem / "memory.limit_in_bytes").mkdir()  # any write to it would now fail: the same limits are not rewritten
+    slot.prepare(64 << 20, 10)
+    stats = slot.finish()  # the second run left the counters alone
+    assert (stats.oom_killed, stats.pids_limit_hit) == (False, False)
+    pool.release(slot)
+    assert pool.acquire() is slot
+    with pytest.raises(OSError, match="cannot set the memory limit"):
+        slot.prepare(64 << 20, 20)  # changed limits are written (and here the write fails)
+    (mem / "memory.limit_in_bytes").rmdir()
+    (mem / "memory.limit_in_bytes").write_text("0\n")
+    slot.prepare(64 << 20, 20)
+    assert (mem / "memory.limit_in_bytes").read_text() == str(64 << 20) and (pids / "pids.max").read_text() == "20"
+
+
 def test_slot_holding_processes_is_not_reused(tmp_path):
     pool = SlotPool(_fake_v1(tmp_path))
     slot = pool.acquire()
