@@ -128,8 +128,10 @@ def timed(fn, *args) -> float:
 
 
 def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=None) -> dict:
-    """Alternate in-process and HTTP runs on fresh batches (no verifier cache hits), so both see the same noise.
+    """Paired rounds on fresh batches (no verifier cache hits): each round times both paths back to back.
 
+    The two runs of a round see the same load on a shared machine, so the per-round overhead is the steadier figure;
+    the order alternates between rounds, so neither path always runs first (or right after the CLI's pool).
     `cli_batch`, when given, is timed too: the CLI's `verifiers.batch.score_batch` on its own pool, for reference.
     """
     inproc(make_batch(-1))  # warm-up every path
@@ -138,16 +140,23 @@ def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=
     if cli_batch is not None:
         cli_batch(make_batch(-3))
     for r in range(repeats):
-        in_times.append(timed(inproc, make_batch(3 * r + 1)))
-        http_times.append(timed(http, make_batch(3 * r + 2)))
+        in_batch, http_batch = make_batch(3 * r + 1), make_batch(3 * r + 2)
+        if r % 2 == 0:
+            in_times.append(timed(inproc, in_batch))
+            http_times.append(timed(http, http_batch))
+        else:
+            http_times.append(timed(http, http_batch))
+            in_times.append(timed(inproc, in_batch))
         if cli_batch is not None:
             cli_times.append(timed(cli_batch, make_batch(3 * r + 3)))
     i, h = statistics.median(in_times), statistics.median(http_times)
     # On a shared machine the best run of each is the least disturbed one; both are reported.
     bi, bh = min(in_times), min(http_times)
+    paired = [100 * (ht - it) / it for it, ht in zip(in_times, http_times)]
     return {"items": items_count, "repeats": repeats, "in_process_s": round(i, 4), "http_s": round(h, 4),
             "in_process_items_per_s": round(items_count / i, 1), "http_items_per_s": round(items_count / h, 1),
             "http_overhead_pct": round(100 * (h - i) / i, 1),
+            "paired_overhead_median_pct": round(statistics.median(paired), 1),
             "best_in_process_s": round(bi, 4), "best_http_s": round(bh, 4),
             "best_http_overhead_pct": round(100 * (bh - bi) / bi, 1),
             **({"cli_score_batch_s": round(statistics.median(cli_times), 4)} if cli_times else {})}
@@ -198,7 +207,8 @@ def sustained(url: str, port: int, seconds: float, clients: int, batch: int) -> 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--repeats", type=int, default=21, help="paired rounds per math batch size")
+    parser.add_argument("--code-repeats", type=int, default=4, help="paired rounds for the code groups (~5 s each)")
     parser.add_argument("--sustain-s", type=float, default=60.0)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -224,7 +234,7 @@ def main() -> int:
                                                cli_batch=lambda items: score_batch(items, workers=args.workers))
             group = code_group()
             rows["code_16x10"] = compare(16, lambda seed: group, lambda items: pool.score(group_items(group)),
-                                         lambda items: client.score_groups([group]), max(1, args.repeats // 2))
+                                         lambda items: client.score_groups([group]), args.code_repeats)
             report["throughput"] = rows
             pool.close()
             pool = None
