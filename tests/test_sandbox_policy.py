@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
 import subprocess
 import sys
 
@@ -12,7 +14,7 @@ from pydantic import ValidationError
 
 from groupscore.sandbox import Limits, policy_for
 from groupscore.sandbox.cgroups import CgroupSupport
-from groupscore.sandbox.policy import WORK_DIR, build_policy
+from groupscore.sandbox.policy import WORK_DIR, build_policy, id_text
 from groupscore.sandbox.seccomp import kafel_policy
 from groupscore.sandbox.toolchains import toolchain
 
@@ -35,8 +37,16 @@ def test_real_uid_outside_is_never_root(policy):
     assert policy.uid_outside != 0 and policy.gid_outside != 0
     if os.geteuid() == 0:
         assert (policy.uid_inside, policy.uid_outside) == (65534, 65534)
-        assert 'outside_id: "65534"' in policy.nsjail_config_text()
-        assert 'outside_id: "0"' not in policy.nsjail_config_text()
+        text = policy.nsjail_config_text()
+        # the id is written by name when that name maps back to exactly 65534 (nsjail then skips slower lookups)
+        assert f'outside_id: "{id_text(65534, "user")}"' in text and f'outside_id: "{id_text(65534, "group")}"' in text
+        assert id_text(65534, "user") == "65534" or pwd.getpwnam(id_text(65534, "user")).pw_uid == 65534
+        assert id_text(65534, "group") == "65534" or grp.getgrnam(id_text(65534, "group")).gr_gid == 65534
+        assert 'outside_id: "0"' not in text and 'outside_id: "root"' not in text
+
+
+def test_an_id_without_a_round_tripping_name_is_written_as_a_number():
+    assert id_text(987_654, "user") == "987654" and id_text(987_654, "group") == "987654"
 
 
 def test_only_the_work_dir_and_dev_null_are_writable(policy):
