@@ -37,7 +37,7 @@ def math_items(n: int, seed: int = 0) -> list[dict]:
     """Numeric math items, one in three wrong, a mix of integer, decimal and fraction answers."""
     items = []
     for i in range(n):
-        value = (i * 7919 + seed) % 10007
+        value = (i * 7919 + seed) % 1_000_003  # wide range: batches of other seeds repeat no answer (no cache hits)
         forms = [(str(value), str(value)), (f"{value / 8:.3f}", f"{value / 8:.3f}"),
                  (f"\\frac{{{value}}}{{4}}", f"{value / 4}")]
         boxed, answer = forms[i % 3]
@@ -131,14 +131,13 @@ def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=
     """Paired rounds on fresh batches (no verifier cache hits): each round times both paths back to back.
 
     The two runs of a round see the same load on a shared machine, so the per-round overhead is the steadier figure;
-    the order alternates between rounds, so neither path always runs first (or right after the CLI's pool).
-    `cli_batch`, when given, is timed too: the CLI's `verifiers.batch.score_batch` on its own pool, for reference.
+    the order alternates between rounds, so neither path always runs first.
+    `cli_batch`, when given, is timed too, after the paired rounds (its own pool's processes would otherwise disturb
+    them): the CLI's `verifiers.batch.score_batch`, for reference.
     """
     inproc(make_batch(-1))  # warm-up every path
     http(make_batch(-2))
     in_times, http_times, cli_times = [], [], []
-    if cli_batch is not None:
-        cli_batch(make_batch(-3))
     for r in range(repeats):
         in_batch, http_batch = make_batch(3 * r + 1), make_batch(3 * r + 2)
         if r % 2 == 0:
@@ -147,8 +146,9 @@ def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=
         else:
             http_times.append(timed(http, http_batch))
             in_times.append(timed(inproc, in_batch))
-        if cli_batch is not None:
-            cli_times.append(timed(cli_batch, make_batch(3 * r + 3)))
+    if cli_batch is not None:
+        cli_batch(make_batch(-3))
+        cli_times = [timed(cli_batch, make_batch(3 * r + 3)) for r in range(repeats)]
     i, h = statistics.median(in_times), statistics.median(http_times)
     # On a shared machine the best run of each is the least disturbed one; both are reported.
     bi, bh = min(in_times), min(http_times)

@@ -89,7 +89,7 @@ class _Retryable(Exception):
 
 
 def _body(payload: Any) -> dict[str, Any]:
-    """Request arguments for a JSON body: encoded here once with orjson (httpx's `json=` uses the slower json module)."""
+    """Request arguments for a JSON body, encoded once with orjson (httpx's `json=` uses the slower json module)."""
     if payload is None:
         return {}
     return {"content": codec.dumps(payload), "headers": {"content-type": "application/json"}}
