@@ -186,8 +186,12 @@ def judge_stdio(unit: StdioUnit, result: sandbox_jobs.JobResult) -> UnitOutcome:
 
 # -- the verdict --------------------------------------------------------------------------------------------------
 
-def _counts(plan: Plan, outcomes: list[UnitOutcome]) -> dict[str, Any]:
-    units = sorted([*plan.call_units, *plan.stdio_units], key=lambda u: u.index)
+def _units_in_order(plan: Plan) -> list[Any]:
+    """Every test unit of the plan in test order (the order `outcomes` follow)."""
+    return sorted([*plan.call_units, *plan.stdio_units], key=lambda u: u.index)
+
+
+def _counts(plan: Plan, units: list[Any], outcomes: list[UnitOutcome]) -> dict[str, Any]:
     public = [o for u, o in zip(units, outcomes) if not u.hidden]
     hidden = [o for u, o in zip(units, outcomes) if u.hidden]
     return {"public_passed": sum(o.passed for o in public), "public_total": len(public),
@@ -198,7 +202,8 @@ def _counts(plan: Plan, outcomes: list[UnitOutcome]) -> dict[str, Any]:
 def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[UnitOutcome], *,
              status: Status | None = None, reason: str | None = None) -> Verdict:
     passed = sum(o.passed for o in outcomes)
-    counts = _counts(plan, outcomes)
+    units = _units_in_order(plan)
+    counts = _counts(plan, units, outcomes)
     reward = _reward(passed, plan.total, counts)
     if status is None:
         if passed == plan.total:
@@ -210,7 +215,6 @@ def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[Uni
     if reason is None:
         reason = f"{passed}/{plan.total} tests passed (public {counts['public_passed']}/{counts['public_total']}, " \
                  f"hidden {counts['hidden_passed']}/{counts['hidden_total']})"
-        units = sorted([*plan.call_units, *plan.stdio_units], key=lambda u: u.index)
         first_public_failure = next(((u, o) for u, o in zip(units, outcomes) if not o.passed and not u.hidden), None)
         if first_public_failure is not None:
             unit, outcome = first_public_failure
