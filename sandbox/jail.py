@@ -145,9 +145,13 @@ def _prepared_slot(limits: Limits) -> Slot | None:
     raise SandboxUnavailable(f"cannot set cgroup limits for a run: {error}")
 
 
-def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits) -> Outcome:
-    """One nsjail process from start to reap. Kills it at the wall clock or the output cap."""
-    init_argv = [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
+def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits,
+             as_init: bool = False) -> Outcome:
+    """One nsjail process from start to reap. Kills it at the wall clock or the output cap.
+
+    as_init: argv itself is the jail's pid 1 instead of the init shell's child (see `run`).
+    """
+    init_argv = argv if as_init else [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
     config = "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]).encode() + b"\n"
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
@@ -201,7 +205,7 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     out.log = log.read_text(errors="replace") if log.exists() else ""
     _strip_loader_noise(out)
     if not out.setup_failed:
-        _read_exit(out)
+        _read_exit(out, as_init)
     return out
 
 
@@ -287,14 +291,14 @@ def _kill(proc: subprocess.Popen) -> float:
     return time.monotonic()
 
 
-def _read_exit(out: Outcome) -> None:
+def _read_exit(out: Outcome, as_init: bool = False) -> None:
     statuses = _STATUS_RE.findall(out.log)
     if statuses:
         exited, signalled = statuses[-1]
         if exited:
             code = int(exited)
             # The init shell reports a program killed by signal N as status 128+N.
-            if 128 < code <= 128 + 64:
+            if not as_init and 128 < code <= 128 + 64:
                 out.signal = code - 128
             else:
                 out.exit_code = code
@@ -309,7 +313,8 @@ def _read_exit(out: Outcome) -> None:
 
 
 def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes, limits: Limits,
-            collect: list[str], executable: frozenset[str] = frozenset()) -> tuple[Outcome, dict[str, bytes], list[str]]:
+            collect: list[str], executable: frozenset[str] = frozenset(),
+            as_init: bool = False) -> tuple[Outcome, dict[str, bytes], list[str]]:
     """Run argv in a fresh jail under `policy` with `files` in its work dir.
 
     Returns the outcome, the collected files and the names of those cut at the size cap.
@@ -322,7 +327,7 @@ def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: byt
             if name not in files:
                 rundir.add_collect(name)
         with _JAILS:
-            out = run_jail(policy, rundir, argv, stdin, limits)
+            out = run_jail(policy, rundir, argv, stdin, limits, as_init)
         got, truncated = read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
     finally:

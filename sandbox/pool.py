@@ -28,6 +28,7 @@ class RunRequest(BaseModel):
     collect: tuple[str, ...] = ()
     compile_limits: Limits = COMPILE_LIMITS
     compile_command: list[str] | None = None
+    as_init: bool = False
 
 
 def default_workers() -> int:

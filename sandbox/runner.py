@@ -48,6 +48,7 @@ def run(
     collect: list[str] | tuple[str, ...] = (),
     compile_limits: Limits = COMPILE_LIMITS,
     compile_command: list[str] | None = None,
+    as_init: bool = False,
 ) -> RunResult:
     """Run untrusted code in a fresh jail and return what happened.
 
@@ -56,6 +57,10 @@ def run(
         python: [python3, -s, -B, main]; c/cpp: compile `main` with gcc/g++ in a jail, then run ./prog.
     collect: work-dir paths the program may write (pre-created, empty); returned in RunResult.files,
         each capped at limits.max_file_bytes. This (or stdout) is how results leave the jail.
+    as_init: run the program itself as the jail's pid 1, for a supervisor that reaps its own children (the code
+        verifier's runner): one process less per run, and no signal sent from inside the jail can kill it (the
+        kernel drops those, bar ones it installed a handler for). Without it an init shell is pid 1, which also
+        sets the soft CPU limit (SIGXCPU at limits.cpu_seconds); a pid-1 program gets only the hard one (+1 s).
     Raises SandboxUnavailable when nsjail cannot start; ValueError on bad arguments. Never runs
     anything outside the jail.
     """
@@ -93,7 +98,7 @@ def run(
             raise ValueError("command arguments cannot contain NUL bytes")
         a.encode("utf-8")  # surrogates raise UnicodeEncodeError, a ValueError
     policy = build_policy(tool, limits)
-    out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable)
+    out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)
     status, note = classify(out, limits)
     return RunResult(
         status=status, exit_code=out.exit_code, signal=out.signal,

@@ -137,13 +137,13 @@ def test_hack_scores_zero(name):
 
 
 def test_the_runner_and_zygote_memory_is_out_of_the_workers_reach():
-    # The jail's init shell is pid 1; every other process but the worker itself is ours (runner, zygote).
+    # The runner is the jail's pid 1; every process but the worker itself is ours (runner, zygote).
     program = """
 import os
 def readable():
     found = []
     for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
-        if pid in (1, os.getpid()):
+        if pid == os.getpid():
             continue
         for what in ("mem", "environ", "fd"):
             try:
@@ -156,8 +156,46 @@ def readable():
                 pass
     return [len([p for p in os.listdir("/proc") if p.isdigit()]), found]
 """
-    verdict = score_code(CodeItem(completion=py_block(program), tests=[{"type": "call", "fn": "readable", "expected": [4, []]}]))
-    assert verdict.reward == 1.0, verdict.reason  # four processes (init, runner, zygote, worker), none readable
+    verdict = score_code(CodeItem(completion=py_block(program), tests=[{"type": "call", "fn": "readable", "expected": [3, []]}]))
+    assert verdict.reward == 1.0, verdict.reason  # three processes (runner as pid 1, zygote, worker), none readable
+
+
+def test_signals_from_a_worker_cannot_end_the_runner():
+    # Every catchable and uncatchable signal at pid 1 (the runner), then the zygote; the program still answers honestly,
+    # so the item scores 1 only if the runner (and with it the rest of the plan) lived on.
+    program = """
+import os, signal
+def add(a, b):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGSEGV, signal.SIGKILL):
+        try:
+            os.kill(1, sig)
+        except OSError:
+            pass
+    return a + b
+"""
+    verdict = score_code(add_item(program))
+    assert verdict.reward == 1.0, verdict.reason
+    assert verdict.details["public_passed"] == 2 and verdict.details["hidden_passed"] == 3
+
+
+def test_orphans_of_workers_are_reaped_by_the_runner():
+    # Each call double-forks a child that exits at once; as pid 1 the runner inherits them. Unreaped, the zombies would
+    # pile up against the process limit (32) and a later fork would fail.
+    program = """
+import os
+def add(a, b):
+    for _ in range(3):
+        if os.fork() == 0:
+            if os.fork() == 0:
+                os._exit(0)
+            os._exit(0)
+        os.wait()
+    return a + b
+"""
+    item = CodeItem(completion=py_block(program),
+                    tests=[{"type": "call", "fn": "add", "args": [i, i], "expected": 2 * i} for i in range(12)])
+    verdict = score_code(item)
+    assert verdict.reward == 1.0, verdict.reason
 
 
 def test_a_test_that_hangs_fails_alone_and_the_rest_still_run():

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +153,38 @@ def test_a_run_whose_cgroup_limits_cannot_be_set_does_not_start(monkeypatch):
     monkeypatch.setattr(Slot, "prepare", refuse)
     with pytest.raises(SandboxUnavailable, match="cannot set cgroup limits"):
         run({"main.py": "print('must not run')"}, limits=QUICK)
+
+
+def test_as_init_runs_the_program_as_pid_1_and_reports_its_own_exit_code():
+    prog = ("import os, signal, sys\nprint(os.getpid())\n"
+            "os.kill(1, signal.SIGTERM)\nos.kill(1, signal.SIGKILL)\n"  # from inside, the kernel drops both
+            "sys.exit(int(sys.argv[1]))\n")
+    tool = toolchain("python")
+    r = run({"main.py": prog}, [tool.executable, "main.py", "130"], limits=QUICK, as_init=True)
+    # 130 is the program's own status: no init shell in between, so not read as "killed by signal 2"
+    assert r.status is Status.RUNTIME_ERROR and r.stdout == "1\n" and r.exit_code == 130 and r.signal is None
+    shell = run({"main.py": prog}, [tool.executable, "main.py", "0"], limits=QUICK)
+    assert shell.status is Status.OK and shell.stdout == "2\n"  # under the init shell the program is pid 2
+
+
+def test_as_init_program_killed_by_the_wall_clock_leaves_nothing():
+    marker = f"as-init-survivor-{uuid.uuid4().hex}"
+    prog = "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\ntime.sleep(60)\n"
+    r = run({"main.py": prog}, [toolchain("python").executable, "main.py", marker],
+            limits=Limits(wall_time_s=1, memory_mb=256), as_init=True)
+    assert r.status is Status.TIMEOUT and r.wall_time_s < 5
+    deadline = time.monotonic() + 5
+    while _host_pids_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _host_pids_with(marker) == []
+
+
+def _host_pids_with(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found

@@ -6,7 +6,8 @@ sides share.
 
 Three kinds of process, because in-process grading can be fooled by the code it grades:
 - the runner reads the test plan from stdin, never runs candidate code, and writes one marked JSON line per test unit
-  to its stdout, the only channel the host reads;
+  to its stdout, the only channel the host reads. It is the jail's pid 1 (the sandbox's `as_init`), so the kernel
+  drops every signal a worker sends it, and it reaps the orphans of workers;
 - a zygote, forked from the runner *before* the plan is read (so its memory holds no test), with stdin and stdout
   replaced by /dev/null; it forks the first worker at once and another on each request, and hands the runner each
   worker's two pipes (SCM_RIGHTS);
@@ -236,6 +237,7 @@ def zygote(control):
                 os.setsid()  # its own process group: one killpg ends it and whatever it forked
                 sys.argv = ["solution.py"]
                 _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+                _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # the candidate sees a usual Python
                 work(os.path.abspath("solution.py"), request_r, answer_w)
             finally:
                 os._exit(0)
@@ -333,14 +335,19 @@ class Worker:
                 os.close(fd)
             except OSError:
                 pass
-        # Orphans of a worker (double-forked children) may be re-parented to the runner; reap the dead ones.
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except OSError:
-                break
-            if pid == 0:
-                break
+        reap_orphans()
+
+
+def reap_orphans():
+    """Reap dead orphans: as pid 1 the runner inherits whatever a worker double-forked, and zombies count against the
+    jail's process limits."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except OSError:
+            return
+        if pid == 0:
+            return
 
 
 # -- the runner: trusted, never runs candidate code ---------------------------------------------------------------
@@ -422,6 +429,9 @@ def read_plan():
 
 
 def runner(site_dirs):
+    # Python's own SIGINT handler would let a worker raise KeyboardInterrupt in the runner; as pid 1 with the default
+    # action, the kernel drops SIGINT from inside the jail like every other signal.
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
     # Non-dumpable before any worker exists (the zygote inherits it), and the zygote before anything of the plan is
     # in this process's memory.
     set_not_dumpable()
@@ -465,6 +475,8 @@ def runner(site_dirs):
         if record["status"] != "done":
             worker.kill()
             worker = None  # a fresh one, importing the program again, serves the next unit
+        else:
+            reap_orphans()
         emit(record)
         failed = record["status"] != "done" or record["residual"] not in (None, "passed") or any(
             kind != "O" for kind, _ in record["answers"])

@@ -135,6 +135,8 @@ def _request(language: str, source: str, program: str, job: Job) -> dict:
         files = {**runner, "solution.py": program}
         # -S: no site processing at start-up (the runner adds the site-packages dirs given on its command line).
         command = [toolchain("python").executable, "-S", "-B", *argv]
-        return {"files": files, "command": command, "language": "python", "stdin": job.stdin, "limits": job.limits}
+        # The runner is the jail's pid 1: no init shell to start, and workers cannot signal it away.
+        return {"files": files, "command": command, "language": "python", "stdin": job.stdin, "limits": job.limits,
+                "as_init": True}
     # C and C++: the sandbox compiles `source` first; its compile cache makes that once per program.
     return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}
