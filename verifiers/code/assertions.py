@@ -70,16 +70,39 @@ def _is_trivial(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Import) and all(a.name in ("math", "random", "copy", "string") for a in stmt.names)
 
 
-class _CallExtractor(ast.NodeTransformer):
+class _CallExtractor:
+    """Rewrites an assertion's expression with each call into the candidate replaced by a placeholder name.
+
+    Functional: changed nodes are new, unchanged subtrees (a large literal, say) are shared with the original, which
+    stays as it was for the residual code if the assertion does not convert."""
+
     def __init__(self, candidate_fn: Callable[[str], str | None], shadowed: frozenset[str], first_index: int):
         self.candidate_fn, self.shadowed, self.next_index = candidate_fn, shadowed, first_index
         self.calls: list[Call] = []
         self.placeholders: list[tuple[str, int]] = []
 
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        fn = self.candidate_fn(node.func.id) if isinstance(node.func, ast.Name) else None
-        if fn is None:
-            return self.generic_visit(node)
+    def rewrite(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            fn = self.candidate_fn(node.func.id)
+            if fn is not None:
+                return self._placeholder(node, fn)
+        fields, changed = {}, False
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                new = self.rewrite(value)
+            elif isinstance(value, list):
+                new = [self.rewrite(v) if isinstance(v, ast.AST) else v for v in value]
+                new = value if all(a is b for a, b in zip(new, value)) else new
+            else:
+                new = value
+            changed |= new is not value
+            fields[name] = new
+        if not changed:
+            return node
+        return ast.copy_location(node.__class__(**fields), node)
+
+    def _placeholder(self, node: ast.Call, fn: str) -> ast.Name:
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -108,14 +131,10 @@ def convert_assert(stmt: ast.Assert, candidate_fn: Callable[[str], str | None], 
                    first_index: int) -> tuple[list[Call], ConvertedAssert]:
     """Raises host_eval.Unsupported when the assertion cannot be decided on the host."""
     extractor = _CallExtractor(candidate_fn, shadowed, first_index)
-    expression = extractor.visit(ast.fix_missing_locations(_copy(stmt.test)))
+    expression = extractor.rewrite(stmt.test)
     variables = frozenset(name for name, _ in extractor.placeholders)
     host_eval.check_expression(expression, variables=variables, shadowed=shadowed)
     return extractor.calls, ConvertedAssert(expression, tuple(extractor.placeholders), ast.unparse(stmt))
-
-
-def _copy(node: ast.expr) -> ast.expr:
-    return ast.parse(ast.unparse(node), mode="eval").body
 
 
 def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str], str | None],
@@ -189,14 +208,18 @@ def convert_humaneval(test_code: str, entry_point: str,
         raise PlanError("the test code must define check(candidate) once")
     check = checks[0]
     parameter = check.args.args[0].arg
-    shadowed = bound_names(tree)
+    # Names bound in check's body, then everywhere else (check itself: its name and parameter): one walk of each part.
+    in_check = bound_names(ast.Module(body=check.body, type_ignores=[]))
+    header = [check.args, *check.decorator_list, *([check.returns] if check.returns else [])]
+    shadowed = (in_check | bound_names(ast.Module(body=[n for n in tree.body if n is not check], type_ignores=[]))
+                | {check.name}.union(*(bound_names(node) for node in header)))
     free = _free_call_names(shadowed, program_builtins)
 
     def candidate_fn(name: str) -> str | None:
         return entry_point if name == parameter else free(name)
 
     # A check that rebinds its own parameter cannot be converted by position; leave all of it to the jail.
-    rebinds = parameter in bound_names(ast.Module(body=check.body, type_ignores=[]))
+    rebinds = parameter in in_check
     conversion = Conversion(residual=list(check.body)) if rebinds else convert_statements(check.body, candidate_fn, shadowed)
     residual = None
     if conversion.residual:

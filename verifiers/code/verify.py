@@ -9,6 +9,7 @@ carry anything the program saw of a hidden test.
 from __future__ import annotations
 
 import json
+import marshal
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, eva
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
 from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
 from groupscore.verifiers.code.item import CodeItem
-from groupscore.verifiers.code.jail_runner import NotPlainData, encode_value, parse_answer
+from groupscore.verifiers.code.jail_runner import MARSHAL_VERSION, NotPlainData, encode_value, parse_answer
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
 from groupscore.verifiers.schema import Status, Verdict
 
@@ -84,14 +85,15 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
 def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
     """What the jail's runner reads on stdin: call inputs and residual code, never an expected value.
 
-    A Python literal of strings, numbers, lists and dicts (the runner evaluates it without builtins, which spares it
-    importing json); call arguments go through the codec, so tuples and sets arrive as they were.
+    Strings, numbers, lists and dicts in marshal format (version 4, which the jail's interpreter reads whatever its
+    version; loading it costs the runner microseconds, where parsing a literal cost a compile); call arguments go
+    through the codec, so tuples and sets arrive as they were.
     """
     units = [{"calls": [{"fn": c.fn, "args": encode_value(list(c.args)), "kwargs": encode_value(dict(c.kwargs))}
                         for c in unit.calls],
               "residual": unit.residual, "time_limit_s": float(unit.time_limit_s)} for unit in plan.call_units]
-    return repr({"marker": marker, "import_limit_s": float(item.time_limit_s),
-                 "stop_on_failure": item.stop_on_first_failure, "units": units}).encode()
+    return marshal.dumps({"marker": marker, "import_limit_s": float(item.time_limit_s),
+                          "stop_on_failure": item.stop_on_first_failure, "units": units}, MARSHAL_VERSION)
 
 
 def _runner_wall_limit(item: CodeItem, plan: Plan) -> float:
