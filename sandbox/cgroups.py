@@ -1,20 +1,30 @@
 """cgroup memory and pids limits per run: detect v1 or v2, keep a pool of reusable per-run cgroups.
 
-The harness moves nsjail into a slot cgroup before nsjail clones the jail (nsjail waits on a pipe for its
-config, which is written only after its pid is in cgroup.procs), so every process of the run is charged to the slot. After the run the
-slot tells the whole-tree peak memory, whether the OOM killer or the pids limit fired, and which
-processes (none, normally) are still in it; those are killed before the slot is reused.
+Every process of a run is charged to its slot: on v1 nsjail is started from a thread of ours that lives in the slot
+(a child is born in its parent thread's cgroups), so no process has to be moved; elsewhere the harness moves nsjail
+into the slot before nsjail clones the jail (nsjail waits on a pipe for its config, which is written only after its
+pid is in cgroup.procs). After the run the slot tells the whole-tree peak memory, whether the OOM killer or the pids
+limit fired, and which processes (none, normally) are still in it; those are killed before the slot is reused.
+
+Why a thread: moving a process between cgroups takes the kernel's global cgroup lock and, with migrations ~30 ms
+apart, waits out an RCU grace period each time: ~9 ms per run here, two moves (memory, pids) serialised across all
+runs of the machine. A v1 slot's thread joins it once, when the slot is made.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import queue
 import signal
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 CONTROLLERS = ("memory", "pids")
 
@@ -129,11 +139,55 @@ def _counter(text: str, key: str) -> int:
     return 0
 
 
+class _Launcher:
+    """A thread of ours that lives in one slot's cgroups and runs the calls that start a run's processes there.
+
+    v1 places each thread on its own (a `tasks` file takes a thread id); the process's memory stays charged where its
+    main thread is, while anything the thread forks is born in the slot with its own memory."""
+
+    def __init__(self, dirs: list[Path]):
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        joined: Future = Future()
+        self._thread = threading.Thread(target=self._serve, args=(dirs, joined), name="sandbox-slot", daemon=True)
+        self._thread.start()
+        joined.result()  # raises OSError when the thread could not join the slot (and has ended)
+
+    def _serve(self, dirs: list[Path], joined: Future) -> None:
+        try:
+            tid = str(threading.get_native_id())
+            for d in dirs:
+                _write(d / "tasks", tid)
+        except OSError as exc:
+            joined.set_exception(exc)
+            return
+        joined.set_result(None)
+        while (call := self._calls.get()) is not None:
+            fn, result = call
+            try:
+                result.set_result(fn())
+            except BaseException as exc:  # handed to the caller, like any call's exception
+                result.set_exception(exc)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        result: Future = Future()
+        self._calls.put((fn, result))
+        return result.result()
+
+    def stop(self) -> None:
+        """End the thread (which leaves the slot's cgroups with it)."""
+        self._calls.put(None)
+        self._thread.join(5.0)
+
+
 class Slot:
     """One cgroup (one dir per controller in v1, one dir in v2) holding one run at a time."""
 
+    # Tasks of ours that a slot holds besides the run's: its launcher thread (v1).
+    OWN_TASKS = 1
+
     def __init__(self, support: CgroupSupport, dirs: dict[str, Path]):
         self.support, self.dirs = support, dirs
+        self._launcher: _Launcher | None = None
         self._oom_before = self._pids_before = self._baseline = 0
         # What the last run of a reused (v1) slot left: its limits, and its event counters as read at its finish.
         # Only this process writes the slot's files, and a slot is reused only once found empty, so nothing can
@@ -146,6 +200,19 @@ class Slot:
     def procs_files(self) -> list[str]:
         # v2 has one dir for both controllers; v1 one per hierarchy.
         return sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
+
+    @property
+    def can_launch(self) -> bool:
+        """Whether runs can be started inside the slot, with no process moved in (v1: threads join cgroups singly)."""
+        return self.support.version == "v1"
+
+    def launch(self, start: Callable[[], T]) -> T:
+        """Call `start` on the slot's own thread, so that what it forks (nsjail) is born in the slot.
+
+        Raises OSError when no thread can join the slot; the caller then moves the process in instead."""
+        if self._launcher is None:
+            self._launcher = _Launcher(sorted(set(self.dirs.values())))
+        return self._launcher.call(start)
 
     def prepare(self, memory_bytes: int, max_pids: int) -> None:
         """Set this run's limits and zero the counters a reused slot carries over."""
@@ -195,10 +262,11 @@ class Slot:
         raise OSError(f"cannot set the memory limit of {mem}")
 
     def pids(self) -> list[int]:
+        """The processes in the slot, this one excluded (its launcher thread makes v1 list it)."""
         out = []
         for f in self.procs_files:
             out += [int(p) for p in _read(Path(f)).split()]
-        return sorted(set(out))
+        return sorted(set(out) - {os.getpid()})
 
     def finish(self) -> SlotStats:
         """Read the run's numbers, then kill anything still in the slot (nothing of a run may survive it)."""
@@ -221,7 +289,8 @@ class Slot:
     def kill_all(self, deadline_s: float = 5.0) -> int:
         killed, end = 0, time.monotonic() + deadline_s
         kill_file = next(iter(self.dirs.values())) / "cgroup.kill"
-        if self.support.version == "v2" and kill_file.exists() and (pids := self.pids()):
+        # cgroup.kill ends every task of the cgroup: never with a thread of ours in it (only v1 slots have one).
+        if self.support.version == "v2" and self._launcher is None and kill_file.exists() and (pids := self.pids()):
             _write(kill_file, "1")  # v2 (Linux >= 5.14): the kernel kills the whole cgroup at once
             killed = len(pids)
         while (pids := self.pids()) and time.monotonic() < end:
@@ -236,6 +305,9 @@ class Slot:
         return killed
 
     def remove(self) -> None:
+        if self._launcher is not None:
+            self._launcher.stop()
+            self._launcher = None
         for d in self.dirs.values():
             try:
                 d.rmdir()
@@ -281,6 +353,7 @@ class SlotPool:
         self._lock = threading.Lock()
         self._count = 0
         self._parents: dict[str, Path] = {}
+        self._pid = os.getpid()
         self.broken: str | None = None
         if support.version:
             atexit.register(self.close)
@@ -334,6 +407,8 @@ class SlotPool:
             self._free.append(slot)
 
     def close(self) -> None:
+        if os.getpid() != self._pid:
+            return  # a forked child inherited this atexit hook; the slots are its parent's
         with self._lock:
             slots, self._free = self._free, []
         for s in slots:

@@ -111,6 +111,15 @@ _POOL: SlotPool | None = None
 _POOL_LOCK = threading.Lock()
 
 
+def _forget_pool_in_child() -> None:
+    # A forked child has none of the parent's slot threads, and the parent may be using its slots: make new ones.
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def slot_pool() -> SlotPool:
     global _POOL
     with _POOL_LOCK:
@@ -137,7 +146,8 @@ def _prepared_slot(limits: Limits) -> Slot | None:
         if slot is None:
             return None
         try:
-            slot.prepare(limits.memory_mb << 20, limits.max_processes + 2)  # +2: nsjail and the init shell
+            # +2: nsjail and the init shell; and the slot's own thread, where it has one
+            slot.prepare(limits.memory_mb << 20, limits.max_processes + 2 + Slot.OWN_TASKS)
             return slot
         except OSError as exc:
             error = exc
@@ -162,11 +172,21 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     config_r, config_w = os.pipe()
     cmd = [nsjail_binary(), "--config", f"/dev/fd/{config_r}", "--log", str(log)]
     start = time.monotonic()
+    in_slot = False
     try:
         with open(stdin_path, "rb") as stdin_fh:
-            proc = subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True, close_fds=True, pass_fds=(config_r,),
-                                    env={"PATH": "/usr/bin:/bin"})
+            def start_nsjail() -> subprocess.Popen:
+                return subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        start_new_session=True, close_fds=True, pass_fds=(config_r,),
+                                        env={"PATH": "/usr/bin:/bin"})
+            proc = None
+            if slot is not None and slot.can_launch:
+                try:
+                    proc, in_slot = slot.launch(start_nsjail), True  # born in the slot: nothing to move
+                except OSError:
+                    pass  # the slot's thread could not join it: move nsjail in below, as on v2
+            if proc is None:
+                proc = start_nsjail()
     except OSError:
         os.close(config_w)
         if slot is not None:
@@ -176,7 +196,7 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
         os.close(config_r)
     try:
         fd, config_w = config_w, -1  # closed below, whatever happens
-        if _join_slot(proc, slot):
+        if in_slot or _join_slot(proc, slot):
             _send_config(fd, config)
         else:
             os.close(fd)

@@ -77,7 +77,8 @@ class Policy(BaseModel):
     hostname: str = "sandbox"
     no_new_privs: bool = True
     capabilities: str = "all dropped"
-    init: str = f"{INIT_SHELL} -c '{INIT_SCRIPT}' init <cpu_s> <program...> (pid 1; the program is pid 2)"
+    init: str = (f"{INIT_SHELL} -c '{INIT_SCRIPT}' init <cpu_s> <program...> (pid 1; the program is pid 2); "
+                 "a run with as_init=True (a supervisor that reaps its children) is pid 1 itself")
     mounts: tuple[Mount, ...]
     work_dir: str = WORK_DIR
     tmpfs_mb: int

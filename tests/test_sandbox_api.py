@@ -6,13 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from groupscore.sandbox import COMPILE_LIMITS, Limits, RunRequest, Status, run, run_many
+from groupscore.sandbox import COMPILE_LIMITS, Limits, RunRequest, Status, jail, run, run_many
+from groupscore.sandbox.policy import host_cgroups
 from groupscore.sandbox.toolchains import toolchain
 
 QUICK = Limits(wall_time_s=5, memory_mb=256)
@@ -188,3 +190,47 @@ def _host_pids_with(marker: str) -> list[int]:
         except OSError:
             pass
     return found
+
+
+v1_only = pytest.mark.skipif(host_cgroups().version != "v1", reason="the slot thread is the v1 path")
+
+
+@v1_only
+def test_v1_runs_start_inside_their_slot_and_the_slot_never_lists_this_process():
+    # Born in the slot (no move): the slot's thread is in its tasks, the run is charged there, and this process, which
+    # v1 lists because one of its threads is inside, is never among the slot's processes (kill_all would kill it).
+    r = run({"main.py": "x = bytearray(40 << 20)\nx[::4096] = b'1' * len(x[::4096])\n"}, limits=QUICK)
+    assert r.status is Status.OK and r.peak_memory_mb >= 38
+    pool = jail.slot_pool()
+    slot = next(s for s in pool._free if s._launcher is not None)
+    own_threads = {str(t.native_id) for t in threading.enumerate()}
+    for d in slot.dirs.values():
+        assert set((d / "tasks").read_text().split()) <= own_threads  # only the slot's thread stays between runs
+    assert os.getpid() not in slot.pids() and slot.pids() == []
+
+
+@v1_only
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_makes_its_own_slots_and_leaves_the_parents_alone():
+    # Without the fork hooks the child would reuse the parent's slots, and its exit would run the parent's cleanup:
+    # kill_all there lists the parent (its slot thread is inside) and would kill it, ending this test run.
+    run({"main.py": "print(1)"}, limits=QUICK)
+    parent_dirs = {str(d) for s in jail.slot_pool()._free for d in s.dirs.values()}
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a run of its own, then exit through atexit (the parent's pool must survive it)
+        try:
+            os.close(read_end)
+            r = run({"main.py": "print(2)"}, limits=QUICK)
+            child_dirs = {str(d) for s in jail.slot_pool()._free for d in s.dirs.values()}
+            os.write(write_end, json.dumps([r.stdout, sorted(child_dirs)]).encode())
+        finally:
+            os.close(write_end)
+            sys.exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as fh:
+        child_stdout, child_dirs = json.loads(fh.read())
+    os.waitpid(pid, 0)
+    assert child_stdout == "2\n" and child_dirs and not set(child_dirs) & parent_dirs
+    assert all(Path(d).is_dir() for d in parent_dirs)  # the child's exit did not remove the parent's slots
+    assert run({"main.py": "print(3)"}, limits=QUICK).stdout == "3\n"
