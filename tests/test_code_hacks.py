@@ -136,9 +136,7 @@ def test_hack_scores_zero(name):
     assert verdict.details["public_passed"] == 0 and verdict.details["hidden_passed"] == 0
 
 
-def test_the_runner_and_zygote_memory_is_out_of_the_workers_reach():
-    # The runner is the jail's pid 1; every process but the worker itself is ours (runner, zygote).
-    program = """
+READABLE = """
 import os
 def readable():
     found = []
@@ -156,8 +154,24 @@ def readable():
                 pass
     return [len([p for p in os.listdir("/proc") if p.isdigit()]), found]
 """
-    verdict = score_code(CodeItem(completion=py_block(program), tests=[{"type": "call", "fn": "readable", "expected": [3, []]}]))
-    assert verdict.reward == 1.0, verdict.reason  # three processes (runner as pid 1, zygote, worker), none readable
+
+
+def test_the_runners_memory_is_out_of_the_workers_reach():
+    # The runner is the jail's pid 1; every process but the worker itself is ours.
+    verdict = score_code(CodeItem(completion=py_block(READABLE), tests=[{"type": "call", "fn": "readable", "expected": [2, []]}]))
+    assert verdict.reward == 1.0, verdict.reason  # two processes (runner as pid 1, worker), neither readable
+
+
+def test_a_replacement_worker_comes_from_a_zygote_whose_memory_is_out_of_reach_too():
+    # The first unit hangs, so its worker is killed and the next comes from the zygote (exec'd on demand).
+    program = READABLE + "def spin():\n    while True:\n        pass\n"
+    verdict = score_code(CodeItem(completion=py_block(program), time_limit_s=1.0, tests=[
+        {"type": "call", "fn": "spin", "expected": None},
+        {"type": "call", "fn": "readable", "expected": [3, []]},  # runner, zygote, worker; none readable
+        {"type": "call", "fn": "readable", "expected": [3, []]},  # the same worker serves the next unit
+    ]))
+    assert verdict.details["public_passed"] == 2, verdict.reason
+    assert verdict.reward == 2 / 3
 
 
 def test_signals_from_a_worker_cannot_end_the_runner():

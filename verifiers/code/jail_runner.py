@@ -8,16 +8,19 @@ Three kinds of process, because in-process grading can be fooled by the code it 
 - the runner reads the test plan from stdin, never runs candidate code, and writes one marked JSON line per test unit
   to its stdout, the only channel the host reads. It is the jail's pid 1 (the sandbox's `as_init`), so the kernel
   drops every signal a worker sends it, and it reaps the orphans of workers;
-- a zygote, forked from the runner *before* the plan is read (so its memory holds no test), with stdin and stdout
-  replaced by /dev/null; it forks the first worker at once and another on each request, and hands the runner each
-  worker's two pipes (SCM_RIGHTS);
 - each worker imports the candidate and answers call requests with the returned value as plain data (builtin data
-  only, subclasses read as their base type's data, so an object with a custom `__eq__` cannot come out).
+  only, subclasses read as their base type's data, so an object with a custom `__eq__` cannot come out). The first
+  is forked from the runner *before* the plan is read, so its memory holds no test, with stdin and stdout replaced
+  by /dev/null; it imports the program while the runner reads the plan;
+- a zygote, only when a worker must be replaced (its unit timed out or it died): a fresh interpreter exec'd by the
+  runner (`runner.pyc --zygote`), so it too holds nothing of the plan; it forks a worker at once and another on each
+  request, and hands the runner each worker's two pipes (SCM_RIGHTS). Most items never need one, and forking it up
+  front cost every item ~2 ms of CPU.
 Workers see call inputs but never an expected value; the runner enforces per-unit deadlines by killing the worker's
-process group and asks the zygote for a fresh worker (which imports the program again) for the next unit. Assertions
-that the host could not take over ("residual" code) run in the runner against proxies that forward each call to the
-worker, so their outcome never depends on what the candidate's process claims. Runner and zygote make themselves
-non-dumpable, so a worker can neither read nor write their memory through /proc.
+process group and takes a fresh worker (which imports the program again) for the next unit. Assertions that the host
+could not take over ("residual" code) run in the runner against proxies that forward each call to the worker, so
+their outcome never depends on what the candidate's process claims. Runner and zygote make themselves non-dumpable
+(workers inherit it), so a worker can neither read nor write their memory through /proc.
 
 Start-up cost is most of a run, so the common path imports only builtin modules (no json, re, enum, signal, socket):
 the plan (from the host) and call requests (from the runner) are in marshal format, which only trusted writers use;
@@ -228,28 +231,66 @@ def work(solution_path, request_fd, answer_fd):
         send(answer_fd, kind, payload)
 
 
+def become_worker(request_r, answer_w):
+    """In a freshly forked child: its own session, the usual signal handlers, then serve calls until the runner
+    goes away. Never returns."""
+    try:
+        os.setsid()  # its own process group: one killpg ends it and whatever it forked
+        sys.argv = ["solution.py"]
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # the candidate sees a usual Python
+        work(os.path.abspath("solution.py"), request_r, answer_w)
+    finally:
+        os._exit(0)
+
+
+def fork_worker(close_in_child=()):
+    """(pid, runner's end of the request pipe, runner's end of the answer pipe)."""
+    request_r, request_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        for fd in (request_w, answer_r, *close_in_child):
+            os.close(fd)
+        become_worker(request_r, answer_w)
+    os.close(request_r)
+    os.close(answer_w)
+    return pid, request_w, answer_r
+
+
+def quiet_stdio():
+    # The plan may still be unread on stdin, and stdout is the results channel: neither is a worker's.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def fork_first_worker(site_dirs):
+    """The first worker, forked before the runner reads the plan."""
+    request_r, request_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(request_w)
+            os.close(answer_r)
+            quiet_stdio()
+            add_site_packages(site_dirs)
+        except BaseException:
+            os._exit(1)
+        become_worker(request_r, answer_w)
+    os.close(request_r)
+    os.close(answer_w)
+    return pid, request_w, answer_r
+
+
 def zygote(control):
-    """Fork a worker at once (it imports the program while the runner reads the plan), then one per request; each
-    time send the runner the worker's pid and the runner's ends of its two pipes."""
+    """Fork a worker at once, then one per request; each time send the runner the worker's pid and the runner's ends
+    of its two pipes."""
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)  # workers are reaped by the kernel
     while True:
-        request_r, request_w = os.pipe()
-        answer_r, answer_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                control.close()
-                os.close(request_w)
-                os.close(answer_r)
-                os.setsid()  # its own process group: one killpg ends it and whatever it forked
-                sys.argv = ["solution.py"]
-                _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
-                _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # the candidate sees a usual Python
-                work(os.path.abspath("solution.py"), request_r, answer_w)
-            finally:
-                os._exit(0)
-        os.close(request_r)
-        os.close(answer_w)
+        pid, request_w, answer_r = fork_worker(close_in_child=(control.fileno(),))
         rights = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("2i", request_w, answer_r))]
         try:
             control.sendmsg([struct.pack(">i", pid)], rights)
@@ -266,21 +307,28 @@ def zygote(control):
             return  # the runner is gone
 
 
-def start_zygote(site_dirs):
+def exec_zygote(site_dirs):
+    """Start the zygote as a new interpreter (nothing of the runner's memory survives the exec); its control socket."""
     runner_end, zygote_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         try:
-            runner_end.close()
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):  # the plan is still unread on stdin; stdout is the results channel
-                os.dup2(devnull, fd)
-            add_site_packages(site_dirs)
-            zygote(zygote_end)
+            keep = zygote_end.fileno()
+            quiet_stdio()
+            os.closerange(3, keep)  # the results channel among them
+            os.closerange(keep + 1, 4096)
+            os.set_inheritable(keep, True)
+            os.execv(sys.executable, [sys.executable, "-S", "-B", sys.argv[0], "--zygote", str(keep), *site_dirs])
         finally:
-            os._exit(0)
+            os._exit(127)
     zygote_end.close()
     return runner_end
+
+
+def zygote_main(control_fd, site_dirs):
+    set_not_dumpable()
+    add_site_packages(site_dirs)
+    zygote(_socket.socket(fileno=control_fd))
 
 
 def add_site_packages(site_dirs):
@@ -289,16 +337,26 @@ def add_site_packages(site_dirs):
     sys.path.extend(p for p in site_dirs if os.path.isdir(p) and p not in sys.path)
 
 
-class Worker:
-    started = 0  # the zygote forks the first worker unasked
+class Workers:
+    """Where workers come from: the first was forked before the plan was read; later ones come from the zygote,
+    exec'd when the first replacement is needed."""
 
-    def __init__(self, control, deadline):
-        control.settimeout(max(0.001, deadline - time.monotonic()))
+    def __init__(self, site_dirs):
+        self.site_dirs = site_dirs
+        self.first = fork_first_worker(site_dirs)
+        self.control = None
+
+    def next(self, deadline):
+        if self.first is not None:
+            worker, self.first = Worker(*self.first, child=True), None
+            return worker
         try:
-            if Worker.started:
-                control.send(b"spawn")
-            Worker.started += 1
-            message, ancillary, _, _ = control.recvmsg(16, _socket.CMSG_LEN(8))
+            if self.control is None:
+                self.control = exec_zygote(self.site_dirs)  # it forks its first worker unasked
+            else:
+                self.control.send(b"spawn")
+            self.control.settimeout(max(0.001, deadline - time.monotonic()))
+            message, ancillary, _, _ = self.control.recvmsg(16, _socket.CMSG_LEN(8))
         except (_socket.timeout, TimeoutError):  # the same class from Python 3.10 on
             raise Deadline()
         except OSError:
@@ -311,8 +369,14 @@ class Worker:
             for fd in fds:
                 os.close(fd)
             raise WorkerGone()
-        (self.pid,) = struct.unpack(">i", message)
-        self.request_w, self.answer_r = fds
+        (pid,) = struct.unpack(">i", message)
+        return Worker(pid, *fds)
+
+
+class Worker:
+    def __init__(self, pid, request_w, answer_r, child=False):
+        self.pid, self.request_w, self.answer_r = pid, request_w, answer_r
+        self.child = child  # the runner's own child (the first worker); the zygote's are reaped by the kernel
         self.functions = None
 
     def wait_ready(self, deadline):
@@ -342,6 +406,16 @@ class Worker:
                 os.close(fd)
             except OSError:
                 pass
+        if self.child and self.pid > 1:
+            # Gone before the next unit starts (a zombie would still be listed and counted): SIGKILL takes a moment.
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                try:
+                    if os.waitpid(self.pid, os.WNOHANG)[0]:
+                        break
+                except OSError:
+                    break
+                time.sleep(0.0005)
         reap_orphans()
 
 
@@ -439,10 +513,10 @@ def runner(site_dirs):
     # Python's own SIGINT handler would let a worker raise KeyboardInterrupt in the runner; as pid 1 with the default
     # action, the kernel drops SIGINT from inside the jail like every other signal.
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-    # Non-dumpable before any worker exists (the zygote inherits it), and the zygote before anything of the plan is
-    # in this process's memory.
+    # Non-dumpable before any worker exists (workers inherit it), and the first worker forked before anything of the
+    # plan is in this process's memory.
     set_not_dumpable()
-    control = start_zygote(site_dirs)
+    workers = Workers(site_dirs)
     plan = read_plan()
     marker, out_fd = plan["marker"], os.dup(1)  # stdout is the results channel; nothing else of ours writes to it
 
@@ -460,7 +534,7 @@ def runner(site_dirs):
         if worker is None:
             status, problem, deadline = "import_error", None, time.monotonic() + import_limit
             try:
-                worker = Worker(control, deadline)
+                worker = workers.next(deadline)
                 problem = worker.wait_ready(deadline)
             except Deadline:
                 status, problem = "import_timeout", "importing the program took longer than %.3gs" % import_limit
@@ -495,6 +569,9 @@ def runner(site_dirs):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--zygote"] and sys.argv[2:3] and sys.argv[2].isdigit():
+        zygote_main(int(sys.argv[2]), sys.argv[3:])
+        os._exit(0)
     if any(not arg.startswith("/") for arg in sys.argv[1:]):
         sys.exit("usage: python -S runner.py [site-packages dir...] < plan")
     runner(sys.argv[1:])
