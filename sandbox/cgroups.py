@@ -119,14 +119,15 @@ class SlotStats:
     survivors_killed: int
 
 
-def _write(path: Path, value: str) -> None:
+def _write(path: Path | str, value: str) -> None:
     with open(path, "w") as fh:
         fh.write(value)
 
 
-def _read(path: Path) -> str:
+def _read(path: Path | str) -> str:
     try:
-        return path.read_text()
+        with open(path) as fh:
+            return fh.read()
     except OSError:
         return ""
 
@@ -188,6 +189,9 @@ class Slot:
     def __init__(self, support: CgroupSupport, dirs: dict[str, Path]):
         self.support, self.dirs = support, dirs
         self._launcher: _Launcher | None = None
+        self._files: dict[tuple[str, str], str] = {}  # (controller, file) -> path: runs read the same few each time
+        # v2 has one dir for both controllers; v1 one per hierarchy.
+        self._procs_files = sorted({str(d / "cgroup.procs") for d in dirs.values()})
         self._oom_before = self._pids_before = self._baseline = 0
         # What the last run of a reused (v1) slot left: its limits, and its event counters as read at its finish.
         # Only this process writes the slot's files, and a slot is reused only once found empty, so nothing can
@@ -198,8 +202,13 @@ class Slot:
 
     @property
     def procs_files(self) -> list[str]:
-        # v2 has one dir for both controllers; v1 one per hierarchy.
-        return sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
+        return self._procs_files
+
+    def _file(self, controller: str, name: str) -> str:
+        path = self._files.get((controller, name))
+        if path is None:
+            path = self._files[(controller, name)] = str(self.dirs[controller] / name)
+        return path
 
     @property
     def can_launch(self) -> bool:
@@ -222,13 +231,14 @@ class Slot:
         if "memory" in self.dirs:
             mem = self.dirs["memory"]
             if v1:
-                _write(mem / "memory.max_usage_in_bytes", "0")
+                _write(self._file("memory", "memory.max_usage_in_bytes"), "0")
                 if not same_limits:
                     self._set_v1_limit(mem, memory_bytes)
-                self._oom_before = counters[0] if counters else _counter(_read(mem / "memory.oom_control"), "oom_kill")
+                self._oom_before = counters[0] if counters else _counter(_read(self._file("memory", "memory.oom_control")),
+                                                                         "oom_kill")
                 # A reused slot still carries page cache charged by earlier runs (reclaimable, so it does
                 # not eat into the limit); the reset peak starts there, so report the growth above it.
-                usage = _read(mem / "memory.usage_in_bytes").strip()
+                usage = _read(self._file("memory", "memory.usage_in_bytes")).strip()
                 self._baseline = int(usage) if usage.isdigit() else 0
             else:
                 _write(mem / "memory.max", str(memory_bytes))
@@ -238,7 +248,7 @@ class Slot:
         if "pids" in self.dirs:
             if not same_limits:
                 _write(self.dirs["pids"] / "pids.max", str(max_pids))
-            self._pids_before = counters[1] if counters else _counter(_read(self.dirs["pids"] / "pids.events"), "max")
+            self._pids_before = counters[1] if counters else _counter(_read(self._file("pids", "pids.events")), "max")
         self._limits = (memory_bytes, max_pids)
 
     @staticmethod
@@ -265,7 +275,7 @@ class Slot:
         """The processes in the slot, this one excluded (its launcher thread makes v1 list it)."""
         out = []
         for f in self.procs_files:
-            out += [int(p) for p in _read(Path(f)).split()]
+            out += [int(p) for p in _read(f).split()]
         return sorted(set(out) - {os.getpid()})
 
     def finish(self) -> SlotStats:
@@ -275,24 +285,25 @@ class Slot:
         if "memory" in self.dirs:
             mem = self.dirs["memory"]
             if self.support.version == "v1":
-                raw = _read(mem / "memory.max_usage_in_bytes").strip()
-                oom_kills = _counter(_read(mem / "memory.oom_control"), "oom_kill")
+                raw = _read(self._file("memory", "memory.max_usage_in_bytes")).strip()
+                oom_kills = _counter(_read(self._file("memory", "memory.oom_control")), "oom_kill")
             else:
                 raw = _read(mem / "memory.peak").strip()
                 oom_kills = _counter(_read(mem / "memory.events"), "oom_kill")
             peak = max(0, int(raw) - self._baseline) if raw.isdigit() else None
-        pids_max_events = _counter(_read(self.dirs["pids"] / "pids.events"), "max") if "pids" in self.dirs else 0
+        pids_max_events = _counter(_read(self._file("pids", "pids.events")), "max") if "pids" in self.dirs else 0
         if self.found_empty:
             self._counters_after = (oom_kills, pids_max_events)
         return SlotStats(peak, oom_kills > self._oom_before, pids_max_events > self._pids_before, killed)
 
     def kill_all(self, deadline_s: float = 5.0) -> int:
         killed, end = 0, time.monotonic() + deadline_s
-        kill_file = next(iter(self.dirs.values())) / "cgroup.kill"
         # cgroup.kill ends every task of the cgroup: never with a thread of ours in it (only v1 slots have one).
-        if self.support.version == "v2" and self._launcher is None and kill_file.exists() and (pids := self.pids()):
-            _write(kill_file, "1")  # v2 (Linux >= 5.14): the kernel kills the whole cgroup at once
-            killed = len(pids)
+        if self.support.version == "v2" and self._launcher is None:
+            kill_file = next(iter(self.dirs.values())) / "cgroup.kill"
+            if kill_file.exists() and (pids := self.pids()):
+                _write(kill_file, "1")  # v2 (Linux >= 5.14): the kernel kills the whole cgroup at once
+                killed = len(pids)
         while (pids := self.pids()) and time.monotonic() < end:
             for pid in pids:
                 try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from groupscore.verifiers.code import host_eval
+from groupscore.verifiers.code.extract import parse_python
 
 _PYTHON_BUILTINS = frozenset(dir(builtins))
 
@@ -35,7 +36,11 @@ class ConvertedAssert:
 
     expression: ast.expr
     placeholders: tuple[tuple[str, int], ...]  # (placeholder name, index into the unit's calls)
-    source: str
+    statement: ast.Assert  # as written, for messages
+
+    @property
+    def source(self) -> str:
+        return ast.unparse(self.statement)  # only a failing public test's message needs it
 
 
 @dataclass
@@ -134,7 +139,7 @@ def convert_assert(stmt: ast.Assert, candidate_fn: Callable[[str], str | None], 
     expression = extractor.rewrite(stmt.test)
     variables = frozenset(name for name, _ in extractor.placeholders)
     host_eval.check_expression(expression, variables=variables, shadowed=shadowed)
-    return extractor.calls, ConvertedAssert(expression, tuple(extractor.placeholders), ast.unparse(stmt))
+    return extractor.calls, ConvertedAssert(expression, tuple(extractor.placeholders), stmt)
 
 
 def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str], str | None],
@@ -162,9 +167,8 @@ def _free_call_names(shadowed: frozenset[str], program_builtins: frozenset[str])
 
 def program_builtin_names(program: str | None) -> frozenset[str]:
     """The builtin names (`max`, `filter`, ...) a Python program defines at its top level; usually none."""
-    try:
-        tree = ast.parse(program or "")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: null bytes
+    tree = parse_python(program or "")
+    if tree is None:
         return frozenset()
     defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     return frozenset(defined & _PYTHON_BUILTINS)

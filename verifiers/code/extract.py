@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -98,9 +99,15 @@ def extract_program(completion: str, config: ExtractionConfig = ExtractionConfig
     return code
 
 
-def _parses(code: str) -> bool:
+@functools.lru_cache(maxsize=8)
+def parse_python(code: str) -> ast.Module | None:
+    """The program's syntax tree, or None when it does not parse. Cached for the few calls one item makes on the same
+    text (is it a program? does it continue the prompt? which builtins does it define?): callers must not change it."""
     try:
-        ast.parse(code)
+        return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):  # ValueError: null bytes
-        return False
-    return True
+        return None
+
+
+def _parses(code: str) -> bool:
+    return parse_python(code) is not None
