@@ -215,18 +215,19 @@ def test_a_forked_child_makes_its_own_slots_and_leaves_the_parents_alone():
     # Without the fork hooks the child would reuse the parent's slots, and its exit would run the parent's cleanup:
     # kill_all there lists the parent (its slot thread is inside) and would kill it, ending this test run.
     run({"main.py": "print(1)"}, limits=QUICK)
-    parent_dirs = {str(d) for s in jail.slot_pool()._free for d in s.dirs.values()}
+    parent_pool = jail.slot_pool()
+    parent_dirs = {str(d) for s in parent_pool._free for d in s.dirs.values()}
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: a run of its own, then exit through atexit (the parent's pool must survive it)
+    if pid == 0:  # the child: a run of its own, then what its exit would run (the parent's atexit hook is inherited)
         try:
             os.close(read_end)
             r = run({"main.py": "print(2)"}, limits=QUICK)
             child_dirs = {str(d) for s in jail.slot_pool()._free for d in s.dirs.values()}
+            parent_pool.close()
             os.write(write_end, json.dumps([r.stdout, sorted(child_dirs)]).encode())
         finally:
-            os.close(write_end)
-            sys.exit(0)
+            os._exit(0)  # not sys.exit: this is a copy of the pytest process
     os.close(write_end)
     with os.fdopen(read_end) as fh:
         child_stdout, child_dirs = json.loads(fh.read())
