@@ -189,6 +189,7 @@ class Slot:
     def __init__(self, support: CgroupSupport, dirs: dict[str, Path]):
         self.support, self.dirs = support, dirs
         self._launcher: _Launcher | None = None
+        self._launch_refused = False
         self._files: dict[tuple[str, str], str] = {}  # (controller, file) -> path: runs read the same few each time
         # v2 has one dir for both controllers; v1 one per hierarchy.
         self._procs_files = sorted({str(d / "cgroup.procs") for d in dirs.values()})
@@ -213,14 +214,19 @@ class Slot:
     @property
     def can_launch(self) -> bool:
         """Whether runs can be started inside the slot, with no process moved in (v1: threads join cgroups singly)."""
-        return self.support.version == "v1"
+        return self.support.version == "v1" and not self._launch_refused
 
     def launch(self, start: Callable[[], T]) -> T:
         """Call `start` on the slot's own thread, so that what it forks (nsjail) is born in the slot.
 
-        Raises OSError when no thread can join the slot; the caller then moves the process in instead."""
+        Raises OSError when no thread can join the slot (then can_launch turns False); the caller moves the process
+        in instead."""
         if self._launcher is None:
-            self._launcher = _Launcher(sorted(set(self.dirs.values())))
+            try:
+                self._launcher = _Launcher(sorted(set(self.dirs.values())))
+            except OSError:
+                self._launch_refused = True
+                raise
         return self._launcher.call(start)
 
     def prepare(self, memory_bytes: int, max_pids: int) -> None:

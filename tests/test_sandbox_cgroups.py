@@ -180,3 +180,16 @@ def test_v1_limit_that_cannot_be_set_raises(tmp_path):
     (mem / "cgroup.procs").write_text("")
     with pytest.raises(OSError, match="cannot set the memory limit"):
         slot.prepare(64 << 20, 10)
+
+
+def test_a_slot_whose_thread_cannot_join_falls_back_once(tmp_path):
+    # A tree where `tasks` cannot be written (here: a plain dir, so the write fails): launch raises OSError, the
+    # slot stops offering it, and the harness moves processes in as on v2.
+    pool = SlotPool(_fake_v1(tmp_path))
+    slot = pool.acquire()
+    for d in slot.dirs.values():
+        (d / "tasks").mkdir()  # writing to a directory fails
+    assert slot.can_launch
+    with pytest.raises(OSError):
+        slot.launch(lambda: 1)
+    assert not slot.can_launch
