@@ -244,14 +244,20 @@ def become_worker(request_r, answer_w):
         os._exit(0)
 
 
-def fork_worker(close_in_child=()):
-    """(pid, runner's end of the request pipe, runner's end of the answer pipe)."""
+def fork_worker(close_in_child=(), prepare=None):
+    """(pid, runner's end of the request pipe, runner's end of the answer pipe). In the child, `prepare` runs before
+    the worker starts."""
     request_r, request_w = os.pipe()
     answer_r, answer_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        for fd in (request_w, answer_r, *close_in_child):
-            os.close(fd)
+        try:
+            for fd in (request_w, answer_r, *close_in_child):
+                os.close(fd)
+            if prepare is not None:
+                prepare()
+        except BaseException:
+            os._exit(1)
         become_worker(request_r, answer_w)
     os.close(request_r)
     os.close(answer_w)
@@ -268,21 +274,11 @@ def quiet_stdio():
 
 def fork_first_worker(site_dirs):
     """The first worker, forked before the runner reads the plan."""
-    request_r, request_w = os.pipe()
-    answer_r, answer_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(request_w)
-            os.close(answer_r)
-            quiet_stdio()
-            add_site_packages(site_dirs)
-        except BaseException:
-            os._exit(1)
-        become_worker(request_r, answer_w)
-    os.close(request_r)
-    os.close(answer_w)
-    return pid, request_w, answer_r
+    def prepare():
+        quiet_stdio()
+        add_site_packages(site_dirs)
+
+    return fork_worker(prepare=prepare)
 
 
 def zygote(control):

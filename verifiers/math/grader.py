@@ -11,7 +11,7 @@ from __future__ import annotations
 import cmath
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, to_complex
