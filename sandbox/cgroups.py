@@ -144,7 +144,8 @@ class _Launcher:
     """A thread of ours that lives in one slot's cgroups and runs the calls that start a run's processes there.
 
     v1 places each thread on its own (a `tasks` file takes a thread id); the process's memory stays charged where its
-    main thread is, while anything the thread forks is born in the slot with its own memory."""
+    main thread is, while anything the thread forks is born in the slot with its own memory. The memcg OOM killer
+    weighs only thread-group leaders, so a run that hits its limit can never get this (larger) process killed."""
 
     def __init__(self, dirs: list[Path]):
         self._calls: queue.SimpleQueue = queue.SimpleQueue()

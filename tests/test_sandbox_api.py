@@ -235,3 +235,21 @@ def test_a_forked_child_makes_its_own_slots_and_leaves_the_parents_alone():
     assert child_stdout == "2\n" and child_dirs and not set(child_dirs) & parent_dirs
     assert all(Path(d).is_dir() for d in parent_dirs)  # the child's exit did not remove the parent's slots
     assert run({"main.py": "print(3)"}, limits=QUICK).stdout == "3\n"
+
+
+@v1_only
+def test_the_memory_cgroup_oom_killer_never_picks_the_harness_through_its_slot_thread(tmp_path):
+    # The slot's thread puts this process in the run's memory cgroup. The kernel's memcg OOM scan looks only at
+    # thread-group leaders, so a harness far bigger than the run is never the victim: checked with a 400 MB harness
+    # (in a child process, so a wrong pick would not take pytest down) against 64 MB runs.
+    script = tmp_path / "big_harness.py"
+    script.write_text(
+        "from groupscore.sandbox import run, Limits\n"
+        "ballast = bytearray(400 << 20)\nballast[::4096] = b'x' * len(ballast[::4096])\n"
+        "bomb = 'a = []\\nwhile True:\\n    a.append(bytearray(8 << 20)); a[-1][::4096] = b\"x\" * len(a[-1][::4096])\\n'\n"
+        "for _ in range(2):\n"
+        "    print(run({'main.py': bomb}, limits=Limits(wall_time_s=5, memory_mb=64)).status.value, flush=True)\n"
+        "print('harness alive')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.split() == ["memory_limit", "memory_limit", "harness", "alive"]
