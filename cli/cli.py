@@ -10,7 +10,16 @@ from pathlib import Path
 def _score(args: argparse.Namespace) -> int:
     from groupscore.verifiers.batch import score_jsonl
 
-    return score_jsonl(args.input, args.output, workers=args.workers, progress=not args.no_progress)
+    reward = None
+    if args.reward is not None:
+        from groupscore.verifiers.composite import load_reward_spec
+
+        try:
+            reward = load_reward_spec(args.reward)
+        except ValueError as exc:
+            print(f"groupscore score: {exc}", file=sys.stderr)
+            return 2
+    return score_jsonl(args.input, args.output, workers=args.workers, progress=not args.no_progress, reward=reward)
 
 
 def _sandbox_run(args: argparse.Namespace) -> int:
@@ -60,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, default=None, help="output JSONL (default: stdout)")
     p.add_argument("-j", "--workers", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--reward", type=Path, default=None, metavar="SPEC.json",
+                   help="composite reward for every item: {\"components\": [...], \"normalise\": ...}, the service's "
+                        "`reward` field (default: each item's own verifier)")
     p.set_defaults(func=_score)
 
     sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(dest="sandbox_command", required=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from groupscore.verifiers import batch, registry
+from groupscore.verifiers.composite import RewardSpec
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.schema import Status
 
@@ -157,3 +158,53 @@ def test_a_worker_dying_or_hanging_on_one_entry_costs_only_that_entry(monkeypatc
             assert result[0] == 29 and "BudgetExceeded" in result[1]
         else:
             assert result == 2 * entry
+
+
+REWARD_SPEC = {"components": [{"name": "correct", "weight": 1.0},
+                              {"name": "format", "verifier": "format", "weight": 0.25, "gate": True,
+                               "params": {"tags": ["think", "answer"]}}]}
+
+
+def test_cli_reward_spec_scores_every_item_with_its_components(tmp_path):
+    # The service's composite reward from the command line: correctness plus a gated format component.
+    source, spec, out = tmp_path / "in.jsonl", tmp_path / "reward.json", tmp_path / "out.jsonl"
+    source.write_text("\n".join([
+        math_line("right-formatted", "<think>6*7</think><answer>\\boxed{42}</answer>", "42"),
+        math_line("right-unformatted", "\\boxed{42}", "42"),
+        math_line("wrong-formatted", "<think>6*6</think><answer>\\boxed{36}</answer>", "42"),
+    ]) + "\n")
+    spec.write_text(json.dumps(REWARD_SPEC))
+    done = run_cli(str(source), "-o", str(out), "-j", "1", "--reward", str(spec))
+    assert done.returncode == 0, done.stderr
+    records = {r["id"]: r for r in read_records(out)}
+    assert records["right-formatted"]["reward"] == 1.0
+    assert records["right-formatted"]["components"] == {"correct": 1.0, "format": 1.0}
+    assert records["right-unformatted"]["reward"] == 0.0  # the format gate zeroes the total
+    assert records["right-unformatted"]["components"]["correct"] == 1.0
+    assert records["wrong-formatted"]["reward"] == pytest.approx(0.25 / 1.25)
+    # the same spec through score_batch gives the same rewards
+    verdicts = batch.score_batch([json.loads(line) for line in source.read_text().splitlines()], workers=1,
+                                 reward=RewardSpec.model_validate(REWARD_SPEC))
+    assert [v.reward for v in verdicts] == [records[k]["reward"] for k in records]
+
+
+@pytest.mark.parametrize("spec_text, expected", [
+    ("{not json", "bad reward spec"),
+    (json.dumps({"components": []}), "components"),
+    (json.dumps({"components": [{"name": "x", "verifier": "poetry"}]}), "poetry"),
+    (json.dumps({"components": [{"name": "a"}, {"name": "a"}]}), "unique"),
+])
+def test_cli_bad_reward_spec_is_one_clear_line_and_exit_2(tmp_path, spec_text, expected):
+    source, spec = tmp_path / "in.jsonl", tmp_path / "reward.json"
+    source.write_text(math_line("a", "\\boxed{1}", "1") + "\n")
+    spec.write_text(spec_text)
+    done = run_cli(str(source), "--reward", str(spec))
+    assert done.returncode == 2 and done.stdout == ""
+    assert expected in done.stderr and "Traceback" not in done.stderr
+
+
+def test_cli_missing_reward_spec_file(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text(math_line("a", "\\boxed{1}", "1") + "\n")
+    done = run_cli(str(source), "--reward", str(tmp_path / "nope.json"))
+    assert done.returncode == 2 and "cannot read the reward spec" in done.stderr

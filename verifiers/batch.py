@@ -23,10 +23,9 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from pydantic import ValidationError
-
 from groupscore.verifiers import workers as bounded
-from groupscore.verifiers.registry import KINDS, describe_error, parse_item, score_item
+from groupscore.verifiers.composite import RewardSpec, raw_item_id, score_raw, score_valid
+from groupscore.verifiers.registry import KINDS
 from groupscore.verifiers.schema import ItemBase, Status, Verdict
 
 MAX_CHUNK = 16
@@ -43,23 +42,26 @@ Entry = TypeVar("Entry")
 Result = TypeVar("Result")
 
 
-def score_batch(items_or_raw: Iterable[Any], workers: int | None = None) -> list[Verdict]:
-    """Score items (ItemBase instances, dicts or JSON text) on `workers` processes (default: all cores), in order."""
+def score_batch(items_or_raw: Iterable[Any], workers: int | None = None, reward: RewardSpec | None = None) -> list[Verdict]:
+    """Score items (ItemBase instances, dicts or JSON text) on `workers` processes (default: all cores), in order.
+
+    reward: a composite reward spec applied to every item (default: each item's own verifier)."""
     raws = list(items_or_raw)
     chunk = _chunk_size(len(raws), _worker_count(workers))
     if not raws:
         return []
-    chunks = _map_chunks(_score_chunk, _error_verdict, raws, workers, chunk)
+    chunks = _map_chunks(partial(_score_chunk, reward), _error_verdict, raws, workers, chunk)
     return [verdict for verdicts in chunks for verdict in verdicts]
 
 
 def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, workers: int | None = None,
-                progress: bool = True) -> int:
+                progress: bool = True, reward: RewardSpec | None = None) -> int:
     """Score a JSONL file of items into a JSONL file of records (stdout without `output_path`).
 
     One record per non-blank input line, in input order: id, reward, status, extracted, reason, plus components and
     details where the verifier gives them. A line that is not valid JSON or not a valid item gets an error record that
-    names its line number. Returns 0, or 1 when any record has status "error". Input "-" reads stdin.
+    names its line number. Returns 0, or 1 when any record has status "error". Input "-" reads stdin. `reward`: a
+    composite reward spec for every item (the service's `reward` field), else each item's own verifier.
     """
     input_path = Path(input_path)
     if str(input_path) != "-" and not input_path.is_file():
@@ -74,7 +76,7 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
     with _open_input(input_path) as source, _open_output(output_path) as sink, \
             tqdm(total=total, unit="item", disable=not progress, delay=1.0, file=sys.stderr, dynamic_ncols=True) as bar:
         lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
-        for records in _map_chunks(_score_lines, _error_record, lines, workers, chunk):
+        for records in _map_chunks(partial(_score_lines, reward), _error_record, lines, workers, chunk):
             for status, record in records:
                 statuses[status] += 1
                 sink.write(record + "\n")
@@ -183,37 +185,27 @@ def _scorer_modules() -> list[str]:
 # Worker side: these run inside the batch pool's processes.
 
 
-def _score_chunk(raws: list[Any]) -> list[Verdict]:
+def _score_chunk(reward: RewardSpec | None, raws: list[Any]) -> list[Verdict]:
     _prepare_worker()
-    return [score_one(raw) for raw in raws]
+    return [score_one(raw, reward) for raw in raws]
 
 
-def _score_lines(lines: list[tuple[int, bytes | str]]) -> list[tuple[str, str]]:
+def _score_lines(reward: RewardSpec | None, lines: list[tuple[int, bytes | str]]) -> list[tuple[str, str]]:
     _prepare_worker()
-    return [_record(score_one(text), number) for number, text in lines]
+    return [_record(score_one(text, reward), number) for number, text in lines]
 
 
-def score_one(raw: Any) -> Verdict:
-    """Validate and score one raw item; every failure becomes an error verdict."""
+def score_one(raw: Any, reward: RewardSpec | None = None) -> Verdict:
+    """Validate and score one raw item (with `reward`'s components when given); every failure becomes an error
+    verdict."""
     if isinstance(raw, (str, bytes)):
         try:
             raw = json.loads(raw)
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError alike
             return Verdict.error(None, f"invalid JSON: {exc}")
-    try:
-        item = raw if isinstance(raw, ItemBase) else parse_item(raw)
-    except ValidationError as exc:
-        return Verdict.error(_raw_id(raw), f"invalid item: {describe_error(exc)}")
-    try:
-        return score_item(item)
-    except Exception as exc:  # noqa: BLE001 - a verifier bug costs this item only
-        return Verdict.error(item.id, f"the {item.verifier} verifier failed: {type(exc).__name__}: {exc}")
-
-
-def _raw_id(raw: Any) -> str | int | None:
-    # Echo the id of an invalid item when it has a usable one, so that the caller can tell which item it was.
-    candidate = raw.get("id") if isinstance(raw, dict) else None
-    return candidate if isinstance(candidate, (str, int)) and not isinstance(candidate, bool) else None
+    if isinstance(raw, ItemBase):
+        return score_valid(raw, reward)
+    return score_raw(raw, reward)  # as the service's workers do
 
 
 def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]:
@@ -230,13 +222,13 @@ def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]
 
 
 def _error_verdict(raw: Any, reason: str) -> Verdict:
-    return Verdict.error(raw.id if isinstance(raw, ItemBase) else _raw_id(raw), reason)
+    return Verdict.error(raw.id if isinstance(raw, ItemBase) else raw_item_id(raw), reason)
 
 
 def _error_record(entry: tuple[int, bytes | str], reason: str) -> tuple[str, str]:
     number, text = entry
     try:
-        raw_id = _raw_id(json.loads(text))
+        raw_id = raw_item_id(json.loads(text))
     except ValueError:
         raw_id = None
     return _record(Verdict.error(raw_id, reason), number)

@@ -21,6 +21,7 @@ whatever the other components say ("format required, else 0"). Every component's
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -94,6 +95,20 @@ class RewardSpec(BaseModel):
         return self
 
 
+def load_reward_spec(path: Path | str) -> RewardSpec:
+    """A RewardSpec from a JSON file; ValueError says what is wrong (the file, its JSON, or which field)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read the reward spec {path}: {exc.strerror or exc}") from None
+    try:
+        return RewardSpec.model_validate_json(text)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<spec>'}: {e['msg']}"
+                             for e in exc.errors(include_url=False))
+        raise ValueError(f"bad reward spec {path}: {problems}") from None
+
+
 def component_item(item: ItemBase, component: Component) -> ItemBase:
     """The item one component scores (raises ValidationError when the params do not fit the kind)."""
     own_kind = item.verifier  # type: ignore[attr-defined]
@@ -164,6 +179,11 @@ def score_raw(raw: Any, spec: RewardSpec | None = None) -> Verdict:
         item = parse_item(raw)
     except ValidationError as exc:
         return Verdict.error(raw_item_id(raw), f"invalid item: {describe_error(exc)}")
+    return score_valid(item, spec)
+
+
+def score_valid(item: ItemBase, spec: RewardSpec | None = None) -> Verdict:
+    """Score a validated item; a failing verifier yields an error verdict."""
     try:
         return score_item(item) if spec is None else score_composite(item, spec)
     except Exception as exc:  # noqa: BLE001 - one failing item must not take the batch down
