@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from groupscore.service import codec, protocols
+from groupscore.service import codec, docs, protocols
 from groupscore.service.dispatch import Dispatcher
 from groupscore.service.groups import group_stats
 from groupscore.service.metrics import ServiceMetrics
@@ -31,7 +31,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 # Paths anyone may call: probes and the API description. Everything else needs the token when one is set.
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", docs.DOCS_PATH, docs.OAUTH2_REDIRECT_PATH, docs.REDOC_PATH, "/openapi.json"})
+OPEN_PREFIXES = (docs.ASSETS_PATH + "/",)  # the docs pages' scripts and styles
 _DRAIN_LIMIT_BYTES = 512 * 1024 * 1024  # an oversized body is read (and dropped) up to this, so the 413 gets through
 _LARGE_RESPONSE_ITEMS = 2000  # from here on, a response is encoded off the event loop
 
@@ -76,7 +77,8 @@ class Gatekeeper:
             self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._expected_auth is not None and scope["path"] not in OPEN_PATHS:
+        path = scope["path"]
+        if self._expected_auth is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected_auth):
                 self.metrics.rejected.labels("auth").inc()
@@ -161,11 +163,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await pool.close()
 
     app = FastAPI(
-        title="groupscore", version="0.1.0", lifespan=lifespan,
+        title="groupscore", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
         summary="Batched, bounded verifier rewards for GRPO / RLVR training.",
         description="Scores items with the registered verifier kinds in a process pool. Composite rewards, group "
                     "advantages, and adapters for OpenRLHF (`/get_reward`) and SandboxFusion (`/run_code`).",
     )
+    docs.add_docs(app)
     app.router.route_class = OffloadingRoute
     app.state.settings = settings
     app.state.metrics = metrics

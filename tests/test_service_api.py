@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 
 import httpx
@@ -159,6 +160,21 @@ def test_verifiers_lists_every_kind_with_its_schema(http):
     assert "components" in answer["reward_spec_schema"]["properties"]
 
 
+def test_docs_pages_load_everything_from_the_service_itself(http):
+    # Offline machines: every script, style and icon the docs pages reference is served here, none from a CDN.
+    for page in ("/docs", "/redoc"):
+        html = http.get(page)
+        assert html.status_code == 200 and "text/html" in html.headers["content-type"]
+        urls = re.findall(r'(?:src|href)="([^"]+)"|url: ?[\'"]([^\'"]+)[\'"]', html.text)
+        refs = [u for pair in urls for u in pair if u]
+        assert refs and not [u for u in refs if "://" in u], refs
+        for ref in refs:
+            if ref.startswith("/docs/assets/"):
+                asset = http.get(ref)
+                assert asset.status_code == 200 and len(asset.content) > 1000, ref
+    assert "SwaggerUIBundle" in http.get("/docs/assets/swagger-ui-bundle.js").text
+
+
 def test_probes_docs_and_metrics(http):
     assert http.get("/healthz").json() == {"status": "ok"}
     ready = http.get("/readyz")
@@ -312,6 +328,9 @@ def test_bearer_token_protects_scoring_but_not_probes():
             assert http.post("/get_reward", json={"query": ["x"]}).status_code == 401
             assert http.get("/metrics").status_code == 401
             assert http.get("/healthz").status_code == 200 and http.get("/readyz").status_code == 200
+            # the docs pages and their assets are open; a path that only starts like them is not
+            assert http.get("/docs").status_code == 200 and http.get("/docs/assets/swagger-ui.css").status_code == 200
+            assert http.get("/docs/assetsX").status_code == 401 and http.get("/docsx").status_code == 401
             good = http.post("/v1/score", json=body, headers={"authorization": "Bearer s3cret"})
             assert good.status_code == 200 and good.json()["results"][0]["reward"] == 1.0
         with ScoreClient(base, token="s3cret") as client:
