@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import atexit
 import os
-import queue
 import signal
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.thread import BrokenThreadPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -148,37 +148,25 @@ class _Launcher:
     weighs only thread-group leaders, so a run that hits its limit can never get this (larger) process killed."""
 
     def __init__(self, dirs: list[Path]):
-        self._calls: queue.SimpleQueue = queue.SimpleQueue()
-        joined: Future = Future()
-        self._thread = threading.Thread(target=self._serve, args=(dirs, joined), name="sandbox-slot", daemon=True)
-        self._thread.start()
-        joined.result()  # raises OSError when the thread could not join the slot (and has ended)
-
-    def _serve(self, dirs: list[Path], joined: Future) -> None:
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="sandbox-slot", initializer=_join_thread, initargs=(dirs,))
         try:
-            tid = str(threading.get_native_id())
-            for d in dirs:
-                _write(d / "tasks", tid)
-        except OSError as exc:
-            joined.set_exception(exc)
-            return
-        joined.set_result(None)
-        while (call := self._calls.get()) is not None:
-            fn, result = call
-            try:
-                result.set_result(fn())
-            except BaseException as exc:  # handed to the caller, like any call's exception
-                result.set_exception(exc)
+            self._thread.submit(lambda: None).result()  # starts the thread, which joins the slot first
+        except BrokenThreadPool as exc:
+            self._thread.shutdown()
+            raise OSError(f"a thread cannot join the slot: {exc.__cause__ or exc}") from exc
 
     def call(self, fn: Callable[[], T]) -> T:
-        result: Future = Future()
-        self._calls.put((fn, result))
-        return result.result()
+        return self._thread.submit(fn).result()
 
     def stop(self) -> None:
         """End the thread (which leaves the slot's cgroups with it)."""
-        self._calls.put(None)
-        self._thread.join(5.0)
+        self._thread.shutdown(wait=True)
+
+
+def _join_thread(dirs: list[Path]) -> None:
+    tid = str(threading.get_native_id())
+    for d in dirs:
+        _write(d / "tasks", tid)
 
 
 class Slot:
