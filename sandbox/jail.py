@@ -184,7 +184,9 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
                 try:
                     proc, in_slot = slot.launch(start_nsjail), True  # born in the slot: nothing to move
                 except OSError:
-                    pass  # the slot's thread could not join it: move nsjail in below, as on v2
+                    if slot.can_launch:
+                        raise  # nsjail itself did not start; trying again outside the slot would not help
+                    # else the slot's thread could not join it: move nsjail in below, as on v2
             if proc is None:
                 proc = start_nsjail()
     except OSError:
