@@ -78,8 +78,9 @@ def test_unconvertible_asserts_stay_residual(code):
 def test_mixed_assert_code_keeps_setup_for_the_residual():
     conversion, residual = convert_assert_code("import math\nassert f(1) == 2\nx = 3\nassert f(x) == 4")
     assert len(conversion.asserts) == 1
-    tree = ast.parse(residual)
+    tree = ast.parse(residual["code"])
     assert [type(s).__name__ for s in tree.body] == ["Import", "Assign", "Assert"]
+    assert residual["program"] == ["f"] and residual["modules"] == [] and residual["support"] is None
 
 
 def test_bad_assert_code_is_a_plan_error():

@@ -245,8 +245,11 @@ def test_humaneval_style_body_completion():
     assert score_code(item).reward == 0.0  # one failing assert fails the whole check
 
 
-def test_a_task_function_named_like_a_builtin_is_called_in_the_program():
+def test_a_task_function_named_like_a_builtin_is_taken_from_the_program_by_import_only():
+    # A builtin name in a test is Python's (a program must not change a test's meaning, see test_code_shadowing);
+    # a task function named like one is tested with `from solution import max`, or with a call test.
     program = "def max(xs):\n    return sorted(xs)[-2]  # the task: second largest\n"
-    item = CodeItem(completion=py(program), tests=[{"type": "assert", "code": "assert max([1, 5, 3]) == 3"}])
+    item = CodeItem(completion=py(program), tests=[{"type": "assert", "code": "from solution import max\nassert max([1, 5, 3]) == 3"},
+                                                   {"type": "call", "fn": "max", "args": [[1, 5, 3]], "expected": 3}])
     verdict = score_code(item)
     assert verdict.reward == 1.0 and verdict.details["weaker_mode"] is False

@@ -3,6 +3,11 @@
 `assert f(2, [1]) == 4` becomes: call `f(2, [1])` in the jail, bring the value out as plain data, evaluate `r0 == 4`
 on the host. Any assertion whose arguments are literals and whose other parts `host_eval` understands converts; the
 rest stays "residual" code, run by the jail's trusted runner against proxies of the candidate (the weaker mode).
+
+Which names of a test are the program's is decided here, once, from the test alone (`NameSources`): the HumanEval
+`candidate`, names the test imports from the `solution` module, and free names that are neither builtins nor the test's
+own nor helpers the item's prompt defines. Every other name keeps its meaning whatever the program defines: a program
+that defines `abs` or `range` changes neither what the test computes nor which assertions the host evaluates.
 """
 
 from __future__ import annotations
@@ -52,23 +57,136 @@ class Conversion:
 
 def bound_names(tree: ast.AST) -> frozenset[str]:
     """Every name the code binds anywhere (assignments, defs, imports, parameters): such names are not builtins."""
+    return _bound_in(list(ast.walk(tree)))
+
+
+SOLUTION_MODULE = "solution"  # the name the jail's worker gives the program's module
+
+
+@dataclass(frozen=True)
+class NameSources:
+    """Where the names of one test come from.
+
+    Only three kinds of name are the program's: the HumanEval `candidate` (handled by the caller), names imported from
+    the `solution` module (`from solution import f as g`, `import solution` then `solution.f`), and `program`: free
+    names that are not builtins, not bound by the test, not helpers of the prompt and not dunders. Builtins always
+    mean Python's, helpers the prompt's, bound names the test's own."""
+
+    shadowed: frozenset[str]  # names the host evaluator must not read as builtins or `math`
+    program: frozenset[str]  # free names taken from the program implicitly
+    from_solution: dict[str, str]  # local name -> the program's function, from `from solution import ...`
+    solution_modules: frozenset[str]  # local names of `import solution [as s]`
+    star_import: bool  # `from <other module> import *`: a free name may be that module's, so none is implicit
+    helpers: frozenset[str]  # free names the prompt defines: the runner binds the prompt's definitions
+    modules: frozenset[str]  # free module names the test uses without importing (`math`): the real module
+
+    def program_function(self, func: ast.expr) -> str | None:
+        """The program's function a call's callee names, or None when it is not the program's."""
+        if isinstance(func, ast.Name):
+            if func.id in self.from_solution:
+                return self.from_solution[func.id]
+            return func.id if func.id in self.program and not self.star_import else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.solution_modules:
+            return func.attr
+        return None
+
+    def residual_fields(self) -> dict[str, Any]:
+        """What the runner needs to resolve the residual code's names (lists: the plan travels in marshal format)."""
+        return {"program": sorted(self.program), "helpers": sorted(self.helpers), "modules": sorted(self.modules)}
+
+
+def _imports_math(node: ast.AST) -> bool:
+    return isinstance(node, ast.Import) and all(a.name == "math" and a.asname in (None, "math") for a in node.names)
+
+
+def _is_solution_import(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and node.module == SOLUTION_MODULE
+    return isinstance(node, ast.Import) and all(a.name == SOLUTION_MODULE for a in node.names)
+
+
+def name_sources(tree: ast.AST, prompt_helpers: frozenset[str] = frozenset()) -> NameSources:
+    """Where each name of `tree` (a test's code) comes from; `prompt_helpers`: what the item's prompt defines."""
+    loads: set[str] = set()
+    from_solution: dict[str, str] = {}
+    solution_modules: set[str] = set()
+    star_import = False
+    nodes = list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.add(node.id)
+        elif _is_solution_import(node):
+            for alias in node.names:  # type: ignore[attr-defined]
+                if isinstance(node, ast.Import):
+                    solution_modules.add(alias.asname or alias.name)
+                elif alias.name != "*":
+                    from_solution[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            star_import = True
+    # `import math` binds the real module, which is what the host evaluator means by `math` too: not a shadowing.
+    bound = _bound_in([n for n in nodes if not (_is_solution_import(n) or _imports_math(n))])
+    # A name imported from the solution and also bound some other way has no one meaning by position: not the program's.
+    from_solution = {k: v for k, v in from_solution.items() if k not in bound}
+    solution_modules -= bound
+    free = frozenset(loads) - bound - set(from_solution) - solution_modules
+    helpers = free & prompt_helpers
+    modules = free & {"math"} - helpers
+    program = frozenset(name for name in free - helpers - modules
+                        if name not in _PYTHON_BUILTINS and not (name.startswith("__") and name.endswith("__")))
+    shadowed = bound | helpers | set(from_solution) | solution_modules
+    return NameSources(frozenset(shadowed), program, from_solution, frozenset(solution_modules), star_import,
+                     frozenset(helpers), frozenset(modules))
+
+
+def _bound_in(nodes: list[ast.AST]) -> frozenset[str]:
+    """bound_names over nodes already walked (ast.walk's list): each node on its own, no second walk."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                names.add((alias.asname or alias.name).split(".")[0])
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
         elif isinstance(node, ast.arg):
             names.add(node.arg)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return frozenset(names)
+
+
+def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function the prompt leaves to the program: only a docstring, `pass` or `...` in its body."""
+    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+               for s in node.body)
+
+
+@functools.lru_cache(maxsize=1024)
+def prompt_helper_names(prompt: str | None, entry_point: str | None = None) -> frozenset[str]:
+    """Names an item's prompt defines for the test to use (HumanEval's `encode_cyclic`, `poly`): top-level functions
+    with a body, classes and assigned names, never the entry point or a stub the program is to complete. The prompt is
+    item data like the test, so these resolve to the prompt's definitions, not to whatever the program redefines."""
+    tree = parse_python(prompt or "")
+    if tree is None:
+        return frozenset()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(node):
+            names.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    names.discard(entry_point or "")
     return frozenset(names)
 
 
 def _is_trivial(stmt: ast.stmt) -> bool:
-    """Statements that cannot fail a test on their own."""
-    if isinstance(stmt, ast.Pass):
+    """Statements that cannot fail a test on their own (an import from the solution: the calls it names will)."""
+    if isinstance(stmt, ast.Pass) or _is_solution_import(stmt):
         return True
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, (ast.Constant, ast.Name)):
         return True  # a docstring, or a bare name such as a stray `print`
@@ -81,14 +199,14 @@ class _CallExtractor:
     Functional: changed nodes are new, unchanged subtrees (a large literal, say) are shared with the original, which
     stays as it was for the residual code if the assertion does not convert."""
 
-    def __init__(self, candidate_fn: Callable[[str], str | None], shadowed: frozenset[str], first_index: int):
+    def __init__(self, candidate_fn: Callable[[ast.expr], str | None], shadowed: frozenset[str], first_index: int):
         self.candidate_fn, self.shadowed, self.next_index = candidate_fn, shadowed, first_index
         self.calls: list[Call] = []
         self.placeholders: list[tuple[str, int]] = []
 
     def rewrite(self, node: ast.AST) -> ast.AST:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            fn = self.candidate_fn(node.func.id)
+        if isinstance(node, ast.Call):
+            fn = self.candidate_fn(node.func)
             if fn is not None:
                 return self._placeholder(node, fn)
         fields, changed = {}, False
@@ -132,7 +250,7 @@ class _CallExtractor:
             raise host_eval.Unsupported(f"argument does not evaluate: {exc}") from exc
 
 
-def convert_assert(stmt: ast.Assert, candidate_fn: Callable[[str], str | None], shadowed: frozenset[str],
+def convert_assert(stmt: ast.Assert, candidate_fn: Callable[[ast.expr], str | None], shadowed: frozenset[str],
                    first_index: int) -> tuple[list[Call], ConvertedAssert]:
     """Raises host_eval.Unsupported when the assertion cannot be decided on the host."""
     extractor = _CallExtractor(candidate_fn, shadowed, first_index)
@@ -142,7 +260,7 @@ def convert_assert(stmt: ast.Assert, candidate_fn: Callable[[str], str | None], 
     return extractor.calls, ConvertedAssert(expression, tuple(extractor.placeholders), stmt)
 
 
-def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str], str | None],
+def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[ast.expr], str | None],
                        shadowed: frozenset[str]) -> Conversion:
     out = Conversion()
     for stmt in statements:
@@ -159,21 +277,6 @@ def convert_statements(statements: list[ast.stmt], candidate_fn: Callable[[str],
     return out
 
 
-def _free_call_names(shadowed: frozenset[str], program_builtins: frozenset[str]) -> Callable[[str], str | None]:
-    """Calls to names the test neither binds nor gets from Python are calls into the candidate's module; so are
-    calls to builtin names that the program itself defines (`program_builtins`, e.g. a task function named `max`)."""
-    return lambda name: None if name in shadowed or (name in _PYTHON_BUILTINS and name not in program_builtins) else name
-
-
-def program_builtin_names(program: str | None) -> frozenset[str]:
-    """The builtin names (`max`, `filter`, ...) a Python program defines at its top level; usually none."""
-    tree = parse_python(program or "")
-    if tree is None:
-        return frozenset()
-    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    return frozenset(defined & _PYTHON_BUILTINS)
-
-
 def _parse(code: str, what: str) -> ast.Module:
     try:
         return ast.parse(code)
@@ -182,19 +285,20 @@ def _parse(code: str, what: str) -> ast.Module:
 
 
 @functools.lru_cache(maxsize=4096)  # a GRPO group scores many completions against the same tests
-def convert_assert_code(code: str, program_builtins: frozenset[str] = frozenset()) -> tuple[Conversion, str | None]:
-    """An MBPP-style assert line (or a few statements): the conversion and the residual code, if any.
+def convert_assert_code(code: str, prompt: str | None = None) -> tuple[Conversion, dict[str, Any] | None]:
+    """An MBPP-style assert line (or a few statements): the conversion and the residual, if any.
 
     Cached: callers must not mutate what comes back."""
     tree = _parse(code, "the assert code")
-    shadowed = bound_names(tree)
     if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
         raise PlanError("the assert code holds no assertion")
-    conversion = convert_statements(tree.body, _free_call_names(shadowed, program_builtins), shadowed)
+    names = name_sources(tree, prompt_helper_names(prompt))
+    conversion = convert_statements(tree.body, names.program_function, names.shadowed)
     residual = None
     if conversion.residual:
         # Statements run in order, so keep everything before the last residual one (imports, assignments).
-        residual = ast.unparse(ast.Module(body=[s for s in tree.body if not _converted(s, conversion)], type_ignores=[]))
+        code = ast.unparse(ast.Module(body=[s for s in tree.body if not _converted(s, conversion)], type_ignores=[]))
+        residual = {"kind": "assert", "code": code, **names.residual_fields(), **_support(names, prompt)}
     return conversion, residual
 
 
@@ -202,9 +306,14 @@ def _converted(stmt: ast.stmt, conversion: Conversion) -> bool:
     return isinstance(stmt, ast.Assert) and stmt not in conversion.residual
 
 
+def _support(names: NameSources, prompt: str | None) -> dict[str, Any]:
+    # The prompt travels with the residual code only when the test uses something it defines.
+    return {"support": prompt if names.helpers else None}
+
+
 @functools.lru_cache(maxsize=4096)
 def convert_humaneval(test_code: str, entry_point: str,
-                      program_builtins: frozenset[str] = frozenset()) -> tuple[Conversion, dict[str, str] | None]:
+                      prompt: str | None = None) -> tuple[Conversion, dict[str, Any] | None]:
     """HumanEval's test module: asserts of check() convert; the rest becomes a residual check() run in the jail."""
     tree = _parse(test_code, "the test code")
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
@@ -212,26 +321,23 @@ def convert_humaneval(test_code: str, entry_point: str,
         raise PlanError("the test code must define check(candidate) once")
     check = checks[0]
     parameter = check.args.args[0].arg
-    # Names bound in check's body, then everywhere else (check itself: its name and parameter): one walk of each part.
-    in_check = bound_names(ast.Module(body=check.body, type_ignores=[]))
-    header = [check.args, *check.decorator_list, *([check.returns] if check.returns else [])]
-    shadowed = (in_check | bound_names(ast.Module(body=[n for n in tree.body if n is not check], type_ignores=[]))
-                | {check.name}.union(*(bound_names(node) for node in header)))
-    free = _free_call_names(shadowed, program_builtins)
+    names = name_sources(tree, prompt_helper_names(prompt, entry_point))
 
-    def candidate_fn(name: str) -> str | None:
-        return entry_point if name == parameter else free(name)
+    def candidate_fn(func: ast.expr) -> str | None:
+        if isinstance(func, ast.Name) and func.id == parameter:
+            return entry_point
+        return names.program_function(func)
 
     # A check that rebinds its own parameter cannot be converted by position; leave all of it to the jail.
-    rebinds = parameter in in_check
-    conversion = Conversion(residual=list(check.body)) if rebinds else convert_statements(check.body, candidate_fn, shadowed)
+    rebinds = parameter in bound_names(ast.Module(body=check.body, type_ignores=[]))
+    conversion = Conversion(residual=list(check.body)) if rebinds else convert_statements(check.body, candidate_fn, names.shadowed)
     residual = None
     if conversion.residual:
         kept = [s for s in check.body if not _converted(s, conversion)] or [ast.Pass()]
         module = ast.Module(body=[ast.FunctionDef(**{**_fields(check), "body": kept}) if n is check else n for n in tree.body],
                             type_ignores=[])
         residual = {"kind": "humaneval", "code": ast.unparse(ast.fix_missing_locations(module)),
-                    "check": "check", "entry_point": entry_point}
+                    "check": "check", "entry_point": entry_point, **names.residual_fields(), **_support(names, prompt)}
     return conversion, residual
 
 

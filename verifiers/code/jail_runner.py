@@ -314,7 +314,8 @@ def exec_zygote(site_dirs):
             os.closerange(3, keep)  # the results channel among them
             os.closerange(keep + 1, 4096)
             os.set_inheritable(keep, True)
-            os.execv(sys.executable, [sys.executable, "-S", "-B", sys.argv[0], "--zygote", str(keep), *site_dirs])
+            # -I: no script directory on the path, so the zygote's own imports never come from what a worker wrote.
+            os.execv(sys.executable, [sys.executable, "-I", "-S", "-B", sys.argv[0], "--zygote", str(keep), *site_dirs])
         finally:
             os._exit(127)
     zygote_end.close()
@@ -433,6 +434,11 @@ class CandidateError(Exception):
     """The candidate raised an exception that is not a builtin type."""
 
 
+# Raised by the candidate, these would not fail a test but end its loops early (StopIteration inside map() or
+# next() is the end of the iteration): the test sees a CandidateError instead.
+NOT_RERAISED = ("StopIteration", "StopAsyncIteration")
+
+
 def make_proxy(worker, fn, deadline):
     """A stand-in for one candidate function in residual test code: arguments out, a fresh plain value back."""
     import builtins
@@ -445,7 +451,8 @@ def make_proxy(worker, fn, deadline):
             except Exception:
                 raise WorkerGone()
         # Re-raise as the same builtin exception type, so tests that expect e.g. ValueError still work.
-        exception = getattr(builtins, payload.split(":", 1)[0], None)
+        name = payload.split(":", 1)[0]
+        exception = None if name in NOT_RERAISED else getattr(builtins, name, None)
         if isinstance(exception, type) and issubclass(exception, Exception):
             raise exception(payload)
         raise CandidateError(payload)
@@ -454,13 +461,54 @@ def make_proxy(worker, fn, deadline):
     return proxy
 
 
+def solution_module(worker, program_names, test_builtins, deadline):
+    """`solution` as residual test code imports it: proxies of the program's functions, never the program itself run
+    in this process. `from solution import *` takes the names the host planned as the program's (never a builtin)."""
+    functions = frozenset(worker.functions)
+    module = ModuleType("solution")
+
+    def __getattr__(name):
+        if name not in functions:
+            raise AttributeError("the program defines no function %r" % name)
+        proxy = make_proxy(worker, name, deadline)
+        setattr(module, name, proxy)
+        return proxy
+
+    module.__getattr__ = __getattr__
+    module.__all__ = [name for name in program_names if name in functions and name not in test_builtins]
+    return module
+
+
 def run_residual(residual, worker, deadline):
-    proxies = {name: make_proxy(worker, name, deadline) for name in worker.functions}
-    namespace = dict(proxies, __name__="__residual__")
+    """Run a unit's residual code with its names resolved as the host planned them (assertions.NameSources): builtins
+    are Python's (a fresh copy per unit), helpers the prompt's, `math` the module, the test's own names its own; only
+    what the test takes from the program (implicit `program` names, `from solution import`, the HumanEval candidate)
+    is a proxy of the worker's functions."""
+    import builtins
+
+    real_import = builtins.__import__
+    test_builtins = dict(builtins.__dict__)
+    solution = solution_module(worker, residual.get("program", ()), test_builtins, deadline)
+
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (name == "solution" or name.startswith("solution.")):
+            return solution
+        return real_import(name, globals, locals, fromlist, level)
+
+    test_builtins["__import__"] = guarded_import
+    namespace = {"__builtins__": test_builtins, "__name__": "__residual__"}
+    for name in residual.get("modules", ()):
+        namespace[name] = real_import(name)
+    for name in solution.__all__:
+        namespace[name] = getattr(solution, name)
+    if residual.get("support"):
+        # The item's prompt (item data like the test) defines helpers the test uses: run it here, take those.
+        scope = {"__builtins__": test_builtins, "__name__": "__prompt__"}
+        exec(compile(residual["support"], "<prompt>", "exec"), scope)
+        namespace.update((name, scope[name]) for name in residual.get("helpers", ()) if name in scope)
     exec(compile(residual["code"], "<test>", "exec"), namespace)
     if residual["kind"] == "humaneval":
-        entry_point = residual["entry_point"]
-        namespace[residual["check"]](proxies.get(entry_point) or make_proxy(worker, entry_point, deadline))
+        namespace[residual["check"]](make_proxy(worker, residual["entry_point"], deadline))
 
 
 def run_unit(unit, worker, deadline):
@@ -509,6 +557,10 @@ def runner(site_dirs):
     # Python's own SIGINT handler would let a worker raise KeyboardInterrupt in the runner; as pid 1 with the default
     # action, the kernel drops SIGINT from inside the jail like every other signal.
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    # The work directory holds the program and whatever it writes there: the runner never imports from it (a
+    # `random.py` there would run in this process when the test imports random). Workers inherit the path.
+    here = os.path.dirname(os.path.abspath(sys.argv[0]))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     # Non-dumpable before any worker exists (workers inherit it), and the first worker forked before anything of the
     # plan is in this process's memory.
     set_not_dumpable()

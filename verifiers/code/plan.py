@@ -32,7 +32,7 @@ class CallUnit:
     time_limit_s: float
     calls: list[Call] = field(default_factory=list)
     checks: list[ExpectedValue | ConvertedAssert] = field(default_factory=list)
-    residual: dict[str, str] | None = None  # code only the jail's runner sees (weaker mode)
+    residual: dict[str, Any] | None = None  # code only the jail's runner sees (weaker mode), with its names' sources
 
 
 @dataclass
@@ -62,10 +62,11 @@ def _where(hidden: bool, position: int) -> str:
     return f"{'hidden_tests' if hidden else 'tests'}[{position}]"
 
 
-def build_plan(item: CodeItem, program_builtins: frozenset[str] = frozenset()) -> Plan:
+def build_plan(item: CodeItem) -> Plan:
     """Raises PlanError naming the bad test; a hidden test is named by its position only.
 
-    program_builtins: builtin names the program defines itself; calls to them in assertions are calls into it."""
+    The plan depends on the item alone, never on the program: what the program defines cannot change which
+    assertions the host evaluates, nor what a test's names mean (see assertions.NameSources)."""
     call_units: list[CallUnit] = []
     stdio_units: list[StdioUnit] = []
     tests = [(False, i, t) for i, t in enumerate(item.tests)] + [(True, i, t) for i, t in enumerate(item.hidden_tests)]
@@ -80,7 +81,7 @@ def build_plan(item: CodeItem, program_builtins: frozenset[str] = frozenset()) -
             raise PlanError(f"{_where(hidden, position)}: {test.type} tests need language python; "
                             f"{item.language} programs take stdio tests")
         try:
-            call_units.append(_call_unit(test, index, hidden, position, limit, program_builtins))
+            call_units.append(_call_unit(test, index, hidden, position, limit, item.prompt))
         except PlanError as exc:
             # The message of a hidden test's problem could quote it; name the position only.
             raise PlanError(f"{_where(hidden, position)}: " + ("the test is malformed" if hidden else str(exc))) from None
@@ -88,16 +89,15 @@ def build_plan(item: CodeItem, program_builtins: frozenset[str] = frozenset()) -
 
 
 def _call_unit(test: CallTest | AssertTest | HumanEvalTest, index: int, hidden: bool, position: int,
-               limit: float, program_builtins: frozenset[str]) -> CallUnit:
+               limit: float, prompt: str | None) -> CallUnit:
     if isinstance(test, CallTest):
         call = Call(test.fn, tuple(test.args), dict(test.kwargs))
         return CallUnit(index, hidden, f"call test {position} ({test.fn})", limit, [call],
                         [ExpectedValue(0, test.expected, test.float_tol)])
     if isinstance(test, AssertTest):
-        conversion, residual_code = convert_assert_code(test.code, program_builtins)
-        residual = {"kind": "assert", "code": residual_code} if residual_code else None
+        conversion, residual = convert_assert_code(test.code, prompt)
         label = f"assert test {position}"
     else:
-        conversion, residual = convert_humaneval(test.test, test.entry_point, program_builtins)
+        conversion, residual = convert_humaneval(test.test, test.entry_point, prompt)
         label = f"check test {position} ({test.entry_point})"
     return CallUnit(index, hidden, label, limit, conversion.calls, list(conversion.asserts), residual)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from groupscore.verifiers.code import sandbox_jobs
-from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert, program_builtin_names
+from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
 from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
 from groupscore.verifiers.code.item import CodeItem
@@ -39,7 +39,7 @@ class UnitOutcome:
 def score_code(item: CodeItem) -> Verdict:
     program = extract_program(item.completion, ExtractionConfig(item.language, item.block, item.prompt))
     try:
-        plan = build_plan(item, program_builtin_names(program) if item.language == "python" else frozenset())
+        plan = build_plan(item)
     except PlanError as exc:
         return Verdict.error(item.id, f"bad test: {exc}")
     if program is None:
