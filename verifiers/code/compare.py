@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal
 from typing import Any, Literal
 
 StdioCompare = Literal["exact", "whitespace", "float"]
 
+# Number tokens of stdout, as a judge reads them (no `1_000`, no `0x10`, no spaces: float() takes all of those).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 
-def _number(token: str) -> float | None:
-    try:
-        value = float(token)
-    except ValueError:
-        return None
-    return value
+
+def _tokens_match(got: str, want: str, tol: float) -> bool:
+    """One token of `float` comparison. An integer expected token is exact: the output must be a number of exactly
+    that value (`1000000`, `1000000.0` and `1e6` match `1000000`; `1000001` does not). The tolerance is for expected
+    tokens written as real numbers (with a decimal point or an exponent); anything else must be equal as text."""
+    if got == want:
+        return True
+    if not _NUMBER.fullmatch(got):
+        return False
+    if _INTEGER.fullmatch(want):
+        # Decimal: exact whatever the size (float(123456789.00000001) is 123456789.0, a 20-digit int is rounded).
+        return Decimal(got).is_finite() and Decimal(got) == int(want)
+    if not _NUMBER.fullmatch(want):
+        return False
+    return _close(float(got), float(want), tol)
 
 
 def _close(actual: float, expected: float, tol: float) -> bool:
@@ -26,21 +40,14 @@ def _close(actual: float, expected: float, tol: float) -> bool:
 
 def stdout_matches(actual: str, expected: str, mode: StdioCompare = "whitespace", float_tol: float = 1e-6) -> bool:
     """exact: byte for byte (after decoding); whitespace: same lines of same words, trailing blanks ignored;
-    float: same whitespace-separated tokens, numbers equal within float_tol (absolute, or relative above 1)."""
+    float: same whitespace-separated tokens; where the expected token is a real number (`0.5`, `1e-3`), a number within
+    float_tol of it (absolute, or relative above 1); where it is an integer, a number of exactly its value."""
     if mode == "exact":
         return actual == expected
     if mode == "whitespace":
         return [line.split() for line in actual.strip().splitlines()] == [line.split() for line in expected.strip().splitlines()]
     got, want = actual.split(), expected.split()
-    if len(got) != len(want):
-        return False
-    for g, w in zip(got, want):
-        if g == w:
-            continue
-        gn, wn = _number(g), _number(w)
-        if gn is None or wn is None or not _close(gn, wn, float_tol):
-            return False
-    return True
+    return len(got) == len(want) and all(_tokens_match(g, w, float_tol) for g, w in zip(got, want))
 
 
 def as_json_data(value: Any) -> Any:
