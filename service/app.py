@@ -24,6 +24,7 @@ from groupscore.service.routing import OffloadingRoute, encode_json
 from groupscore.service.settings import Settings
 from groupscore.verifiers.composite import RewardSpec
 from groupscore.verifiers.registry import KINDS
+from groupscore.verifiers.schema import Status
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -211,7 +212,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/v1/verifiers", response_model=VerifiersResponse, tags=["registry"])
     async def verifiers() -> VerifiersResponse:
         """The registered verifier kinds, each with its item schema, and the composite reward spec's schema."""
-        infos = [VerifierInfo(name=name, summary=kind.summary, item_schema=kind.item_model.model_json_schema(),
+        infos = [VerifierInfo(name=name, version=kind.version, summary=kind.summary,
+                              item_schema=kind.item_model.model_json_schema(),
                               available=name not in pool.unavailable_kinds, problem=pool.unavailable_kinds.get(name))
                  for name, kind in KINDS.items()]
         return VerifiersResponse(verifiers=infos, reward_spec_schema=RewardSpec.model_json_schema())
@@ -263,12 +265,13 @@ def _group_results(body: GroupsRequest, verdicts: list[dict[str, Any]]) -> list[
     for group in body.groups:
         group_verdicts = verdicts[start:start + len(group.completions)]
         start += len(group.completions)
-        total = group_stats([v["reward"] for v in group_verdicts], body.eps, body.std)
+        masked = [v["status"] == Status.infra_error.value for v in group_verdicts]  # never judged: no fake 0
+        total = group_stats([v["reward"] for v in group_verdicts], body.eps, body.std, masked)
         components = {}
         for name in names:
             # An item that failed validation has no component scores: it counts as 0, like its total.
             scores = [(v.get("components") or {}).get(name, 0.0) for v in group_verdicts]
-            components[name] = group_stats(scores, body.eps, body.std).model_dump()
+            components[name] = group_stats(scores, body.eps, body.std, masked).model_dump()
         results.append({"id": group.id, "results": group_verdicts, "total": total.model_dump(),
                         "components": components})
     return results

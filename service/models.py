@@ -69,6 +69,8 @@ class GroupStats(BaseModel):
     std: float
     advantages: list[float] = Field(description="(reward - mean) / (std + eps), per completion.")
     zero_variance: bool = Field(description="All rewards equal: the group carries no learning signal.")
+    masked: int = Field(default=0, description="Completions left out of mean and std because nothing judged them "
+                                               "(status infra_error); their advantage is 0.")
 
 
 class GroupResult(BaseModel):
@@ -84,6 +86,7 @@ class GroupsResponse(BaseModel):
 
 class VerifierInfo(BaseModel):
     name: str
+    version: int = Field(description="The kind's verdict version; verdicts carry it as verifier_version, e.g. math@2.")
     summary: str
     item_schema: dict[str, Any]
     available: bool

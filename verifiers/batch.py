@@ -216,6 +216,8 @@ def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]
         record["components"] = verdict.components
     if verdict.details:
         record["details"] = verdict.details
+    if verdict.verifier_version is not None:
+        record["verifier_version"] = verdict.verifier_version
     if verdict.status is Status.error and line_number is not None:
         record["line"] = line_number
     return verdict.status.value, json.dumps(record, default=str)

@@ -21,13 +21,14 @@ whatever the other components say ("format required, else 0"). Every component's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from groupscore.verifiers.registry import KINDS, describe_error, parse_item, score_item
-from groupscore.verifiers.schema import ItemBase, Status, Verdict
+from groupscore.verifiers.schema import ItemBase, Status, Verdict, join_versions, split_versions
 
 # Fields a component may not set through params: they always come from the item being scored.
 _RESERVED = frozenset({"id", "completion", "verifier"})
@@ -159,7 +160,20 @@ def score_composite(item: ItemBase, spec: RewardSpec) -> Verdict:
         id=item.id, reward=total, status=status, extracted=primary.extracted, reason=reason, components=scores,
         details={"components": {name: {**v.details, "status": v.status.value, "reason": v.reason}
                                 for name, v in verdicts.items()}},
+        verifier_version=combined_version(verdicts.values()),
     )
+
+
+def combined_version(verdicts: Iterable[Verdict]) -> str | None:
+    """A composite verdict's `verifier_version`: every kind its components' verdicts name, "format@1+math@2".
+
+    Components of one kind share its version, so one entry per kind loses nothing; a component nothing judged (an
+    invalid params error, an infra_error) adds none, and None means no component was judged."""
+    versions: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.verifier_version is not None:
+            versions.update(split_versions(verdict.verifier_version))
+    return join_versions(versions) if versions else None
 
 
 def raw_item_id(raw: Any) -> str | int | None:

@@ -18,7 +18,25 @@ from groupscore.verifiers.json_schema.item import JsonItem
 from groupscore.verifiers.length.item import LengthItem
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.sql.item import SqlItem
-from groupscore.verifiers.schema import ItemBase, Verdict
+from groupscore.verifiers.schema import ItemBase, Verdict, join_versions
+
+# The version of each kind's verdicts; every verdict carries it as `verifier_version` ("math@2").
+#
+# THE RULE: bump a kind's version in the same change as anything that changes the reward or the status of any of its
+# fixture verdicts (its items under fixtures/, listed in tools/verdict_pins.py). fixtures/verdict_pins.json pins a
+# digest of those verdicts to the version; tests/test_verdict_pins.py fails when they drift under an unchanged
+# version. After a deliberate bump, rewrite the pins with `python tools/verdict_pins.py --write` (it refuses to pin
+# changed verdicts to an unchanged version). Trainers refuse to mix versions of a kind within one run, and
+# `groupscore score --compare OLD.jsonl` shows which verdicts a new version changes.
+#
+# History (what each bump changed):
+#   math 1  verdicts as of be62d36.
+#   math 2  issue 11: answers as real models and datasets write them (MATH thousands separators, solution-text
+#           references, multi-answer and labelled answers, relations and sets, fallback extraction, options).
+#   code 1  verdicts as of be62d36.
+#   code 2  issue 10: reward-integrity fixes found by the adversarial review.
+#   format, length, json, sql 1  verdicts as of be62d36.
+VERSIONS: dict[str, int] = {"math": 2, "code": 2, "format": 1, "length": 1, "json": 1, "sql": 1}
 
 
 @dataclass(frozen=True)
@@ -27,6 +45,15 @@ class VerifierKind:
     item_model: type[ItemBase]
     scorer_path: str  # "module:function", imported on first use so the registry stays cheap to import
     summary: str
+
+    @property
+    def version(self) -> int:
+        return VERSIONS[self.name]
+
+    @property
+    def version_tag(self) -> str:
+        """What this kind's verdicts carry as `verifier_version`, e.g. "math@2"."""
+        return join_versions({self.name: self.version})
 
     @cached_property
     def scorer(self) -> Callable[[Any], Verdict]:
@@ -72,6 +99,14 @@ def describe_error(exc: ValidationError) -> str:
 
 
 def score_item(item: ItemBase) -> Verdict:
-    """Score one validated item in this process (each kind enforces its own time bound)."""
-    verdict = KINDS[item.verifier].scorer(item)  # type: ignore[attr-defined]
-    return verdict if verdict.id == item.id else verdict.model_copy(update={"id": item.id})
+    """Score one validated item in this process (each kind enforces its own time bound), stamped with the kind's
+    version; an infra_error verdict (nothing was judged) carries none."""
+    kind = KINDS[item.verifier]  # type: ignore[attr-defined]
+    verdict = kind.scorer(item)
+    update: dict[str, Any] = {}
+    if verdict.id != item.id:
+        update["id"] = item.id
+    judged = verdict.status != "infra_error"
+    if judged and verdict.verifier_version != kind.version_tag:
+        update["verifier_version"] = kind.version_tag
+    return verdict.model_copy(update=update) if update else verdict

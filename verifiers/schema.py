@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -19,6 +20,9 @@ class Status(StrEnum):
 
 
 ItemId = str | int | None
+
+# A verdict's `verifier_version`: "math@2", or for a composite reward "format@1+math@2" (one entry per kind).
+VERSION_TAG_PATTERN = r"^[a-z][a-z0-9_]*@[0-9]+(\+[a-z][a-z0-9_]*@[0-9]+)*$"
 
 
 class ItemBase(BaseModel):
@@ -43,7 +47,25 @@ class Verdict(BaseModel):
     reason: str = ""
     components: dict[str, float] | None = Field(default=None, description="Per-component scores of a composite reward.")
     details: dict[str, Any] = Field(default_factory=dict)
+    verifier_version: str | None = Field(
+        default=None, pattern=VERSION_TAG_PATTERN, examples=["math@2", "format@1+math@2"],
+        description="The verifier that judged the item, as kind@version (registry.VERSIONS); a composite reward lists "
+                    "each kind its components used, sorted and joined with '+'. None when no verifier judged it "
+                    "(an invalid item, an infrastructure failure before scoring).")
 
     @classmethod
     def error(cls, id: ItemId, reason: str) -> Verdict:
         return cls(id=id, reward=0.0, status=Status.error, reason=reason)
+
+
+def join_versions(versions: dict[str, int]) -> str:
+    """The `verifier_version` tag of verdicts judged by these kinds: "math@2", or "format@1+math@2"."""
+    return "+".join(f"{kind}@{versions[kind]}" for kind in sorted(versions))
+
+
+def split_versions(tag: str) -> dict[str, int]:
+    """The kinds and versions a `verifier_version` tag names (the inverse of join_versions); ValueError if malformed."""
+    if not re.fullmatch(VERSION_TAG_PATTERN, tag):
+        raise ValueError(f"not a verifier version tag (kind@N, joined with '+'): {tag!r}")
+    pairs = [part.split("@") for part in tag.split("+")]
+    return {kind: int(number) for kind, number in pairs}

@@ -1,0 +1,38 @@
+"""The service says which verifier versions judge: /v1/verifiers lists them, every verdict it returns carries one."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from groupscore.service.embedded import start_embedded
+from groupscore.verifiers.registry import KINDS, VERSIONS
+
+
+@pytest.fixture(scope="module")
+def http():
+    with start_embedded(workers=1) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield client
+
+
+def test_verifiers_endpoint_lists_each_kinds_version(http):
+    listed = {v["name"]: v["version"] for v in http.get("/v1/verifiers").json()["verifiers"]}
+    assert listed == {name: VERSIONS[name] for name in KINDS}
+    schema = http.get("/openapi.json").json()["components"]["schemas"]
+    assert "version" in schema["VerifierInfo"]["required"]
+
+
+def test_scored_verdicts_carry_their_verifier_version(http):
+    items = [{"id": 1, "verifier": "math", "completion": "\\boxed{4}", "answer": "4"},
+             {"id": 2, "verifier": "format", "completion": "<answer>4</answer>", "tags": ["answer"]},
+             {"id": 3, "verifier": "math", "completion": "no answer field"}]
+    results = http.post("/v1/score", json={"items": items}).json()["results"]
+    assert [r["verifier_version"] for r in results] == [f"math@{VERSIONS['math']}", f"format@{VERSIONS['format']}",
+                                                         None]
+    reward = {"components": [{"name": "correct"},
+                             {"name": "format", "verifier": "format", "params": {"tags": ["answer"]}}]}
+    groups = http.post("/v1/score/groups", json={"groups": [{"id": "g", "item": {"verifier": "math", "answer": "4"},
+                                                             "completions": ["<answer>\\boxed{4}</answer>", "5"]}],
+                                                 "reward": reward}).json()["groups"]
+    assert {r["verifier_version"] for r in groups[0]["results"]} == {
+        f"format@{VERSIONS['format']}+math@{VERSIONS['math']}"}
