@@ -6,7 +6,15 @@ import time
 
 import pytest
 
-from groupscore.verifiers.math.parser import LENIENT, STRICT, boxed_contents, boxes_from_end, extract_answer, parse_gold
+from groupscore.verifiers.math.parser import (
+    LENIENT,
+    NO_FALLBACK,
+    STRICT,
+    boxed_contents,
+    boxes_from_end,
+    extract_answer,
+    parse_gold,
+)
 
 MB = 1 << 20
 
@@ -80,7 +88,7 @@ def test_boxed_contents_matches_nested_and_escaped_braces():
 
 @pytest.mark.parametrize(
     "stored, expected",
-    [("42", "42"), ("$\\frac{1}{2}$", "$\\frac{1}{2}$"), ("\\boxed{3}", "3"), ("$\\boxed{x+1}$", "x+1"),
+    [("42", "42"), ("$\\frac{1}{2}$", "\\frac{1}{2}"), ("\\boxed{3}", "3"), ("$\\boxed{x+1}$", "x+1"),
      ("Janet sells 16 - 3 - 4 = 9 eggs.\n#### 18", "18")],
 )
 def test_gold_answers_are_read_as_datasets_store_them(stored, expected):
@@ -116,3 +124,106 @@ def test_extraction_is_fast_on_one_megabyte(completion, config):
 def test_a_truncated_box_falls_back_to_the_other_forms():
     assert answer("The answer is 5. Let me box it: \\boxed{") == "5"
     assert answer("\\boxed{3} and then \\boxed{4") == "3"
+
+
+@pytest.mark.parametrize(
+    "stored, expected",
+    [
+        # A MATH solution: its box; GSM8K: the `####` line; the boxed line of "So the answer is: \[\boxed{..}\]".
+        (r"Since $3 \cdot 4 = 12$, the total is $\boxed{12}$.", "12"),
+        (" So the answer is: \\[ \\boxed{32349} \\]", "32349"),
+        ("She has 3 + 4 = <<3+4=7>>7 cats.\n#### 7", "7"),
+        # Wrappers around the whole reference.
+        ("\\(x^2\\)", "x^2"), ("\\[ 9 \\]", "9"), ("$$(2, 2), (6, 2)$$", "(2, 2), (6, 2)"),
+        # A solution without a box: its final-answer sentence, or the answer-is sentence.
+        ("First 2 + 2 = 4. Final Answer: The final answer is $28 \\%$. I hope it is correct.", "28 \\%"),
+        ("We add the parts and simplify, so the answer is 0.25 + 3.", "0.25 + 3"),
+        # Several answers: several boxes in one run, "A or B", numbered unknowns, a set in plain braces.
+        ("\\(\\boxed{1}\\) and \\(\\boxed{-2}\\).", "1, -2"),
+        ("\\boxed{1} papers and \\boxed{2} bins", "1, 2"),
+        ("$(11,7)or(7,11)$", "(11,7), (7,11)"),
+        ("$x_{1}=\\frac{1}{2},\\quadx_{2}=-3$", "\\frac{1}{2}, -3"),
+        ("$${1,2,3}$$", "\\{1,2,3\\}"),
+        # ... but boxes with reasoning between them are a correction: the last one counts.
+        ("\\boxed{1} no no no no no \\boxed{2}", "2"),
+        # Doubled backslashes before command names, thousands separators, an unclosed box.
+        ("$\\\\left(\\\\frac{1}{5},\\\\frac{1}{6}\\\\right)$", "\\left(\\frac{1}{5},\\frac{1}{6}\\right)"),
+        ("$10,\\!000$", "10000"),
+        ("\\boxed{W = 1", "W = 1"),
+    ],
+)
+def test_a_reference_is_read_the_way_a_completion_is(stored, expected):
+    assert parse_gold(stored) == expected
+
+
+def test_reference_raw_keeps_the_field_as_stored():
+    assert parse_gold("  $\\boxed{12}$ ", "raw") == "$\\boxed{12}$"
+    assert parse_gold("a solution... #### 7", "raw") == "a solution... #### 7"
+
+
+@pytest.mark.parametrize(
+    "written, number",
+    [("10,\\!000", "10000"), ("11,\\! 111,\\! 111,\\! 100", "11111111100"), ("1{,}000{,}000", "1000000"),
+     ("10\\,000", "10000"), ("\\$16,\\!386.20", "\\$16386.20"), ("1,00,000", "100000"), ("2,50,00,000", "25000000")],
+)
+def test_thousands_separators_make_one_number_not_a_list(written, number):
+    assert answer(f"so the total is $\\boxed{{{written}}}$.") == number
+
+
+@pytest.mark.parametrize("written", ["1, 2", "12,34,567", "(1,\\!2)", "3,\\ 4"])
+def test_lists_are_not_read_as_grouped_numbers(written):
+    assert answer(f"\\boxed{{{written}}}") == written
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("Answer $ 9 $", "9"), ("Answer \\[ 9 \\]", "9"), ("Answer \\( (9+1) \\)", "(9+1)"),
+        ("Final Answer: The largest $n$ is 34.", "34"),
+        ("Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120"),
+        ("Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.", "3"),
+        ("So the answer is the point $(1, 2)$ on the line.", "(1, 2)"),
+        # The last explicit statement wins over an earlier box (the model boxed an intermediate step).
+        ("so $\\boxed{255}$ is the interest. Final Answer: The final answer is $10,455$. I hope it is correct.",
+         "10,455"),
+    ],
+)
+def test_answers_without_a_box(completion, expected):
+    assert answer(completion) == expected
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Final Answer: The value is either 6 or 7.",  # a hedge stays whole (and unparsable)
+        "Final Answer: It is 5 or maybe 6.",
+        "Final Answer: In 2 hours she earns 120 dollars.",  # two values in one sentence: no single answer
+    ],
+)
+def test_a_prose_sentence_with_several_values_is_not_reduced(completion):
+    found = extract_answer(completion)
+    assert found is not None and found.source == "final_answer" and " " in found.text
+
+
+def test_fallback_off_requires_an_explicit_marker():
+    assert answer("I had 3 apples and ate 1, so 2 are left.", NO_FALLBACK) is None
+    assert answer("\\dfrac{9}{7}", NO_FALLBACK) is None
+    assert answer("Final Answer: The largest $n$ is 34.", NO_FALLBACK) == "The largest $n$ is 34"
+    assert answer("\\boxed{34}", NO_FALLBACK) == "34"
+    assert answer("#### 72", NO_FALLBACK) == "72"
+
+
+@pytest.mark.parametrize(
+    "completion, group",
+    [
+        ("\\boxed{1} and \\boxed{2} and \\boxed{3}", ("1", "2", "3")),
+        ("\\boxed{1},\\boxed{2},\\boxed{3}", ("1", "2", "3")),
+        ("$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$", ("(2, 2)", "(6, 2)")),
+        ("\\( y_1 = \\boxed{x+1} \\) and \\( y_2 = \\boxed{x-1} \\)", ("x+1", "x-1")),
+        ("first \\boxed{6}. Then we check the case n = 3 again and get \\boxed{7}", ()),  # a correction, not a list
+        ("\\boxed{5}", ()),
+    ],
+)
+def test_the_run_of_boxes_a_completion_ends_with(completion, group):
+    found = extract_answer(completion)
+    assert found is not None and found.group == group

@@ -18,3 +18,14 @@ class MathItem(ItemBase):
     question: str | None = Field(default=None, max_length=100_000,
                                  description="The problem statement, if known: for a numeric reference, an arithmetic "
                                              "expression copied from it is not an answer and scores 0.")
+    reference: Literal["extract", "raw"] = Field(
+        default="extract",
+        description="extract: the answer field may be a solution (a MATH solution with its \\boxed{}, a GSM8K one "
+                    "ending in `#### 72`, 'Final Answer: ...') or wrapped in $..$/\\(..\\)/\\[..\\]; its final answer is "
+                    "read the way a completion's is, and several boxes / 'A or B' / `x_1 = a, x_2 = b` are several "
+                    "answers. raw: the field is the answer as stored.")
+    fallback: bool = Field(
+        default=True,
+        description="Read answers without an explicit marker: a completion that is only an answer, the one value of "
+                    "a prose 'Final Answer: The largest $n$ is 34.', the last formula or number. false: a box, "
+                    "<answer> tag, `####`, 'Final answer:' or 'the answer is' is required.")

@@ -2,8 +2,13 @@
 
 Every scan is linear in the completion's length (single-pass brace matching, regexes without nested quantifiers,
 `rfind` from the end where the last occurrence is what counts), so a 1 MB completion costs milliseconds.
-Priority, most explicit first: an `<answer>` tag, a `\\boxed{}`/`\\fbox{}`, then the last of `#### X`,
-`Final answer: X` and Minerva's "The final answer is $X$", then "The answer is X", then the last number.
+Priority, most explicit first (README, "Math answers: where the answer is read from"):
+1. an `<answer>` tag; 2. the last `\\boxed{}`/`\\fbox{}` (or, when the reference has several answers, the run of
+boxes it ends: `\\boxed{1} and \\boxed{2}`), unless a `#### X` / `Final answer:` sentence comes after it;
+3. the last of `#### X`, `Final answer: X` and Minerva's "The final answer is $X$"; 4. "The answer is X" and
+`Answer $X$`; 5. a completion that is nothing but an answer; 6. fallback: the last formula of the text if it holds the
+last number, else the last number. A marker whose sentence is prose ("The largest $n$ is 34.") yields that sentence's
+one value. Steps 5-6 and the prose reduction are the `fallback` (off: an explicit marker is required).
 """
 
 from __future__ import annotations
@@ -19,17 +24,20 @@ class ExtractionConfig:
     """How to read a completion."""
 
     strict: bool = False  # several different boxed answers are a hedge; no last-number fallback
+    fallback: bool = True  # read answers without an explicit marker (steps 5-6 above, prose sentences)
     max_answer_chars: int = 2000  # a longer "answer" is not an answer (and would slow every later step)
     tail_window_chars: int = 2100  # how far back from the last digit a number may start
     boxes_considered: int = 16  # strict mode compares the last this many boxes
 
     @property
     def last_number_fallback(self) -> bool:
-        return not self.strict
+        return self.fallback and not self.strict
 
 
 LENIENT = ExtractionConfig()
 STRICT = ExtractionConfig(strict=True)
+NO_FALLBACK = ExtractionConfig(fallback=False)
+STRICT_NO_FALLBACK = ExtractionConfig(strict=True, fallback=False)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class Extracted:
     source: str  # answer_tag, boxed, gsm8k, final_answer, answer_is, last_number
     boxes: tuple[str, ...] = ()  # the last top-level boxed answers, in order (strict mode looks for hedges here)
     too_long: bool = False
+    group: tuple[str, ...] = ()  # the run of boxes the completion ends with (`\\boxed{1} and \\boxed{2}`), in order
 
 
 # One token per structural event; `\{` and `\}` are literal braces of a set and never open or close a group.
@@ -47,7 +56,7 @@ _BOX_SCAN = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]|\\boxed[ \t]+([^\s${}
 _FINAL_MARKERS = re.compile(
     r"####|final\s+answer\s*(?:is\s*)?[:：]|\bFINAL\s*[:：]|final\s+answer\s+is\b", re.IGNORECASE
 )
-_ANSWER_IS = re.compile(r"\banswer\s*(?:is\b|:|=)", re.IGNORECASE)
+_ANSWER_IS = re.compile(r"\banswer\s*(?:is\b|:|=)|(?-i:\bAnswer)[ \t]*(?=\$|\\[(\[])", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|(?<!\s)\s+I hope it is correct|,\s*(?=[a-zA-Z]{2,}\b)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\s)+", re.IGNORECASE)
@@ -112,8 +121,8 @@ def _closing_brace(text: str, start: int, end: int) -> int:
 _PLAIN_BOX = re.compile(r"\\boxed[ \t]+([^\s${}\\]+)")
 
 
-def boxes_from_end(text: str, limit: int, window: int) -> tuple[list[str], bool]:
-    """The contents of the last `limit` top-level closed boxes, in text order, found by probing from the end.
+def box_spans_from_end(text: str, limit: int, window: int) -> tuple[list[tuple[int, int, str]], bool]:
+    """(start, closing brace, content) of the last `limit` top-level closed boxes, in text order, found from the end.
 
     A box must close within `window` characters (a longer one is no answer), so each probe costs at most one
     window and the whole search at most `_MAX_PROBES` windows, however long the text. The flag says that the last
@@ -132,7 +141,7 @@ def boxes_from_end(text: str, limit: int, window: int) -> tuple[list[str], bool]
         if opener is None:
             plain = _PLAIN_BOX.match(text, pos)  # `\boxed 5`
             if plain is not None:
-                found.append((pos, plain.end(), plain.group(1)))
+                found.append((pos, plain.end() - 1, plain.group(1)))
             continue
         close = _closing_brace(text, opener.end(), min(len(text), opener.end() + window))
         if close < 0:
@@ -141,7 +150,42 @@ def boxes_from_end(text: str, limit: int, window: int) -> tuple[list[str], bool]
         while found and found[-1][0] < close:
             found.pop()  # a box found earlier sits inside this one: only the outer box counts
         found.append((pos, close, text[opener.end() : close]))
-    return [content for _, _, content in reversed(found)], overlong and not found
+    return list(reversed(found)), overlong and not found
+
+
+def boxes_from_end(text: str, limit: int, window: int) -> tuple[list[str], bool]:
+    """The contents of the last `limit` top-level closed boxes, in text order (see `box_spans_from_end`)."""
+    spans, overlong = box_spans_from_end(text, limit, window)
+    return [content for _, _, content in spans], overlong
+
+
+# What may sit between two boxes of one answer list: `\boxed{1}, \boxed{2}`, `\boxed{(2, 2)} \quad \text{and} \quad
+# \boxed{(6, 2)}`, `y_1 = \boxed{..} \) and \( y_2 = \boxed{..}`; plus at most a few plain words ("papers and").
+_GAP_TOKENS = re.compile(
+    r"\\[()\[\]]|\\q?quad(?![a-zA-Z])|\\[,;:! ]|\\\\|\\(?:text|mathrm|textbf|textrm|mbox)\s*\{[^{}]{0,60}\}"
+    r"|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*=|[$,;.:&]"
+)
+_GAP_WORD = re.compile(r"[A-Za-z']{1,15}")
+_GAP_PUNCTUATION = re.compile(r"[^\w\\{}]+")
+_GAP_MAX_CHARS = 160
+_GAP_MAX_WORDS = 4
+
+
+def _joins_boxes(gap: str) -> bool:
+    """Whether the text between two boxes only connects them (a list of answers, not reasoning in between)."""
+    if len(gap) > _GAP_MAX_CHARS:
+        return False
+    words = _GAP_TOKENS.sub(" ", gap).split()
+    words = [w for w in words if not _GAP_PUNCTUATION.fullmatch(w)]
+    return len(words) <= _GAP_MAX_WORDS and all(_GAP_WORD.fullmatch(w) for w in words)
+
+
+def _final_group(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, ...]:
+    """The contents of the run of boxes the text ends with, joined only by connectors."""
+    start = len(spans) - 1
+    while start > 0 and _joins_boxes(text[spans[start - 1][1] + 1 : spans[start][0]]):
+        start -= 1
+    return tuple(content for _, _, content in spans[start:])
 
 
 def _unescaped(text: str, needle: str, start: int) -> int:
@@ -166,8 +210,55 @@ def _take_span(text: str, pos: int) -> str:
     return stripped[: line_end.start()] if line_end else stripped
 
 
+# A formula inside a sentence, and the words that make a sentence a hedge rather than a statement of one value.
+_INLINE_MATH = re.compile(r"(?<!\\)\$\$?([^$]{1,400}?)\$\$?|\\\((.{1,400}?)\\\)|\\\[(.{1,400}?)\\\]", re.DOTALL)
+_HEDGE_WORDS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|between|not|approximately|about|around)\b",
+                          re.IGNORECASE)
+
+
+def _sentence_value(span: str) -> str:
+    """The one value a prose answer sentence states: "The largest $n$ is 34" -> 34, "is 120 cubic units" -> 120.
+
+    Values are the numbers outside formulas and the formulas that hold a digit (`$n$`, `$f(x)$` only name things).
+    A sentence with two values, or hedging words, is returned whole: it states no single answer.
+    """
+    outside = _INLINE_MATH.sub(" ", span)
+    if not _PROSE.search(_LATEX_COMMAND.sub(" ", outside)) or _HEDGE_WORDS.search(outside):
+        return span
+    values: list[tuple[int, str]] = []
+    for match in _INLINE_MATH.finditer(span):
+        formula = next(g for g in match.groups() if g is not None)
+        if any(c.isdigit() for c in formula):
+            values.append((match.start(), formula))
+    masked = _INLINE_MATH.sub(lambda m: " " * len(m.group(0)), span)
+    values.extend((m.start(), m.group(0)) for m in _NUMBER.finditer(masked))
+    return values[0][1] if len(values) == 1 else span
+
+
+# A doubled backslash before a command name (`\\frac`, `\\left(`) is an escaping slip, not a line break.
+_DOUBLED_COMMAND = re.compile(r"(?<!\\)\\\\(?=[a-zA-Z]{2})")
+# Digit groups as MATH and models trained on it write them: `10,\!000`, `11,\! 111,\! 100`, `1{,}000`, `10\,000`.
+_GROUP_SEPARATOR = r"(?:\{,\}|,\s*\\!\s*|\\[,!]\s*|\\ )"
+_GROUPED_NUMBER = re.compile(rf"(?<![\d.])\d{{1,3}}(?:{_GROUP_SEPARATOR}\d{{3}})+(?!\d)")
+_SEPARATOR = re.compile(_GROUP_SEPARATOR)
+# Indian grouping (`1,00,000`, `2,50,00,000`), joined only when a later group starts with 0: a list element never does.
+_INDIAN_NUMBER = re.compile(r"(?<![\d.,])\d{1,2}(?:,\d{2})+,\d{3}(?![\d,])")
+
+
+def join_digit_groups(text: str) -> str:
+    """Numbers written with LaTeX thousands separators (or Indian grouping) as plain digits, so `11,\\! 111` is one
+    number and not a two-answer list."""
+    if "\\" in text or "{,}" in text:
+        text = _GROUPED_NUMBER.sub(lambda m: _SEPARATOR.sub("", m.group(0)), text)
+    if text.count(",") >= 2:
+        text = _INDIAN_NUMBER.sub(lambda m: m.group(0).replace(",", "") if ",0" in m.group(0) else m.group(0), text)
+    return text
+
+
 def _clean(answer: str) -> str:
     answer = answer.strip().rstrip(".").strip().strip("*_").strip()
+    if "\\\\" in answer:
+        answer = _DOUBLED_COMMAND.sub(r"\\", answer)
     # `\boxed{\boxed{3}}` and `$\boxed{3}$`: a box that is the whole answer is only a wrapper.
     for _ in range(4):
         inner = answer.strip("$ ")
@@ -177,7 +268,7 @@ def _clean(answer: str) -> str:
         if len(boxes) != 1 or not inner.endswith("}") or boxes[0][0] != 0:
             break
         answer = boxes[0][1].strip()
-    return answer
+    return join_digit_groups(answer)
 
 
 def _last_match(pattern: re.Pattern[str], text: str, end: int | None = None) -> re.Match[str] | None:
@@ -228,21 +319,32 @@ def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extra
     text = _clean(found.text)
     if not text:
         return None
+    group = tuple(_clean(g) for g in found.group) if len(found.group) > 1 else ()
     if len(text) > config.max_answer_chars:
         return Extracted(text[: config.max_answer_chars], found.source, found.boxes, too_long=True)
-    return Extracted(text, found.source, found.boxes)
+    return Extracted(text, found.source, found.boxes, group=group)
 
 
 class _OverlongBox(Exception):
     """The last box runs past the answer length limit."""
 
 
-def _boxes(text: str, config: ExtractionConfig) -> list[str]:
-    # Lenient mode needs the last box only; strict mode looks for a hedge among the last few.
-    boxes, overlong = boxes_from_end(text, config.boxes_considered if config.strict else 1, config.max_answer_chars + 1)
+def _box_spans(text: str, config: ExtractionConfig) -> list[tuple[int, int, str]]:
+    spans, overlong = box_spans_from_end(text, config.boxes_considered, config.max_answer_chars + 1)
     if overlong:
         raise _OverlongBox
-    return boxes
+    return spans
+
+
+_FINAL_NEEDLES = ("####", "final", "Final", "FINAL")
+
+
+def _from_final(completion: str, final: re.Match[str], config: ExtractionConfig) -> Extracted:
+    if final.group(0) == "####":
+        line = completion[final.end() : final.end() + _SPAN_LIMIT].split("\n", 1)[0]
+        return Extracted(line, "gsm8k")
+    span = _take_span(completion, final.end())
+    return Extracted(_sentence_value(span) if config.fallback else span, "final_answer")
 
 
 def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
@@ -251,27 +353,35 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
         tag_end = completion.find("</answer>", tag_start)
         if tag_end > 0:
             inner = completion[tag_start + len("<answer>") : tag_end]
-            boxes = _boxes(inner, config) if ("boxed" in inner or "fbox" in inner) else []
-            if boxes:
-                return Extracted(boxes[-1], "boxed", tuple(boxes))
+            spans = _box_spans(inner, config) if ("boxed" in inner or "fbox" in inner) else []
+            if spans:
+                boxes = tuple(content for _, _, content in spans)
+                return Extracted(boxes[-1], "boxed", boxes, group=_final_group(inner, spans))
             inner = inner.strip()
             if inner:
                 return _find(inner, config) if _FINAL_MARKERS.search(inner) else Extracted(inner, "answer_tag")
     if "boxed" in completion or "fbox" in completion:
-        boxes = _boxes(completion, config)
-        if boxes:
-            return Extracted(boxes[-1], "boxed", tuple(boxes))
-    final = _last_marker(completion, ("####", "final", "Final", "FINAL"), _FINAL_MARKERS)
+        spans = _box_spans(completion, config)
+        if spans:
+            if not config.strict:
+                # A `Final answer:` / `####` line after the last box is the model's last word (it boxed a step).
+                final = _last_marker(completion, _FINAL_NEEDLES, _FINAL_MARKERS)
+                if final is not None and final.start() > spans[-1][1]:
+                    found = _from_final(completion, final, config)
+                    if _clean(found.text):
+                        return found
+            boxes = tuple(content for _, _, content in spans)
+            return Extracted(boxes[-1], "boxed", boxes, group=_final_group(completion, spans))
+    final = _last_marker(completion, _FINAL_NEEDLES, _FINAL_MARKERS)
     if final is not None:
-        if final.group(0) == "####":
-            line = completion[final.end() : final.end() + _SPAN_LIMIT].split("\n", 1)[0]
-            return Extracted(line, "gsm8k")
-        return Extracted(_take_span(completion, final.end()), "final_answer")
+        return _from_final(completion, final, config)
     answer_is = _last_marker(completion, ("answer", "Answer", "ANSWER"), _ANSWER_IS)
     if answer_is is not None:
         span = _take_span(completion, answer_is.end())
         if span.strip():
-            return Extracted(span, "answer_is")
+            return Extracted(_sentence_value(span) if config.fallback else span, "answer_is")
+    if not config.fallback:
+        return None
     bare = completion.strip().strip("$").strip()
     if len(bare) <= _BARE_MAX_CHARS and bare and not _PROSE.search(_LATEX_COMMAND.sub(" ", bare)):
         return Extracted(bare, "bare")  # the completion is nothing but an answer: `\dfrac{9}{7}`
@@ -300,15 +410,106 @@ def _last_math_span(text: str, window: int) -> str | None:
     return text[start + 1 : end].strip() or None
 
 
+# Reference extraction ------------------------------------------------------------------------------------------
+
+_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+_DELIMITERS = re.compile(r"(?<!\\)\$\$?|\\[()\[\]]")
+# "A or B" in a reference lists both answers (`$(11,7)or(7,11)$`, `$21,16$ or $11$`).
+_ALTERNATIVE = re.compile(r"\\(?:text|mathrm|textrm)\s*\{\s*or\s*\}|(?<![a-zA-Z\\])or(?![a-zA-Z])")
+_GLUED_QUAD = re.compile(r"\\(q?quad)(?=[a-zA-Z])")  # `\quadx_{2}` as datasets store it
+_INDEXED = re.compile(r"\s*([a-zA-Z])_\{?(\d{1,2})\}?\s*=\s*(\S.*?)\s*")
+_REFERENCE_PARTS = re.compile(r",|;|\\q?quad(?![a-zA-Z])|\\text\s*\{\s*and\s*\}")
+_REFERENCE_BOXES = 64
+_SET_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # `{1,2,3}` as a whole reference: a set in plain braces
+_REFERENCE_SCAN = 20_000  # a reference longer than this is refused by the caller anyway
+
+
+def _unwrap(text: str) -> str:
+    """`$x$`, `$$x$$`, `\\(x\\)`, `\\[x\\]` around the whole reference -> `x`."""
+    for _ in range(3):
+        for opener, closer in _WRAPPERS:
+            if text.startswith(opener) and text.endswith(closer) and len(text) >= len(opener) + len(closer):
+                inner = text[len(opener) : len(text) - len(closer)]
+                nested = _unescaped(inner, "$", 0) >= 0 if opener.startswith("$") else closer in inner
+                if not nested:  # `$a$ or $b$` is two formulas, not one wrapped answer
+                    text = inner.strip()
+                    break
+        else:
+            return text
+    return text
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """`text` split at the separators of `_REFERENCE_PARTS` that sit outside every bracket."""
+    parts, depth, start, pos = [], 0, 0, 0
+    while pos < len(text):
+        ch = text[pos]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0:
+            sep = _REFERENCE_PARTS.match(text, pos)
+            if sep is not None:
+                parts.append(text[start:pos])
+                start = pos = sep.end()
+                continue
+        pos += 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
+def _indexed_values(text: str) -> str | None:
+    """`x_1 = a, x_2 = b` (one name, numbered): the answers are `a, b`."""
+    parts = _top_level_parts(_GLUED_QUAD.sub(r"\\\1 ", text))
+    matches = [_INDEXED.fullmatch(p) for p in parts]
+    if len(parts) < 2 or not all(matches) or len({m.group(1) for m in matches}) != 1:
+        return None
+    return ", ".join(m.group(3) for m in matches)
+
+
+def _bare_reference(text: str) -> bool:
+    """No prose: the reference is an answer, however long (a solution has sentences)."""
+    return not _PROSE.search(_LATEX_COMMAND.sub(" ", _DELIMITERS.sub(" ", text[:_REFERENCE_SCAN])))
+
+
 @short_key_cache(maxsize=1 << 13)
-def parse_gold(answer: str) -> str:
-    """The reference answer's text from a dataset field: plain, LaTeX, `$...$`, `\\boxed{}`, or a GSM8K solution."""
+def parse_gold(answer: str, reference: str = "extract") -> str:
+    """The reference answer's text from a dataset field.
+
+    `reference="raw"`: the field as stored (only stripped). `"extract"` (default): the field may be a bare answer or
+    a solution, read the way a completion is: every distinct `\\boxed{}` (several boxes are several answers), else a
+    GSM8K `#### X`, else a bare answer with its `$..$` / `\\(..\\)` / `\\[..\\]` wrapper removed ("A or B" and
+    `x_1 = a, x_2 = b` are lists of answers), else the final answer a solution states.
+    """
     text = answer.strip()
+    if reference == "raw":
+        return text
+    if "\\\\" in text:
+        text = _DOUBLED_COMMAND.sub(r"\\", text)
     if "boxed" in text or "fbox" in text:
-        boxes = boxed_contents(text)
+        spans, _ = box_spans_from_end(text, _REFERENCE_BOXES, len(text))
+        # The run of boxes the reference ends with, as for a completion: `\boxed{1} and \boxed{-2}` is two answers,
+        # `\boxed{1} no no no no no \boxed{2}` is the last box.
+        boxes = list(dict.fromkeys(c.strip() for c in _final_group(text, spans) if c.strip())) if spans else []
         if boxes:
-            return boxes[-1][1].strip()
+            return join_digit_groups(", ".join(boxes))
+        opener = _BOX_OPENER.match(text)
+        if opener is not None:  # `\boxed{...` never closed: the rest is its content
+            text = text[opener.end() :].strip()
     marker = text.rfind("####")
     if marker >= 0:
-        return text[marker + 4 :].strip()
-    return text
+        return join_digit_groups(text[marker + 4 :].strip())
+    inner = _unwrap(text)
+    if _bare_reference(inner):
+        if "$" in inner or "\\(" in inner:  # `$21,16$ or $11$`: several formulas, one answer list
+            inner = _DELIMITERS.sub(" ", inner).strip()
+        if "or" in inner:
+            inner = _ALTERNATIVE.sub(", ", inner)
+        if "=" in inner and "_" in inner:
+            inner = _indexed_values(inner) or inner
+        braces = _SET_BRACES.fullmatch(inner)
+        inner = f"\\{{{braces.group(1)}\\}}" if braces else inner
+        return join_digit_groups(inner)
+    found = extract_answer(text)
+    return found.text if found is not None and not found.too_long else join_digit_groups(inner)

@@ -12,6 +12,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from functools import lru_cache
 
 from groupscore.verifiers.math.caching import short_key_cache
@@ -19,7 +20,8 @@ from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_out
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
-from groupscore.verifiers.math.parser import LENIENT, STRICT, extract_answer, parse_gold
+from groupscore.verifiers.math.parser import ExtractionConfig, extract_answer, parse_gold
+from groupscore.verifiers.math.structures import Items, parse_structure
 from groupscore.verifiers.schema import Status, Verdict
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
@@ -28,10 +30,20 @@ WARM_UP_TIMEOUT_S = 120.0
 
 
 @short_key_cache(maxsize=1 << 13)
-def gold_answer(answer: str) -> str | None:
+def gold_answer(answer: str, reference: str = "extract") -> str | None:
     """The normalised reference answer, or None if it is too long to be one (cached: batches repeat golds)."""
-    text = parse_gold(answer)
+    text = parse_gold(answer, reference)
     return normalize(text) if len(text) <= MAX_GOLD_CHARS else None
+
+
+_CONFIGS = {(strict, fallback): ExtractionConfig(strict=strict, fallback=fallback)
+            for strict in (False, True) for fallback in (False, True)}
+
+
+def _several_answers(gold: str) -> bool:
+    """The reference lists several answers (`1, -2`, `\\{2, 3\\}`, `(2,2), (6,2)`), not one tuple or value."""
+    node = parse_structure(gold)
+    return isinstance(node, Items) and node.kind in ("list", "set", "or") and len(node.items) > 1
 
 
 class _SymbolicCache:
@@ -148,20 +160,26 @@ def score_math(item: MathItem) -> Verdict:
 
 def _score(item: MathItem) -> Verdict:
     started = time.monotonic()
-    extracted = extract_answer(item.completion, STRICT if item.strict else LENIENT)
+    extracted = extract_answer(item.completion, _CONFIGS[item.strict, item.fallback])
     if extracted is None:
         return _verdict(item, Status.no_answer, None, "no final answer found")
     if extracted.too_long:
         return _verdict(item, Status.unparsable, extracted.text[:200], "answer too long", source=extracted.source)
-    gold = gold_answer(item.answer)
+    gold = gold_answer(item.answer, item.reference)
     if gold is None:
         return Verdict.error(item.id, f"the reference answer is longer than {MAX_GOLD_CHARS} characters")
     if not gold:
         return Verdict.error(item.id, "the reference answer is empty")
+    boxes = extracted.boxes
+    if extracted.group and _several_answers(gold):
+        # One box per answer (`\\boxed{1} and \\boxed{-2}`) against a reference with several: the run is the answer.
+        joined = ", ".join(extracted.group)
+        boxes = boxes[: len(boxes) - len(extracted.group)] + (joined,)
+        extracted = replace(extracted, text=joined)
     pred = normalize(extracted.text)
     if not pred:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
-    if item.strict and len(extracted.boxes) > 1 and _strict_hedge(extracted.boxes, item.rel_tol):
+    if item.strict and len(boxes) > 1 and _strict_hedge(boxes, item.rel_tol):
         return _verdict(item, Status.incorrect, extracted.text, "hedge: several different boxed answers",
                         source=extracted.source, hedge=True)
     if item.question and _copies_the_question(pred, gold, item.question):
