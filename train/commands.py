@@ -40,9 +40,10 @@ def dry_run_report(config: TrainConfig) -> dict:
     say(f"config ok; {len(train_tasks)} train / {len(eval_tasks)} held-out tasks; {hardware.device} "
         f"({hardware.precision}, {hardware.threads} threads)")
     with open_scorer(config.service.urls, config.service.token, config.service.timeout_s,
-                     config.service.reward) as scorer:
+                     config.service.reward, config.service.allow_mixed_verifier_versions) as scorer:
         say(f"service at {', '.join(scorer.urls)}")
         failures = check_references(train_tasks + eval_tasks, scorer)
+        report["verifier_versions"] = scorer.versions.summary()
         missing = sum(t.solution is None for t in train_tasks + eval_tasks)
         report["reference_failures"] = failures
         if failures:

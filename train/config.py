@@ -53,6 +53,9 @@ class ServiceConfig(_Section):
     timeout_s: float = Field(default=60.0, gt=0)
     reward: RewardSpec | None = Field(default=None, description="Composite reward (components, weights, gate); "
                                       "left out: each item's own verifier.")
+    allow_mixed_verifier_versions: bool = Field(
+        default=False, description="Train on after the service's verifier versions change mid-run (a service "
+                                   "upgraded, shards on different releases); by default the run stops.")
 
 
 class SftConfig(_Section):

@@ -80,7 +80,7 @@ def run(config: TrainConfig) -> dict:
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
     with open_scorer(config.service.urls, config.service.token, config.service.timeout_s,
-                     config.service.reward) as scorer:
+                     config.service.reward, config.service.allow_mixed_verifier_versions) as scorer:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = resolve_model(config.model, train_tasks + eval_tasks, run_dir / "cache", config.seed)
         if config.model.chat_template:
@@ -133,6 +133,7 @@ def run(config: TrainConfig) -> dict:
                 entry["eval"] = evaluate_folder(merged, eval_tasks, config, hardware, scorer,
                                                 config.seed + FINAL_EVAL_SEED_OFFSET).as_dict()
             summary["stages"]["merge"] = entry
+        summary["verifier_versions"] = scorer.versions.summary()  # every verdict of the run, one version per kind
     summary["selected_model"] = selected
     if not hardware.is_main:
         return summary
@@ -170,6 +171,10 @@ def report_text(summary: dict) -> str:
         extra = f", pass@1 {m['eval']['pass@1']:.3f}" if "eval" in m else ""
         lines.append(f"merged release ({m['ratio']:.2f} GRPO / {1 - m['ratio']:.2f} cold start): {m['model']}{extra}")
     lines.append(f"model: {summary['selected_model']}")
+    if summary.get("verifier_versions"):
+        tags = [f"{kind}@{v}" if isinstance(v, int) else " and ".join(f"{kind}@{x}" for x in v) + " (mixed)"
+                for kind, v in summary["verifier_versions"].items()]
+        lines.append(f"verifier versions: {', '.join(tags)}")
     for name, path in {**summary["plots"], **summary["logs"]}.items():
         lines.append(f"{name}: {path}")
     lines.append(f"total time: {summary['seconds']} s on {summary['device']}")

@@ -37,16 +37,23 @@ def wire_group(group_id: str, item: dict[str, Any], completions: list[str]) -> d
 class ServiceScorer:
     """Scores groups through the service's clients: blocking for evaluation, asyncio for TRL's reward loop."""
 
-    def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0, reward: Any = None):
+    def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0, reward: Any = None,
+                 allow_mixed_versions: bool = False):
         from groupscore.service.client import ScoreClient
+        from groupscore.train.versions import VersionLedger
 
         self.urls, self.token, self.timeout_s, self.reward = urls, token, timeout_s, reward
+        self.versions = VersionLedger(allow_mixed_versions)  # every verdict passes through it (train/versions.py)
         self._sync = ScoreClient(urls, token=token, timeout_s=timeout_s)
         self._async = None  # an httpx.AsyncClient belongs to one event loop: made on first use, on TRL's loop
         self._async_loop = None
 
     def score_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
-        return [GroupScores.from_wire(g) for g in self._sync.score_groups(groups, reward=self.reward)]
+        return self._checked(self._sync.score_groups(groups, reward=self.reward))
+
+    def _checked(self, wire: list[dict[str, Any]]) -> list[GroupScores]:
+        self.versions.record(verdict for group in wire for verdict in group["results"])
+        return [GroupScores.from_wire(g) for g in wire]
 
     async def ascore_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
         import asyncio
@@ -58,7 +65,7 @@ class ServiceScorer:
             self._close_async()
             self._async = AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s)
             self._async_loop = loop
-        return [GroupScores.from_wire(g) for g in await self._async.score_groups(groups, reward=self.reward)]
+        return self._checked(await self._async.score_groups(groups, reward=self.reward))
 
     def _close_async(self) -> None:
         import asyncio
@@ -87,13 +94,14 @@ def _running_loop():
 
 @contextmanager
 def open_scorer(urls: list[str], token: str | None = None, timeout_s: float = 60.0,
-                reward: Any = None) -> Iterator[ServiceScorer]:
+                reward: Any = None, allow_mixed_versions: bool = False) -> Iterator[ServiceScorer]:
     """The configured service, or (no URLs) one started embedded on a free loopback port for this run."""
     with ExitStack() as stack:
         if not urls:
             from groupscore.service.embedded import start_embedded
 
             urls = [stack.enter_context(start_embedded(port=0, token=token))]
-        scorer = ServiceScorer(urls, token=token, timeout_s=timeout_s, reward=reward)
+        scorer = ServiceScorer(urls, token=token, timeout_s=timeout_s, reward=reward,
+                               allow_mixed_versions=allow_mixed_versions)
         stack.callback(scorer.close)
         yield scorer
