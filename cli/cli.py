@@ -19,7 +19,32 @@ def _score(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"groupscore score: {exc}", file=sys.stderr)
             return 2
-    return score_jsonl(args.input, args.output, workers=args.workers, progress=not args.no_progress, reward=reward)
+    if args.compare is None:
+        return score_jsonl(args.input, args.output, workers=args.workers, progress=not args.no_progress, reward=reward)
+    return _score_and_compare(args, reward)
+
+
+def _score_and_compare(args: argparse.Namespace, reward: object) -> int:
+    """Score as usual, then report every item whose verdict differs from the one in args.compare."""
+    import shutil
+    import tempfile
+
+    from groupscore.compare import compare, read_records, write_changes, write_report
+    from groupscore.verifiers.batch import score_jsonl
+
+    old = read_records(args.compare)  # a bad old file stops us before any scoring
+    with tempfile.TemporaryDirectory(prefix="groupscore-compare-") as scratch:
+        output = args.output or Path(scratch) / "verdicts.jsonl"  # stdout: written once the comparison has its copy
+        status = score_jsonl(args.input, output, workers=args.workers, progress=not args.no_progress, reward=reward)
+        if args.output is None:
+            with output.open(encoding="utf-8") as scored:
+                shutil.copyfileobj(scored, sys.stdout)
+            sys.stdout.flush()
+        drift = compare(old, read_records(output))
+    write_report(drift, args.compare, sys.stderr)
+    if args.compare_out is not None:
+        write_changes(drift, args.compare_out)
+    return status
 
 
 def _sandbox_run(args: argparse.Namespace) -> int:
@@ -72,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reward", type=Path, default=None, metavar="SPEC.json",
                    help="composite reward for every item: {\"components\": [...], \"normalise\": ...}, the service's "
                         "`reward` field (default: each item's own verifier)")
+    p.add_argument("--compare", type=Path, default=None, metavar="OLD.jsonl",
+                   help="after scoring, report on stderr every item whose verdict (reward or status) differs from "
+                        "OLD.jsonl, an earlier `groupscore score` output for the same items (matched by id)")
+    p.add_argument("--compare-out", type=Path, default=None, metavar="CHANGES.jsonl",
+                   help="with --compare: also write the changed items as JSONL ({id, old, new})")
     p.set_defaults(func=_score)
 
     sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(dest="sandbox_command", required=True)

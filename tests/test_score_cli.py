@@ -208,3 +208,70 @@ def test_cli_missing_reward_spec_file(tmp_path):
     source.write_text(math_line("a", "\\boxed{1}", "1") + "\n")
     done = run_cli(str(source), "--reward", str(tmp_path / "nope.json"))
     assert done.returncode == 2 and "cannot read the reward spec" in done.stderr
+
+
+# -- --compare: the drift between two runs ---------------------------------------------------------------------------
+
+
+def _old_record(item_id, status, reward, version="math@1"):
+    return json.dumps({"id": item_id, "reward": reward, "status": status, "extracted": None, "reason": "",
+                       "verifier_version": version})
+
+
+def test_compare_reports_every_item_whose_verdict_changed_keyed_by_id(tmp_path, capsys):
+    from groupscore.cli import main
+
+    source, old, out, changes = (tmp_path / n for n in ("in.jsonl", "old.jsonl", "out.jsonl", "changes.jsonl"))
+    source.write_text("\n".join([math_line("same", "\\boxed{42}", "42"), math_line("fixed", "\\boxed{7}", "7"),
+                                 math_line("broke", "\\boxed{3}", "4"), math_line("new", "\\boxed{1}", "1")]) + "\n")
+    # An earlier run, in another order, by an older version: "fixed" was wrong then, "broke" was right.
+    old.write_text("\n".join([_old_record("broke", "correct", 1.0), _old_record("same", "correct", 1.0),
+                              _old_record("fixed", "incorrect", 0.0), _old_record("gone", "correct", 1.0)]) + "\n")
+    assert main(["score", str(source), "-o", str(out), "-j", "1", "--no-progress", "--compare", str(old),
+                 "--compare-out", str(changes)]) == 0
+    report = capsys.readouterr().err
+    version = f"math@{registry.VERSIONS['math']}"
+    assert f"fixed  incorrect 0 [math@1] -> correct 1 [{version}]" in report
+    assert f"broke  correct 1 [math@1] -> incorrect 0 [{version}]" in report
+    assert "same " not in report.split("(old -> new):")[1].split("only in")[0]
+    assert "only in the old run: gone" in report and "only in this run: new" in report
+    assert f"2 of 3 matched items changed verdict (math@1 -> {version}: 2)" in report
+    assert [json.loads(line)["id"] for line in changes.read_text().splitlines()] == ["fixed", "broke"]
+    assert [r["id"] for r in read_records(out)] == ["same", "fixed", "broke", "new"]  # scoring output as usual
+
+
+def test_compare_matches_repeated_and_missing_ids_in_order(tmp_path, capsys):
+    from groupscore.compare import compare
+
+    old = [{"id": 1, "reward": 1.0, "status": "correct"}, {"id": 1, "reward": 0.0, "status": "incorrect"},
+           {"reward": 0.0, "status": "error"}, {"id": "1", "reward": 0.0, "status": "incorrect"}]
+    new = [{"id": 1, "reward": 1.0, "status": "correct"}, {"id": 1, "reward": 1.0, "status": "correct"},
+           {"reward": 0.0, "status": "no_answer"}, {"id": "1", "reward": 0.0, "status": "incorrect"}]
+    drift = compare(old, new)
+    assert drift.compared == 4 and not drift.only_old and not drift.only_new
+    assert [(c.key, c.old["status"], c.new["status"]) for c in drift.changed] == [
+        ((1, 1), "incorrect", "correct"), ((None, 0), "error", "no_answer")]
+    partial = compare([{"id": "a", "reward": 0.5, "status": "partial"}], [{"id": "a", "reward": 0.75,
+                                                                           "status": "partial"}])
+    assert len(partial.changed) == 1  # a reward change alone is a change
+
+
+def test_compare_prints_the_records_on_stdout_when_no_output_is_named(tmp_path):
+    source, old = tmp_path / "in.jsonl", tmp_path / "old.jsonl"
+    source.write_text(math_line("a", "\\boxed{2}", "2") + "\n")
+    old.write_text(_old_record("a", "incorrect", 0.0) + "\n")
+    done = run_cli(str(source), "-j", "1", "--no-progress", "--compare", str(old))
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == ["a"]
+    assert "1 of 1 matched items changed verdict" in done.stderr
+
+
+@pytest.mark.parametrize("text, expected", [("{not json\n", "old.jsonl:1: not JSON"),
+                                            ('{"id": 1}\n', "old.jsonl:1: not a verdict record")])
+def test_compare_with_a_bad_old_file_is_one_line_and_scores_nothing(tmp_path, text, expected):
+    source, old, out = tmp_path / "in.jsonl", tmp_path / "old.jsonl", tmp_path / "out.jsonl"
+    source.write_text(math_line("a", "\\boxed{2}", "2") + "\n")
+    old.write_text(text)
+    done = run_cli(str(source), "-o", str(out), "--compare", str(old))
+    assert done.returncode == 2 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not out.exists()
