@@ -4,12 +4,18 @@ Expected values never enter the jail (call and converted-assert units bring plai
 stdout out). Hidden tests contribute counts only: no input, expected value, assert text or message of theirs reaches
 the verdict. Public units always run before hidden ones in the runner, so a failure message of a public unit cannot
 carry anything the program saw of a hidden test.
+
+A public failure's reason quotes what the program produced (stdout, stderr, an exception, a returned value, an in-jail
+check's message, a compiler message) only as a short excerpt: ASCII-escaped on one line, at most MAX_ECHO_CHARS
+characters a piece (MAX_COMPILE_ECHO_CHARS for a compiler message), two pieces at most. Whatever a program could
+observe of a concurrent run (of another item's hidden test, say) leaves through a reason at that rate only.
 """
 
 from __future__ import annotations
 
 import json
 import marshal
+import reprlib
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +32,8 @@ from groupscore.verifiers.schema import Status, Verdict
 
 RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
 MAX_MESSAGE_CHARS = 300
+MAX_ECHO_CHARS = 64  # of program-produced text, per quoted piece
+MAX_COMPILE_ECHO_CHARS = 200  # of a compiler's message about the program
 MAX_RUNNER_WALL_S = 300.0  # one item's call tests; units not reached by then fail as timed out
 
 
@@ -49,7 +57,7 @@ def score_code(item: CodeItem) -> Verdict:
         outcomes = run_plan(item, plan, program)
     except sandbox_jobs.CompileFailed as exc:
         verdict = _verdict(item, plan, program, [UnitOutcome(False)] * plan.total, status=Status.error,
-                           reason=f"compile error: {_clip(exc.message, 1000)}")
+                           reason=f"compile error: {_echo(exc.message, MAX_COMPILE_ECHO_CHARS)}")
         verdict.details["compile_error"] = True
         return verdict
     except sandbox_jobs.JailFailed as exc:  # nothing was scored: an error, never a silent 0 for the program
@@ -132,7 +140,7 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
     if status == "import_timeout":
         return UnitOutcome(False, timed_out=True, why=_clip(str(record.get("detail"))))
     if status == "import_error":
-        return UnitOutcome(False, why=f"the program failed to load: {_clip(str(record.get('detail')))}")
+        return UnitOutcome(False, why=f"the program failed to load: {_echo(str(record.get('detail')))}")
     if status != "done":
         return UnitOutcome(False, why={"crashed": "the program's process died",
                                        "skipped": "not run after an earlier failure"}.get(str(status), "no result"))
@@ -145,7 +153,7 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
             return UnitOutcome(False, why="malformed runner record")
         kind, payload = answer
         if kind != "O":
-            return UnitOutcome(False, why=f"{_call_text(call)} raised {_clip(payload)}")
+            return UnitOutcome(False, why=f"{_call_text(call)} raised {_echo(payload)}")
         try:
             results.append(parse_answer(payload))
         except (NotPlainData, ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
@@ -154,7 +162,7 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
         if isinstance(check, ExpectedValue):
             got = results[check.call_index]
             if not json_values_equal(got, check.expected, check.float_tol):
-                return UnitOutcome(False, why=f"{_call_text(unit.calls[check.call_index])} returned {_clip(_repr(got))}, "
+                return UnitOutcome(False, why=f"{_call_text(unit.calls[check.call_index])} returned {_echo_value(got)}, "
                                               f"expected {_clip(_repr(check.expected))}")
         else:
             passed, problem = evaluate_assert(check, results)
@@ -162,13 +170,16 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
                 return UnitOutcome(False, why=_assert_failure(check, unit, results, problem))
     residual = record.get("residual")
     if unit.residual is not None and residual != "passed":
-        return UnitOutcome(False, why=f"in-jail check {_clip(str(residual))}")
+        return UnitOutcome(False, why=f"in-jail check failed: {_echo(str(residual).removeprefix('failed: '))}")
     return UnitOutcome(True)
 
 
 def _assert_failure(check: ConvertedAssert, unit: CallUnit, results: list[Any], problem: str) -> str:
-    got = "; ".join(f"{_call_text(unit.calls[i])} returned {_clip(_repr(results[i]), 120)}" for _, i in check.placeholders)
-    return f"`{_clip(check.source, 200)}` failed" + (f" ({problem})" if problem else "") + (f": {got}" if got else "")
+    # Two quoted pieces at most: the evaluation's problem (it may quote a value) or the first returned value, and one more.
+    quoted = ([_echo(problem)] if problem else []) + [
+        f"{_call_text(unit.calls[i])} returned {_echo_value(results[i])}" for _, i in check.placeholders]
+    shown = "; ".join(quoted[:2]) + ("; ..." if len(quoted) > 2 else "")
+    return f"`{_clip(check.source, 200)}` failed" + (f": {shown}" if shown else "")
 
 
 # -- stdio units --------------------------------------------------------------------------------------------------
@@ -178,11 +189,11 @@ def judge_stdio(unit: StdioUnit, result: sandbox_jobs.JobResult) -> UnitOutcome:
         return UnitOutcome(False, timed_out=True, why=f"took longer than {unit.time_limit_s:g}s")
     if result.status != "ok":
         detail = f"exit code {result.exit_code}" if result.exit_code is not None else f"signal {result.signal}"
-        return UnitOutcome(False, why=f"{result.status} ({detail}): {_clip(result.stderr.strip()[-300:])}")
+        return UnitOutcome(False, why=f"{result.status} ({detail}): stderr ends {_echo(result.stderr.rstrip(), tail=True)}")
     test = unit.test
     if stdout_matches(result.stdout, test.stdout, test.compare, test.float_tol):
         return UnitOutcome(True)
-    return UnitOutcome(False, why=f"stdout {_clip(_repr(result.stdout), 150)} differs from the expected "
+    return UnitOutcome(False, why=f"stdout {_echo(result.stdout)} differs from the expected "
                                   f"{_clip(_repr(test.stdout), 150)} ({test.compare} comparison)")
 
 
@@ -248,6 +259,45 @@ def _repr(value: Any) -> str:
         return repr(value)
     except (ValueError, RecursionError):  # e.g. an int too long to print
         return f"<{type(value).__name__}>"
+
+
+def _echo(text: str, limit: int = MAX_ECHO_CHARS, tail: bool = False) -> str:
+    """A quoted excerpt of program-produced text: its first (or last) `limit` characters, ASCII-escaped so that no
+    newline, control or non-ASCII character reaches the reason, with the full length when cut."""
+    part = text[-limit:] if tail else text[:limit]
+    escaped = ascii(part)[1:-1]
+    cut = len(part) < len(text) or len(escaped) > limit
+    escaped = (escaped[-limit:] if tail else escaped[:limit]) if len(escaped) > limit else escaped  # escapes lengthen it
+    if not cut:
+        return f"'{escaped}'"
+    return f"'...{escaped}' ({len(text)} chars)" if tail else f"'{escaped}...' ({len(text)} chars)"
+
+
+class _ShortRepr(reprlib.Repr):
+    """repr() with bounded work on any plain value: long strings, bytes, containers and nesting are cut while built."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxstring, self.maxlong, self.maxother = 3, MAX_ECHO_CHARS, MAX_ECHO_CHARS, MAX_ECHO_CHARS
+        self.maxlist = self.maxtuple = self.maxset = self.maxfrozenset = self.maxdict = 8
+
+    repr_bytes = reprlib.Repr.repr_str  # slices before repr(), like a str
+
+    def repr_int(self, x: int, level: int) -> str:
+        return super().repr_int(x, level) if x.bit_length() <= 4 * MAX_ECHO_CHARS else f"<int of {x.bit_length()} bits>"
+
+
+_SHORT_REPR = _ShortRepr()
+
+
+def _echo_value(value: Any) -> str:
+    """A value the program returned, as a bounded excerpt of its repr (escaped like _echo)."""
+    try:
+        text = _SHORT_REPR.repr(value)
+    except (ValueError, RecursionError):
+        text = f"<{type(value).__name__}>"
+    quoted = ascii(text)[1:-1]
+    return quoted if len(quoted) <= MAX_ECHO_CHARS else quoted[:MAX_ECHO_CHARS] + "..."
 
 
 def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
