@@ -41,6 +41,7 @@ def test_fixture_case(case):
         answer=case["answer"],
         strict=case.get("strict", False),
         rel_tol=case.get("rel_tol", 1e-6),
+        **{key: case[key] for key in ("reference", "fallback") if key in case},
         timeout_s=10.0,  # labels are about correctness; the hard-bound tests pin the default budget
     )
     verdict = score_math(item)
