@@ -14,14 +14,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
+from groupscore.verifiers.math.conventions import DEFAULT, Conventions
 from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, to_complex
 from groupscore.verifiers.math.structures import (
     Choice,
+    ClockTime,
     Expr,
     Interval,
     Items,
     Matrix,
     Node,
+    Ratio,
     Relation,
     Union,
     as_interval,
@@ -92,8 +95,9 @@ def _perfect_matching(n: int, edge: Callable[[int, int], bool]) -> bool:
 class _Judge:
     """Compares structures; `leaf` decides single expressions. One judge per comparison (it records methods)."""
 
-    def __init__(self, rel_tol: float, symbolic: bool) -> None:
+    def __init__(self, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT) -> None:
         self.rel_tol = rel_tol
+        self.conventions = conventions
         self.symbolic = symbolic
         self.methods: set[str] = set()
         self.too_complex = False
@@ -110,6 +114,8 @@ class _Judge:
             return True
         if not pred or not gold:
             return False
+        if ":" in pred or ":" in gold:
+            return False  # a colon left inside a leaf is no division (sympy would read `9:00` as 9/0)
         if _WORDS.fullmatch(pred) and _WORDS.fullmatch(gold):
             self.methods.add("string")
             return pred.casefold() == gold.casefold()  # "Yes" and "yes"; words are not products of variables
@@ -127,14 +133,16 @@ class _Judge:
         return self._symbolic_leaf(pred, gold)
 
     def _sample_equal(self, pred: str, gold: str, names: Sequence[str]) -> Tri:
+        """False when the texts differ at a sample point; True only when they agree at every point and both are
+        analytic in the variables (agreement at a few points proves nothing for `|x-1|` against `1-x`)."""
         decided_equal = True
-        for x, y in _sampled_values(pred, gold, names, trials=3):
+        for x, y, sound in _sampled_values(pred, gold, names, trials=3):
             if x is None or cmath.isinf(x) or cmath.isinf(y):
                 return None
             scale = max(abs(x), abs(y), 1e-300)
             if abs(x - y) > 1e-6 * scale and abs(x - y) > 1e-9:
                 return False
-            if abs(x - y) > max(1e-10 * scale, 1e-12):
+            if abs(x - y) > max(1e-10 * scale, 1e-12) or not sound:
                 decided_equal = False
         return True if decided_equal else None
 
@@ -179,10 +187,10 @@ class _Judge:
             self.too_complex = True
             return None
 
-    def _ratios(self, p_diff: str, g_diff: str, names: Sequence[str]) -> list[complex] | None:
+    def _ratios(self, p_diff: str, g_diff: str, names: Sequence[str], need_sound: bool) -> list[complex] | None:
         ratios = []
-        for x, y in _sampled_values(p_diff, g_diff, names, trials=4):
-            if x is None:
+        for x, y, sound in _sampled_values(p_diff, g_diff, names, trials=4):
+            if x is None or (need_sound and not sound):
                 return None
             if abs(y) < 1e-12 or cmath.isinf(x) or cmath.isinf(y):
                 if abs(x) < 1e-12 and abs(y) < 1e-12:
@@ -192,8 +200,8 @@ class _Judge:
         return ratios or None  # None: both sides vanished at every sample, nothing learned
 
     def _sample_ratio(self, p_diff: str, g_diff: str, names: Sequence[str]) -> float | None:
-        """The constant real ratio p/g if the samples show one."""
-        ratios = self._ratios(p_diff, g_diff, names)
+        """The constant real ratio p/g if the samples show one (and both sides are analytic, so that it means one)."""
+        ratios = self._ratios(p_diff, g_diff, names, need_sound=True)
         if not ratios:
             return None
         first = ratios[0]
@@ -204,7 +212,7 @@ class _Judge:
         return None
 
     def _ratio_known_absent(self, p_diff: str, g_diff: str, names: Sequence[str]) -> bool:
-        ratios = self._ratios(p_diff, g_diff, names)
+        ratios = self._ratios(p_diff, g_diff, names, need_sound=False)
         if ratios is None:
             return False
         if not ratios:
@@ -217,10 +225,12 @@ class _Judge:
     def match(self, pred: Node, gold: Node) -> Tri:
         if isinstance(gold, Choice) or isinstance(pred, Choice):
             return self._choice(pred, gold)
-        if isinstance(pred, Items) and len(pred.items) == 1:
+        if isinstance(pred, Items) and len(pred.items) == 1 and _unwraps(pred, gold):
             return self.match(pred.items[0], gold)
-        if isinstance(gold, Items) and len(gold.items) == 1:
+        if isinstance(gold, Items) and len(gold.items) == 1 and _unwraps(gold, pred):
             return self.match(pred, gold.items[0])
+        if isinstance(pred, Ratio | ClockTime) and not isinstance(gold, Relation) or isinstance(gold, Ratio | ClockTime):
+            return self._colon(pred, gold)
         if isinstance(gold, Interval | Union) or isinstance(pred, Interval | Union):
             return self._intervals(pred, gold)
         if is_inequality(pred) != is_inequality(gold):  # `x > 3` against `(3, \infty)`
@@ -244,6 +254,31 @@ class _Judge:
         if isinstance(pred, Expr) and isinstance(gold, Expr):
             return self.leaf(pred.text, gold.text)
         return False  # one answer against several, or different shapes
+
+    def _colon(self, pred: Node, gold: Node) -> Tri:
+        """Clock times and ratios. The reference (or a question about ratios) says which `a:b` is: a time matches
+        only the same time of day; a ratio matches a proportional ratio, or the number a/b."""
+        self.methods.add("string")
+        if isinstance(gold, Ratio) or self.conventions.ratio_question:
+            as_ratio = [n.as_ratio() if isinstance(n, ClockTime) else n for n in (pred, gold)]
+            return self._ratio(as_ratio[0], as_ratio[1])
+        if isinstance(gold, ClockTime):
+            return isinstance(pred, ClockTime) and _same_time(pred, gold)
+        return self._ratio(pred, gold) if isinstance(pred, Ratio) else False
+
+    def _ratio(self, pred: Node, gold: Node) -> Tri:
+        if isinstance(pred, Ratio) and isinstance(gold, Ratio):
+            p, g = pred.parts, gold.parts
+            if len(p) != len(g) or all(x == "0" for x in p) or all(x == "0" for x in g):
+                return False
+            # a:b:c = d:e:f when each part against the first is in the same proportion: a*e = b*d, ...
+            return all3(lambda i=i: self.leaf(f"({p[i]})\\cdot({g[0]})", f"({p[0]})\\cdot({g[i]})")
+                        for i in range(1, len(p)))
+        ratio, other = (pred, gold) if isinstance(pred, Ratio) else (gold, pred)
+        if isinstance(ratio, Ratio) and isinstance(other, Expr) and len(ratio.parts) == 2:
+            quotient = f"\\frac{{{ratio.parts[0]}}}{{{ratio.parts[1]}}}"
+            return self.leaf(quotient, other.text) if ratio is pred else self.leaf(other.text, quotient)
+        return False
 
     def _choice(self, pred: Node, gold: Node) -> Tri:
         self.methods.add("string")
@@ -318,6 +353,35 @@ class _Judge:
         return all3(lambda a=a, b=b: self.leaf(a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
 
 
+def _unwraps(one: Items, other: Node) -> bool:
+    """A one-element list or set stands for its element (`\\{3\\}` for 3), except a set around an expression
+    in variables, which may as well be the fractional part `\\{x\\}`: that one only matches another set."""
+    if isinstance(other, Items):
+        return False  # compared part by part
+    if one.kind != "set":
+        return True
+    element = one.items[0]
+    return not (isinstance(element, Expr) and free_variables(element.text))
+
+
+def _same_time(pred: ClockTime, gold: ClockTime) -> bool:
+    """The same time of day. Where only one side says am/pm, the other is read on a 12-hour clock if it can be."""
+    if (pred.minutes, pred.seconds) != (gold.minutes, gold.seconds):
+        return False
+    if bool(pred.meridiem) == bool(gold.meridiem):
+        return _hour_of_day(pred) == _hour_of_day(gold)
+    bare = gold if pred.meridiem else pred
+    if bare.hours > 12:
+        return _hour_of_day(pred) == _hour_of_day(gold)
+    return pred.hours % 12 == gold.hours % 12
+
+
+def _hour_of_day(time: ClockTime) -> int:
+    if not time.meridiem:
+        return time.hours % 24
+    return time.hours % 12 + (12 if time.meridiem == "pm" else 0)
+
+
 def _match_key(node: Node) -> object:
     """A key that equal parts share for sure: the exact value of a rational, else the node itself."""
     if isinstance(node, Expr):
@@ -342,8 +406,9 @@ def _without_common(preds: Sequence[Node], golds: Sequence[Node]) -> tuple[list[
     return rest_preds, [g for bucket in unmatched.values() for g in bucket]
 
 
-def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterator[tuple[complex | None, complex]]:
-    """Both texts evaluated at the same fixed points; (None, 0) where either cannot be evaluated."""
+def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterator[tuple[complex | None, complex, bool]]:
+    """Both texts evaluated at the same fixed points, and whether both are analytic there (agreement can pay);
+    (None, 0, False) where either cannot be evaluated."""
     for trial in range(trials):
         point = {name: complex(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial), 0.0)
                  for k, name in enumerate(names)}
@@ -351,9 +416,9 @@ def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterat
         x = to_complex(va) if va is not None else None
         y = to_complex(vb) if vb is not None else None
         if x is None or y is None:
-            yield None, 0j
+            yield None, 0j, False
             return
-        yield x, y
+        yield x, y, va.sample_sound and vb.sample_sound  # type: ignore[union-attr]
 
 
 def _matrix_rows(node: Node) -> tuple[tuple[str, ...], ...] | None:
@@ -405,13 +470,13 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
     return False, ""
 
 
-def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool) -> Outcome:
+def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT) -> Outcome:
     """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None."""
     pred_node, gold_node = parse_structure(pred), parse_structure(gold)
     hedge, why = _describe(pred_node, gold_node)
     if hedge:
         return Outcome(False, "structure", why, hedge=True)
-    judge = _Judge(rel_tol, symbolic)
+    judge = _Judge(rel_tol, symbolic, conventions)
     try:
         equal = judge.match(pred_node, gold_node)
     except RecursionError:
@@ -428,14 +493,14 @@ def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool) -> Out
 
 
 @short_key_cache(maxsize=1 << 14)
-def compare_fast(pred: str, gold: str, rel_tol: float) -> Outcome:
+def compare_fast(pred: str, gold: str, rel_tol: float, conventions: Conventions = DEFAULT) -> Outcome:
     """The in-process fast path (no sympy); cached because RL batches repeat the same (answer, reference) pairs."""
-    return compare_answers(pred, gold, rel_tol, symbolic=False)
+    return compare_answers(pred, gold, rel_tol, False, conventions)
 
 
-def symbolic_outcome(pred: str, gold: str, rel_tol: float) -> Outcome:
+def symbolic_outcome(pred: str, gold: str, rel_tol: float, conventions: Conventions = DEFAULT) -> Outcome:
     """Worker entry point: the full comparison, sympy included. Picklable in and out."""
-    return compare_answers(pred, gold, rel_tol, symbolic=True)
+    return compare_answers(pred, gold, rel_tol, True, conventions)
 
 
 def symbolic_equal(pred_repr: str, gold_repr: str, rel_tol: float) -> bool | None:

@@ -38,6 +38,12 @@ _FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*(?=\{)")
 _FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])(?![\d])")
 _THIN_GROUP = re.compile(r"\{,\}")
+# `9:00 a.m.`, `9\text{ AM}`, `11:30pm` -> `9:00am`, `11:30pm`. A bare `2am` stays a product of a and m.
+_MERIDIEM = re.compile(
+    r"(?<![\d.])(\d{1,2})(:[0-5]\d(?::[0-5]\d)?)?\s*(\\(?:text|mathrm|textrm|mbox)\s*\{\s*)?"
+    r"([aApP])(\.?)\s*([mM])\.?(?(3)\s*\})(?![a-zA-Z])"
+)
+_COLON = re.compile(r"\\colon(?![a-zA-Z])|\\ratio(?![a-zA-Z])")
 _THOUSANDS_COMMA = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _THOUSANDS_SPACE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _MIXED_LATEX = re.compile(r"(?<![\d.}^_a-zA-Z\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
@@ -123,6 +129,13 @@ def _strip_units(text: str) -> str:
     return text
 
 
+def _meridiem(match: re.Match[str]) -> str:
+    hours, minutes, wrapped, letter, dot, m = match.groups()
+    if not (minutes or wrapped or dot or letter.isupper()):
+        return match.group(0)
+    return f"{hours}{minutes or ':00'}{letter.lower()}m"
+
+
 def _mixed_latex(match: re.Match[str]) -> str:
     whole, num, den = int(match.group(1)), int(match.group(2)), int(match.group(3))
     if den == 0 or num >= den:
@@ -191,6 +204,10 @@ def normalize(answer: str) -> str:
     text = _PERCENT.sub("", text)
     text = _DOLLAR.sub("", text)
     text = _THIN_GROUP.sub("", text)
+    if "\\colon" in text or "\\ratio" in text:
+        text = _COLON.sub(":", text)
+    if "m" in text or "M" in text:
+        text = _MERIDIEM.sub(_meridiem, text)
     if "\\" in text:
         without_labels = _TEXT_LABEL.sub(_drop_text_words, text)
         if re.search(r"\d", without_labels):

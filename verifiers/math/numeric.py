@@ -4,6 +4,10 @@ It reads the normalised LaTeX of a closed-form number (integers, decimals, fract
 exponents, pi, e, i, infinity, a few functions) and returns its value, or None when the text is anything else.
 Values are exact Fractions while only rational operations are involved; every size is capped so that no input
 can make it slow (no huge powers or factorials, bounded nesting).
+
+With variables bound to sample points it also reports whether the expression is one where agreeing at sample points
+means anything: `|x|`, roots, logs and non-integer powers of a varying value are piecewise or branch-dependent, so
+two such expressions can agree at every sample and still differ elsewhere (`|x-1|` and `1-x`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ FLOAT_NOISE = 1e-10  # relative error float arithmetic may add to an exact close
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|\\[a-zA-Z]+|[a-zA-Z]|\S")
 _FUNCS = {r"\exp": cmath.exp, r"\ln": cmath.log, r"\log": cmath.log, r"\sin": cmath.sin, r"\cos": cmath.cos, r"\tan": cmath.tan}
+_MULTIVALUED = {r"\ln", r"\log"}  # branch cuts: log(x^2) and 2 log(x) agree for x > 0 only
 _MULTIPLY = {"*", r"\cdot", r"\times"}
 _DIVIDE = {"/", r"\div"}
 
@@ -35,17 +40,31 @@ class NotNumeric(Exception):
 class Number:
     value: Fraction | complex  # a Fraction while only rational operations took part
     approx: bool  # a decimal literal took part: someone rounded, so compare with the item's tolerance
+    varying: bool = False  # a bound variable took part (the value depends on the sample point)
+    sample_sound: bool = True  # no varying value went through |.|, a root, a log or a non-integer power
 
     @property
     def is_exact(self) -> bool:
         return isinstance(self.value, Fraction)
 
 
-def _approx(value: complex, *operands: Number) -> Number:
+def _approx(value: complex, *operands: Number, sound: bool = True) -> Number:
     """A float result; it counts as approximate only if a decimal literal went into it."""
     if cmath.isnan(value):
         raise NotNumeric("nan")
-    return Number(complex(value), any(o.approx for o in operands))
+    return Number(complex(value), any(o.approx for o in operands), any(o.varying for o in operands),
+                  sound and all(o.sample_sound for o in operands))
+
+
+def _exact(value: Fraction, *operands: Number) -> Number:
+    """An exact result of a rational operation on `operands`."""
+    return Number(value, any(o.approx for o in operands), any(o.varying for o in operands),
+                  all(o.sample_sound for o in operands))
+
+
+def _unsound_if_varying(*operands: Number) -> bool:
+    """The sound flag after a piecewise or multi-valued operation on `operands`."""
+    return not any(o.varying for o in operands)
 
 
 def _as_complex(n: Number) -> complex:
@@ -168,7 +187,9 @@ class _Reader:
         if tok == "|":  # |x|; an implicit product like 2|x| is left to sympy
             inner = self.expr()
             self.take("|")
-            return Number(abs(inner.value), inner.approx) if inner.is_exact else _approx(abs(_as_complex(inner)), inner)
+            if inner.is_exact:
+                return _exact(abs(inner.value), inner)
+            return _approx(abs(_as_complex(inner)), inner, sound=_unsound_if_varying(inner))
         if tok == r"\binom":
             n, k = self.group(), self.group()
             return _binomial(n, k)
@@ -200,12 +221,12 @@ class _Reader:
         if tok == r"\infty":
             return Number(complex(math.inf, 0.0), False)
         if tok in self.variables:
-            return Number(self.variables[tok], False)
+            return Number(self.variables[tok], False, varying=True)
         if tok == r"\log" and self.peek() == "_":
             self.take("_")
             base = self.group()
             arg = self.power() if self.peek() in ("(", "{") else self.unary()
-            return _div(_apply_function(cmath.log, arg), _apply_function(cmath.log, base))
+            return _div(_apply_function(cmath.log, arg, analytic=False), _apply_function(cmath.log, base, analytic=False))
         if tok in _FUNCS:
             exponent = None
             if self.peek() == "^":  # \sin^2 x is (\sin x)^2; \sin^{-1} is arcsin, left to sympy
@@ -214,14 +235,14 @@ class _Reader:
                 if not (exponent.is_exact and exponent.value.denominator == 1 and exponent.value > 0):
                     raise NotNumeric("inverse function")
             arg = self.power() if self.peek() in ("(", "{") else self.unary()
-            value = _apply_function(_FUNCS[tok], arg)
+            value = _apply_function(_FUNCS[tok], arg, analytic=tok not in _MULTIVALUED)
             return value if exponent is None else _pow(value, exponent)
         raise NotNumeric(f"unsupported token {tok!r}")
 
 
-def _apply_function(fn, arg: Number) -> Number:  # noqa: ANN001 - one of the cmath functions
+def _apply_function(fn, arg: Number, analytic: bool) -> Number:  # noqa: ANN001 - one of the cmath functions
     try:
-        return _approx(fn(_as_complex(arg)), arg)
+        return _approx(fn(_as_complex(arg)), arg, sound=analytic or _unsound_if_varying(arg))
     except (OverflowError, ValueError, ZeroDivisionError) as exc:
         raise NotNumeric(str(exc)) from None
 
@@ -237,12 +258,12 @@ def _starts_atom(tok: str) -> bool:
 
 
 def _neg(a: Number) -> Number:
-    return Number(-a.value, a.approx)
+    return _exact(-a.value, a) if a.is_exact else _approx(-a.value, a)
 
 
 def _add(a: Number, b: Number) -> Number:
     if a.is_exact and b.is_exact:
-        return Number(a.value + b.value, a.approx or b.approx)
+        return _exact(a.value + b.value, a, b)
     return _approx(_as_complex(a) + _as_complex(b), a, b)
 
 
@@ -250,7 +271,7 @@ def _mul(a: Number, b: Number) -> Number:
     if a.is_exact and b.is_exact:
         if a.value.numerator.bit_length() + b.value.numerator.bit_length() > MAX_RESULT_BITS:
             raise NotNumeric("too large")
-        return Number(a.value * b.value, a.approx or b.approx)
+        return _exact(a.value * b.value, a, b)
     return _approx(_as_complex(a) * _as_complex(b), a, b)
 
 
@@ -258,7 +279,7 @@ def _div(a: Number, b: Number) -> Number:
     if b.value == 0:
         raise NotNumeric("division by zero")
     if a.is_exact and b.is_exact:
-        return Number(a.value / b.value, a.approx or b.approx)
+        return _exact(a.value / b.value, a, b)
     return _approx(_as_complex(a) / _as_complex(b), a, b)
 
 
@@ -266,13 +287,13 @@ def _root(a: Number, index: int) -> Number:
     if a.is_exact:
         exact = _exact_root(a.value, index)
         if exact is not None:
-            return Number(exact, a.approx)
+            return _exact(exact, a) if not a.varying else _approx(complex(exact), a, sound=False)
         if a.value < 0:
             if index % 2 == 1:  # the real odd root, as a student means it
-                return _approx(-(float(-a.value) ** (1 / index)), a)
-            return _approx(1j * float(-a.value) ** (1 / index), a)
-        return _approx(float(a.value) ** (1 / index), a)
-    return _approx(_as_complex(a) ** (1 / index), a)
+                return _approx(-(float(-a.value) ** (1 / index)), a, sound=_unsound_if_varying(a))
+            return _approx(1j * float(-a.value) ** (1 / index), a, sound=_unsound_if_varying(a))
+        return _approx(float(a.value) ** (1 / index), a, sound=_unsound_if_varying(a))
+    return _approx(_as_complex(a) ** (1 / index), a, sound=_unsound_if_varying(a))
 
 
 def _pow(base: Number, exponent: Number) -> Number:
@@ -286,16 +307,20 @@ def _pow(base: Number, exponent: Number) -> Number:
             bits = max(base.value.numerator.bit_length(), base.value.denominator.bit_length())
             if bits * abs(e) > MAX_RESULT_BITS:
                 raise NotNumeric("power too large")
-            return Number(base.value**e, base.approx or exponent.approx)
+            return _exact(base.value**e, base, exponent)
+    # x^n and b^x with a fixed positive b (exp(x log b)) are analytic; other powers of a varying value have branches.
+    integer_power = exponent.is_exact and exponent.value.denominator == 1
     try:
         b, x = _as_complex(base), _as_complex(exponent)
+        fixed_base = not base.varying and b.imag == 0 and b.real > 0
+        sound = integer_power or fixed_base or not (base.varying or exponent.varying)
         if abs(x) > MAX_EXPONENT:
             raise NotNumeric("exponent too large")
         if b.imag == 0 and x.imag == 0 and b.real < 0 and x.real != int(x.real):
             raise NotNumeric("negative base, fractional power")
         if b == complex(math.e, 0):
-            return _approx(cmath.exp(x), base, exponent)
-        return _approx(b**x, base, exponent)
+            return _approx(cmath.exp(x), base, exponent, sound=sound)
+        return _approx(b**x, base, exponent, sound=sound)
     except (OverflowError, ZeroDivisionError, ValueError) as exc:
         raise NotNumeric(str(exc)) from None
 

@@ -67,12 +67,34 @@ class Matrix:
     rows: tuple[tuple[str, ...], ...]
 
 
-Node = Expr | Choice | Relation | Items | Interval | Union | Matrix
+@dataclass(frozen=True)
+class Ratio:
+    parts: tuple[str, ...]  # `3:2`, `1:2:3`, `AB:BC`: equal to a proportional ratio, never to a clock time
+
+
+@dataclass(frozen=True)
+class ClockTime:
+    """`9:00`, `12:30pm`, `14:05:30`: a time of day, compared as one (never as the ratio 9/0 or 12/30)."""
+
+    hours: int
+    minutes: int
+    seconds: int
+    meridiem: str  # "am", "pm", or "" (24-hour or unstated)
+    text: str
+
+    def as_ratio(self) -> Ratio:
+        """The same digits read as a ratio, for a question about ratios (`1:15` against `2:30`)."""
+        return Ratio(tuple(self.text.removesuffix(self.meridiem).split(":")))
+
+
+Node = Expr | Choice | Relation | Items | Interval | Union | Matrix | Ratio | ClockTime
 
 _VARIABLE = re.compile(r"[a-zA-Z](?:_\{?\w+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega|sigma|tau)")
 # `f(x) =`, `f^{-1}(x) =`, `\angle ABC =`, `m\angle A =`: a name for the value on the right.
 _FUNCTION_OF = re.compile(r"[a-zA-Z](?:\^\{?-1\}?)?\([a-zA-Z]\)|m?\\angle\s*[A-Z]{1,3}")
 _VARIABLE_TUPLE = re.compile(r"\(\s*[a-zA-Z](?:_\{?\w+\}?)?(?:\s*,\s*[a-zA-Z](?:_\{?\w+\}?)?)+\s*\)")
+# Hours of one or two digits, then minutes (and seconds) of exactly two: `1:15` is a time, `3:2` a ratio.
+_CLOCK = re.compile(r"(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(am|pm)?")
 _PM = re.compile(r"\\(?:pm|mp)(?![a-zA-Z])")
 _CHOICE = re.compile(r"\(?([A-J])\)?")
 _MATRIX = re.compile(r"\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}", re.DOTALL)
@@ -137,6 +159,9 @@ def _parse(text: str, depth: int) -> Node:
         return Expr(text)
     if text == "\\emptyset":
         return Items((), "set")
+    clock = _clock_time(text)
+    if clock is not None:
+        return clock
     choice = _CHOICE.fullmatch(text)
     if choice and (text[0] == "(") == (text[-1] == ")"):
         return Choice(choice.group(1))
@@ -169,7 +194,20 @@ def _parse(text: str, depth: int) -> Node:
     ops = _relation_ops(text)
     if ops:
         return _relation(text, ops, depth)
+    ratio = [p.strip() for p in split_top(text, (":",))]
+    if len(ratio) > 1:
+        return Ratio(tuple(ratio)) if all(ratio) and len(ratio) <= MAX_ITEMS else Expr(text)
     return _bracketed(text, depth)
+
+
+def _clock_time(text: str) -> ClockTime | None:
+    match = _CLOCK.fullmatch(text)
+    if match is None:
+        return None
+    hours, minutes, seconds, meridiem = match.groups()
+    if int(hours) > (12 if meridiem else 24) or (meridiem and int(hours) == 0):
+        return None
+    return ClockTime(int(hours), int(minutes), int(seconds or 0), meridiem or "", text)
 
 
 def _relation(text: str, ops: list[tuple[int, str]], depth: int) -> Node:

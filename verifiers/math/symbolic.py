@@ -7,6 +7,7 @@ by the worker's wall-clock budget.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import sympy
@@ -15,6 +16,7 @@ from latex2sympy2_extended.latex2sympy2 import ConversionConfig
 from latex2sympy2_extended.math_normalization import NormalizationConfig
 
 from groupscore.verifiers.math.guards import TooComplex, check_limits
+from groupscore.verifiers.math.numeric import free_variables
 
 MAX_OPS = 400
 
@@ -23,6 +25,12 @@ _NORMALIZATION = NormalizationConfig(basic_latex=True, units=False, malformed_op
 # Mixed numbers were resolved by our normaliser; `2\frac{\pi}{3}` is a product. Symbols keep their case.
 _CONVERSION = ConversionConfig(interpret_as_mixed_fractions=False, lowercase_symbols=False)
 _SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775)
+# Functions analytic wherever they are defined: two of them agreeing at generic points is evidence they are equal.
+_ANALYTIC = (sympy.exp, sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc, sympy.sinh, sympy.cosh,
+             sympy.tanh)
+# latex2sympy evaluates these on the spot with polynomial semantics (`\gcd(n, 2)` becomes 1), so with a variable
+# inside, sympy's form is not the answer's meaning and nothing sympy says about it counts.
+_INTEGER_FUNCTIONS = re.compile(r"gcd|lcm|\\[bp]?mod(?![a-zA-Z])|\\operatorname\{(?:mod|rem)\}")
 
 
 @lru_cache(maxsize=4096)
@@ -53,6 +61,8 @@ def _close(a: sympy.Expr, b: sympy.Expr, rel_tol: float) -> bool | None:
 
 def expressions_equal(pred: str, gold: str, rel_tol: float) -> bool | None:
     """True/False, or None when either side cannot be read."""
+    if _integer_function_of_variables(pred) or _integer_function_of_variables(gold):
+        return False  # only the same text (decided before sympy) counts
     a, b = to_sympy(pred), to_sympy(gold)
     if a is None or b is None:
         return None
@@ -77,9 +87,37 @@ def expressions_equal(pred: str, gold: str, rel_tol: float) -> bool | None:
             return False
         if sympy.simplify(a - b) == 0:
             return True
+        if not (sampling_sound(a) and sampling_sound(b)):
+            return False  # floor, |x|, max, roots...: no proof, and agreeing at samples proves nothing
         return _agree_at_samples(a, b, sorted(symbols, key=lambda s: s.name))
     except (TypeError, ValueError, ZeroDivisionError, AttributeError, RecursionError):
         return False
+
+
+def _integer_function_of_variables(text: str) -> bool:
+    return bool(_INTEGER_FUNCTIONS.search(text)) and bool(free_variables(_INTEGER_FUNCTIONS.sub(" ", text)))
+
+
+def sampling_sound(expr: sympy.Basic) -> bool:
+    """Whether agreeing at sample points means anything for `expr`: built from its variables by field operations,
+    integer powers, powers of a fixed positive base and analytic functions, with anything at all allowed in parts
+    that hold no variable. Floor, ceiling, |x|, max/min, sign, piecewise, factorials, binomials, roots and logs of a
+    variable are piecewise or branch-dependent: `\\lceil x \\rceil - 1` and `\\lfloor x \\rfloor` differ only at
+    integers, which no sample hits."""
+    if not expr.free_symbols or expr.is_Symbol:
+        return True
+    if isinstance(expr, sympy.Add | sympy.Mul):
+        return all(sampling_sound(arg) for arg in expr.args)
+    if isinstance(expr, sympy.Pow):
+        base, exponent = expr.args
+        if exponent.is_Integer:
+            return sampling_sound(base)
+        if not base.free_symbols and base.is_positive:
+            return sampling_sound(exponent)
+        return False
+    if isinstance(expr, _ANALYTIC):
+        return sampling_sound(expr.args[0])
+    return False
 
 
 def _is_exact(expr: sympy.Expr) -> bool:
@@ -97,6 +135,8 @@ def _agree_at_samples(a: sympy.Expr, b: sympy.Expr, symbols: list[sympy.Symbol])
 
 def relations_equal(pred_diff: str, gold_diff: str, inequality: bool) -> bool | None:
     """`P = 0` against `G = 0` (or `< 0`): equal when P / G is a non-zero constant (positive for inequalities)."""
+    if _integer_function_of_variables(pred_diff) or _integer_function_of_variables(gold_diff):
+        return False
     a, b = to_sympy(pred_diff), to_sympy(gold_diff)
     if a is None or b is None:
         return None

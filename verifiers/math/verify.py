@@ -16,6 +16,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from groupscore.verifiers.math.caching import short_key_cache
+from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventions_of
 from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_outcome
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
@@ -47,14 +48,14 @@ def _several_answers(gold: str) -> bool:
 
 
 class _SymbolicCache:
-    """Outcomes the workers computed, keyed by (prediction, reference, rel_tol); timeouts are never cached."""
+    """Outcomes the workers computed, keyed by (prediction, reference, rel_tol, conventions); timeouts are never cached."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._data: OrderedDict[tuple[str, str, float], Outcome] = OrderedDict()
+        self._data: OrderedDict[tuple[str, str, float, Conventions], Outcome] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, float]) -> Outcome | None:
+    def get(self, key: tuple[str, str, float, Conventions]) -> Outcome | None:
         with self._lock:
             outcome = self._data.get(key)
             if outcome is not None:
@@ -65,7 +66,7 @@ class _SymbolicCache:
         with self._lock:
             self._data.clear()
 
-    def put(self, key: tuple[str, str, float], outcome: Outcome) -> None:
+    def put(self, key: tuple[str, str, float, Conventions], outcome: Outcome) -> None:
         with self._lock:
             self._data[key] = outcome
             if len(self._data) > self._size:
@@ -90,11 +91,11 @@ def _warm_up_in(pid: int) -> None:
         pass
 
 
-def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome | None:
+def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Outcome | None:
     """The worker's outcome, or None if the budget ran out."""
     from groupscore.verifiers.workers import BudgetExceeded, run_bounded
 
-    key = (pred, gold, rel_tol)
+    key = (pred, gold, rel_tol, conventions)
     cached = _symbolic_cache.get(key)
     if cached is not None:
         return cached
@@ -102,7 +103,7 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float) -> Outcome 
         return None  # the fast path spent the whole budget
     _ensure_workers()
     try:
-        outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, timeout_s=budget_s)
+        outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, conventions, timeout_s=budget_s)
     except BudgetExceeded:
         return None
     except MemoryError:
@@ -185,7 +186,8 @@ def _score(item: MathItem) -> Verdict:
     if item.question and _copies_the_question(pred, gold, item.question):
         return _verdict(item, Status.incorrect, extracted.text, "the answer is an expression copied from the question",
                         source=extracted.source, hedge=True)
-    outcome = compare_fast(pred, gold, item.rel_tol)
+    conventions = conventions_of(item)
+    outcome = compare_fast(pred, gold, item.rel_tol, conventions)
     if outcome.equal is None and not outcome.too_complex:
         try:  # refuse here what the worker would refuse, without occupying a worker
             check_limits(pred)
@@ -194,7 +196,7 @@ def _score(item: MathItem) -> Verdict:
             return _verdict(item, Status.unparsable, extracted.text, f"expression exceeds the symbolic limits: {exc}",
                             source=extracted.source)
         budget = item.timeout_s - (time.monotonic() - started)
-        symbolic = _symbolic(pred, gold, item.rel_tol, budget)
+        symbolic = _symbolic(pred, gold, item.rel_tol, budget, conventions)
         if symbolic is None:
             return _verdict(item, Status.timeout, extracted.text, f"symbolic comparison ran past {item.timeout_s:g}s",
                             source=extracted.source)

@@ -1,0 +1,58 @@
+"""Conventions graders disagree on (percent, decimal comma, precision, list order, variable names), as one value.
+
+Each is a field of the math item (README, "Math conventions"); `profile` picks a bundle and explicit fields win.
+The grader receives one frozen `Conventions`, so cached outcomes are keyed by it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Percent = Literal["number", "fraction", "both"]
+Order = Literal["written", "any"]
+Profile = Literal["default", "strict", "math_verify"]
+
+
+@dataclass(frozen=True)
+class Conventions:
+    percent: Percent = "number"  # `10\%` is 10 ("number"), 0.1 ("fraction"), or either ("both")
+    decimal_comma: bool = False  # `1,5` is 1.5 (when it cannot be a thousands group), not the list 1, 5
+    significant_digits: int | None = None  # None: exact; N: a decimal that rounds the exact value to >= N digits
+    order: Order = "written"  # "written": tuples ordered, lists/sets not; "any": tuples order-free as well
+    rename_variables: bool = False  # `f(y) = y^2` for `f(x) = x^2`: one variable, consistently renamed
+    ratio_question: bool = False  # the question asks for a ratio: `1:15` is a ratio, not a clock time
+
+
+PROFILES: dict[str, Conventions] = {
+    "default": Conventions(),
+    # For RL rewards: nothing beyond the exact value as written.
+    "strict": Conventions(),
+    # Math-Verify's choices on its own suite (fixtures/peers/README.md lists where they differ from ours).
+    "math_verify": Conventions(percent="both", significant_digits=None, order="written", rename_variables=False),
+}
+
+_RATIO_QUESTION = re.compile(r"\bratios?\b|\bproportion|:\s*\?|\bin the form\s+\$?[a-z]\s*:\s*[a-z]", re.IGNORECASE)
+
+
+_FIELDS = ("percent", "decimal_comma", "significant_digits", "order", "rename_variables")
+
+
+def conventions_for(profile: str, question: str | None = None, **explicit: object) -> Conventions:
+    """The profile's conventions with the explicit fields (those not None) applied over them."""
+    chosen = replace(PROFILES[profile], **{k: v for k, v in explicit.items() if v is not None})
+    if question and _RATIO_QUESTION.search(question[-2000:]):  # the ask is at the end of a long statement
+        chosen = replace(chosen, ratio_question=True)
+    return chosen
+
+
+def conventions_of(item: object) -> Conventions:
+    """The conventions a math item asks for (its profile, its explicit fields, its question)."""
+    explicit = {name: getattr(item, name, None) for name in _FIELDS}
+    if not any(v is not None for v in explicit.values()) and not getattr(item, "question", None):
+        return PROFILES[getattr(item, "profile", "default")]
+    return conventions_for(getattr(item, "profile", "default"), getattr(item, "question", None), **explicit)
+
+
+DEFAULT = Conventions()
