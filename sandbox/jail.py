@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from groupscore.sandbox.cgroups import Slot, SlotPool
 from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.policy import INIT_SCRIPT, INIT_SHELL, Policy, host_cgroups, render_exec
+from groupscore.sandbox.policy import INIT_SCRIPT, INIT_SHELL, Policy, host_cgroups, render_exec, render_idmaps
+from groupscore.sandbox.uids import id_pool, per_jail_ids
 from groupscore.sandbox.workdir import RunDir, read_collected
 
 _DRAIN_AFTER_KILL_S = 2.0
@@ -157,12 +158,13 @@ def _prepared_slot(limits: Limits) -> Slot | None:
 
 def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits,
              as_init: bool = False) -> Outcome:
-    """One nsjail process from start to reap. Kills it at the wall clock or the output cap.
+    """One nsjail process from start to reap, as the host ids of `rundir`. Kills it at the wall clock or the output cap.
 
     as_init: argv itself is the jail's pid 1 instead of the init shell's child (see `run`).
     """
     init_argv = argv if as_init else [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
-    config = "\n".join([policy.nsjail_config_text(), *rundir.mounts, render_exec(init_argv)]).encode() + b"\n"
+    config = "\n".join([policy.nsjail_config_text(), render_idmaps(policy, rundir.uid, rundir.gid), *rundir.mounts,
+                        render_exec(init_argv)]).encode() + b"\n"
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
     slot = _prepared_slot(limits)
@@ -341,7 +343,15 @@ def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: byt
 
     Returns the outcome, the collected files and the names of those cut at the size cap.
     """
-    rundir = RunDir(policy.uid_outside, policy.gid_outside)
+    # Every jail alive at once has host ids of its own (as root); they go back to the pool once nsjail is reaped,
+    # when no process of the jail is left (its pid namespace dies with it).
+    host_id = id_pool().acquire() if per_jail_ids() else None
+    try:
+        rundir = RunDir(host_id or policy.uid_outside, host_id or policy.gid_outside)
+    except BaseException:
+        if host_id is not None:
+            id_pool().release(host_id)
+        raise
     try:
         for name, data in files.items():
             rundir.add_input(name, data, executable=name in executable)
@@ -354,3 +364,5 @@ def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: byt
         return out, got, truncated
     finally:
         rundir.remove()
+        if host_id is not None:
+            id_pool().release(host_id)

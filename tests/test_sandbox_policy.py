@@ -34,26 +34,79 @@ def test_all_namespaces_are_new(policy):
 
 
 def test_real_uid_outside_is_never_root(policy):
+    from groupscore.sandbox.policy import render_idmaps
+    from groupscore.sandbox.uids import ID_COUNT, id_base
+
     assert policy.uid_outside != 0 and policy.gid_outside != 0
     if os.geteuid() == 0:
-        assert (policy.uid_inside, policy.uid_outside) == (65534, 65534)
+        # nobody inside; outside, a host uid/gid of its own per live jail (no per-uid kernel account is shared)
+        assert (policy.uid_inside, policy.uid_outside, policy.gid_outside) == (65534, id_base(), id_base())
+        assert policy.outside_ids.startswith("per jail") and f"{id_base() + ID_COUNT - 1}" in policy.outside_ids
         text = policy.nsjail_config_text()
-        # the id is written by name when that name maps back to exactly 65534 (nsjail then skips slower lookups)
-        assert f'outside_id: "{id_text(65534, "user")}"' in text and f'outside_id: "{id_text(65534, "group")}"' in text
+        assert "uidmap" not in text and "gidmap" not in text  # per run, never the same for two live jails
+        maps = render_idmaps(policy, id_base() + 7, id_base() + 7)
+        # the inside id is written by name when that name maps back to exactly 65534 (nsjail then skips slower lookups)
+        assert f'inside_id: "{id_text(65534, "user")}"' in maps and f'inside_id: "{id_text(65534, "group")}"' in maps
+        assert maps.count(f'outside_id: "{id_base() + 7}"') == 2
         assert id_text(65534, "user") == "65534" or pwd.getpwnam(id_text(65534, "user")).pw_uid == 65534
         assert id_text(65534, "group") == "65534" or grp.getgrnam(id_text(65534, "group")).gr_gid == 65534
-        assert 'outside_id: "0"' not in text and 'outside_id: "root"' not in text
+        assert 'outside_id: "0"' not in maps and 'outside_id: "root"' not in maps
+
+
+def test_fast_id_maps_match_the_reference_serializer(policy):
+    from groupscore.sandbox.policy import render_idmaps, render_idmaps_generic
+
+    assert render_idmaps(policy, 1_800_000_123, 1_800_000_124) == render_idmaps_generic(policy, 1_800_000_123,
+                                                                                          1_800_000_124)
+
+
+def test_concurrent_jails_get_distinct_host_ids_and_reuse_them():
+    from groupscore.sandbox import run_many
+    from groupscore.sandbox.uids import ID_COUNT, id_base
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can map per-jail host ids")
+    code = "import time\nprint(open('/proc/self/uid_map').read().split()[1], open('/proc/self/gid_map').read().split()[1])\ntime.sleep(0.6)\n"
+    results = run_many([{"files": {"main.py": code}} for _ in range(4)], workers=4)
+    ids = [tuple(map(int, r.stdout.split())) for r in results]
+    assert all(u == g and id_base() <= u < id_base() + ID_COUNT for u, g in ids)
+    assert len({u for u, _ in ids}) == 4
+    again = run_many([{"files": {"main.py": code}} for _ in range(2)], workers=2)
+    assert {int(r.stdout.split()[0]) for r in again} <= {u for u, _ in ids}  # held by this process, reused
+
+
+def test_another_process_never_gets_an_id_this_one_holds():
+    from groupscore.sandbox.uids import id_pool
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can map per-jail host ids")
+    held = id_pool().acquire()
+    try:
+        other = subprocess.run([sys.executable, "-c", "from groupscore.sandbox.uids import id_pool\n"
+                                "print([id_pool().acquire() for _ in range(3)])"],
+                               capture_output=True, text=True, timeout=60)
+        assert other.returncode == 0, other.stderr
+        assert held not in json.loads(other.stdout)
+    finally:
+        id_pool().release(held)
 
 
 def test_an_id_without_a_round_tripping_name_is_written_as_a_number():
     assert id_text(987_654, "user") == "987654" and id_text(987_654, "group") == "987654"
 
 
-def test_only_the_work_dir_and_dev_null_are_writable(policy):
+def test_only_the_work_dir_is_writable(policy):
     writable = [m for m in policy.mounts if m.kind in ("bind_rw", "tmpfs")]
-    assert [(m.kind, m.target) for m in writable] == [("tmpfs", WORK_DIR), ("bind_rw", "/dev/null")]
+    assert [(m.kind, m.target) for m in writable] == [("tmpfs", WORK_DIR)]
+    assert ("bind_ro", "/dev/null") in [(m.kind, m.target) for m in policy.mounts]  # still a sink: see covert tests
     tmpfs = writable[0]
     assert f"size={32 << 20}" in tmpfs.options and "nr_inodes=" in tmpfs.options
+
+
+def test_proc_shows_only_the_jails_own_processes(policy):
+    proc = [m for m in policy.mounts if m.kind == "proc"]
+    assert [(m.target, m.options) for m in proc] == [("/proc", "subset=pid")]
+    assert 'options: "subset=pid"' in policy.nsjail_config_text()
 
 
 def test_read_only_mounts_are_only_what_the_interpreter_needs(policy):
@@ -104,6 +157,12 @@ def test_cgroup_limits_are_stated_or_said_to_be_missing():
 def test_seccomp_denies_what_the_policy_promises(policy):
     for name in ("mount", "unshare", "ptrace", "keyctl", "io_uring_setup", "io_uring_enter", "setns", "bpf"):
         assert name in policy.seccomp_denied_eperm
+    for name in ("inotify_init1", "fanotify_init", "sysinfo", "statfs", "fstatfs", "pidfd_open"):
+        assert name in policy.seccomp_denied_enosys
+    assert policy.seccomp_noop_success == ("flock",)
+    other = "\n".join(policy.seccomp_other)
+    assert "fcntl(fd, cmd) { cmd == 6 || cmd == 7 || cmd == 37 || cmd == 38 } -> ERRNO(0)" in other
+    assert "fadvise64" in other and "madvise(addr, len, advice)" in other and "preadv2" in other
     k = kafel_policy()
     assert "socket(domain) { domain == 40 }" in k  # AF_VSOCK
     assert "clone(flags)" in k and "clone3" in k and k.endswith("DEFAULT ALLOW")
