@@ -55,11 +55,6 @@ class Conversion:
     residual: list[ast.stmt] = field(default_factory=list)  # statements left to run in the jail
 
 
-def bound_names(tree: ast.AST) -> frozenset[str]:
-    """Every name the code binds anywhere (assignments, defs, imports, parameters): such names are not builtins."""
-    return _bound_in(list(ast.walk(tree)))
-
-
 SOLUTION_MODULE = "solution"  # the name the jail's worker gives the program's module
 
 
@@ -105,56 +100,74 @@ def _is_solution_import(node: ast.AST) -> bool:
     return isinstance(node, ast.Import) and all(a.name == SOLUTION_MODULE for a in node.names)
 
 
-def name_sources(tree: ast.AST, prompt_helpers: frozenset[str] = frozenset()) -> NameSources:
-    """Where each name of `tree` (a test's code) comes from; `prompt_helpers`: what the item's prompt defines."""
+def name_sources(parts: list[ast.AST], prompt_helpers: Callable[[], frozenset[str]] = frozenset,
+                 scope: list[ast.stmt] | None = None) -> tuple[NameSources, frozenset[str]]:
+    """Where each name of a test's code (`parts` and `scope`) comes from, and the names bound within `scope` (check()'s
+    body; one walk for both). `prompt_helpers`: what the item's prompt defines, asked only when the test has free
+    names that are not builtins (most tests have none, and parsing a prompt costs)."""
     loads: set[str] = set()
     from_solution: dict[str, str] = {}
     solution_modules: set[str] = set()
-    star_import = False
-    nodes = list(ast.walk(tree))
-    for node in nodes:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loads.add(node.id)
-        elif _is_solution_import(node):
-            for alias in node.names:  # type: ignore[attr-defined]
-                if isinstance(node, ast.Import):
-                    solution_modules.add(alias.asname or alias.name)
-                elif alias.name != "*":
-                    from_solution[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            star_import = True
-    # `import math` binds the real module, which is what the host evaluator means by `math` too: not a shadowing.
-    bound = _bound_in([n for n in nodes if not (_is_solution_import(n) or _imports_math(n))])
+    star_imports: list[ast.AST] = []
+
+    def binding_nodes(roots: Any) -> list[ast.AST]:
+        binding = []
+        for node in (n for root in roots for n in ast.walk(root)):
+            if type(node) is ast.Name and type(node.ctx) is ast.Load:
+                loads.add(node.id)
+            elif _is_solution_import(node):
+                for alias in node.names:  # type: ignore[attr-defined]
+                    if isinstance(node, ast.Import):
+                        solution_modules.add(alias.asname or alias.name)
+                    elif alias.name != "*":
+                        from_solution[alias.asname or alias.name] = alias.name
+            elif not _imports_math(node):  # `import math` binds the real module: what the host evaluator means by math
+                binding.append(node)
+                if type(node) is ast.ImportFrom and any(a.name == "*" for a in node.names):
+                    star_imports.append(node)
+        return binding
+
+    bound_in_scope = _bound_in(binding_nodes(scope or []))
+    bound = bound_in_scope | _bound_in(binding_nodes(parts))
     # A name imported from the solution and also bound some other way has no one meaning by position: not the program's.
     from_solution = {k: v for k, v in from_solution.items() if k not in bound}
     solution_modules -= bound
     free = frozenset(loads) - bound - set(from_solution) - solution_modules
-    helpers = free & prompt_helpers
-    modules = free & {"math"} - helpers
-    program = frozenset(name for name in free - helpers - modules
-                        if name not in _PYTHON_BUILTINS and not (name.startswith("__") and name.endswith("__")))
+    modules = free & {"math"}
+    unknown = [name for name in free - modules
+               if name not in _PYTHON_BUILTINS and not (name.startswith("__") and name.endswith("__"))]
+    helpers = frozenset(unknown) & prompt_helpers() if unknown else frozenset()
+    program = frozenset(unknown) - helpers
     shadowed = bound | helpers | set(from_solution) | solution_modules
-    return NameSources(frozenset(shadowed), program, from_solution, frozenset(solution_modules), star_import,
-                     frozenset(helpers), frozenset(modules))
+    names = NameSources(frozenset(shadowed), program, from_solution, frozenset(solution_modules), bool(star_imports),
+                        helpers, modules)
+    return names, bound_in_scope
 
 
 def _bound_in(nodes: list[ast.AST]) -> frozenset[str]:
-    """bound_names over nodes already walked (ast.walk's list): each node on its own, no second walk."""
+    """Every name these nodes bind (assignments, defs, imports, parameters, except and match targets): each node on its
+    own, the caller walked the tree."""
     names: set[str] = set()
     for node in nodes:
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            names.add(node.rest)
+        kind = type(node)
+        if kind is ast.Name:
+            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
+                names.add(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.arg:
+            names.add(node.arg)  # type: ignore[attr-defined]
+        elif kind in _DEFINITIONS:
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")  # type: ignore[attr-defined]
+        elif kind in _NAMED_PATTERNS and node.name:  # type: ignore[attr-defined]
+            names.add(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]
+            names.add(node.rest)  # type: ignore[attr-defined]
     return frozenset(names)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_NAMED_PATTERNS = (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
 
 
 def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -292,7 +305,7 @@ def convert_assert_code(code: str, prompt: str | None = None) -> tuple[Conversio
     tree = _parse(code, "the assert code")
     if not any(isinstance(node, ast.Assert) for node in ast.walk(tree)):
         raise PlanError("the assert code holds no assertion")
-    names = name_sources(tree, prompt_helper_names(prompt))
+    names, _ = name_sources([tree], lambda: prompt_helper_names(prompt))
     conversion = convert_statements(tree.body, names.program_function, names.shadowed)
     residual = None
     if conversion.residual:
@@ -321,7 +334,11 @@ def convert_humaneval(test_code: str, entry_point: str,
         raise PlanError("the test code must define check(candidate) once")
     check = checks[0]
     parameter = check.args.args[0].arg
-    names = name_sources(tree, prompt_helper_names(prompt, entry_point))
+    # check() itself: its name, parameter, decorators and annotations are the test's; its body is walked once for both
+    # the test's names and the parameter's rebinding.
+    header = [ast.Name(id=check.name, ctx=ast.Store()), check.args, *check.decorator_list, *([check.returns] if check.returns else [])]
+    names, bound_in_check = name_sources([n for n in tree.body if n is not check] + header,
+                                         lambda: prompt_helper_names(prompt, entry_point), scope=check.body)
 
     def candidate_fn(func: ast.expr) -> str | None:
         if isinstance(func, ast.Name) and func.id == parameter:
@@ -329,7 +346,7 @@ def convert_humaneval(test_code: str, entry_point: str,
         return names.program_function(func)
 
     # A check that rebinds its own parameter cannot be converted by position; leave all of it to the jail.
-    rebinds = parameter in bound_names(ast.Module(body=check.body, type_ignores=[]))
+    rebinds = parameter in bound_in_check
     conversion = Conversion(residual=list(check.body)) if rebinds else convert_statements(check.body, candidate_fn, names.shadowed)
     residual = None
     if conversion.residual:
