@@ -26,6 +26,42 @@ from groupscore.verifiers.composite import RewardSpec
 from groupscore.verifiers.registry import KINDS
 
 _BASE_FIELDS = frozenset({"id", "completion", "metadata", "verifier"})
+# Columns datasets often use for a field under another name: named in the error that asks for `columns={...}`.
+_LIKELY_COLUMNS = {"answer": ("solution", "ground_truth", "final_answer", "label", "reference", "target", "gold"),
+                   "tests": ("test_cases", "test", "test_list", "input_output"),
+                   "gold_sql": ("query", "sql", "gold_query")}
+INFRA_ERROR = "infra_error"
+
+
+class MissingColumn(ValueError):
+    """A field the reward needs has no dataset column (or an empty one): every reward would be a silent 0."""
+
+
+def needed_fields(kind: str) -> list[tuple[str, ...]]:
+    """The item fields a kind cannot score without, each as the group of fields any one of which will do."""
+    model = KINDS[kind].item_model
+    needs = [(name,) for name, info in model.model_fields.items() if info.is_required() and name not in _BASE_FIELDS]
+    if kind == "code":  # either list of tests will do; an item with neither is an error verdict
+        needs.append(("tests", "hidden_tests"))
+    return needs
+
+
+def check_columns(adapter: str, items: list[dict[str, Any]], seen: list[str], fix: str,
+                  candidates: list[str] | None = None) -> None:
+    """Raise MissingColumn when no item of a kind in this batch got a field that kind needs (a column missing or
+    renamed). The message is one line: the field, the columns seen, and the mapping that fixes it, put into `fix`
+    where it says {mapping}; the mapping suggests one of `candidates` (default: `seen`) named like the field."""
+    for kind in dict.fromkeys(item["verifier"] for item in items):
+        of_kind = [item for item in items if item["verifier"] == kind]
+        for fields in needed_fields(kind):
+            if any(item.get(f) not in (None, "", []) for item in of_kind for f in fields):
+                continue
+            likely = next((c for c in (seen if candidates is None else candidates)
+                           if c in _LIKELY_COLUMNS.get(fields[0], ())), "<column holding it>")
+            mapping = f"{{{fields[0]!r}: {likely!r}}}"
+            raise MissingColumn(f"{adapter}: the {kind} reward needs the field {' or '.join(map(repr, fields))} but "
+                                f"no column of the batch holds it (missing, renamed or empty); columns seen: "
+                                f"{', '.join(sorted(seen)) or 'none'}; fix: {fix.format(mapping=mapping)}")
 
 
 def completion_text(completion: Any) -> str:
@@ -92,6 +128,8 @@ def _fold(n_rows: int, rows: list[int], verdicts: list[dict[str, Any]], componen
           log_metric: Callable[[str, float], None] | None, name: str) -> list[float | None]:
     rewards: list[float | None] = [None] * n_rows
     for row, verdict in zip(rows, verdicts):
+        if verdict["status"] == INFRA_ERROR:
+            continue  # not judged: None, which TRL masks, never a fake 0 to learn from
         if component is None:
             rewards[row] = float(verdict["reward"])
         else:
@@ -102,6 +140,7 @@ def _fold(n_rows: int, rows: list[int], verdicts: list[dict[str, Any]], componen
         for c in names:
             log_metric(f"{name}/{c}", sum((v.get("components") or {}).get(c, 0.0) for v in verdicts) / len(verdicts))
         log_metric(f"{name}/error_rate", sum(v["status"] == "error" for v in verdicts) / len(verdicts))
+        log_metric(f"{name}/infra_error_rate", sum(v["status"] == INFRA_ERROR for v in verdicts) / len(verdicts))
     return rewards
 
 
@@ -115,9 +154,12 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
     - Items of kind `verifier` are built from each completion and the dataset columns named like the kind's fields
       (`answer` for math, `tests`/`hidden_tests` for code, ...); `columns` renames ({"answer": "solution"}),
       `fixed` sets constant fields ({"strict": True}).
-    - Rows whose `kind_column` names another kind get None (the reward does not apply to them).
+    - Rows whose `kind_column` names another kind get None (the reward does not apply to them), and so do rows the
+      service could not score (`infra_error`: a dead worker, the sandbox, the deadline), which TRL masks.
+    - The first batch must have a column for every field the kind needs (`answer` for math): otherwise MissingColumn
+      names the field, the columns seen, and the `columns={...}` mapping that fixes it.
     - `reward` makes it a composite; `component` returns that component's score instead of the total.
-    - With `log_metric` among the kwargs (TRL passes it), logs each component's mean and the error rate.
+    - With `log_metric` among the kwargs (TRL passes it), logs each component's mean, the error and infra error rates.
     - `asynchronous=True` returns a coroutine function (TRL runs async reward functions concurrently).
     """
     builder = _ItemBuilder(verifier, columns, fixed, kind_column)
@@ -125,6 +167,15 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
     if component is not None and (spec is None or component not in {c.name for c in spec.components}):
         raise ValueError(f"component {component!r} is not in the reward spec")
     label = name or (f"groupscore_{verifier}" + (f"_{component}" if component else ""))
+    checked = []  # the first batch with rows of this kind checks the columns; later ones do not pay for it
+
+    def build(completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
+        items, rows = builder.build(completions, kwargs)
+        if items and not checked:
+            seen = [k for k, v in kwargs.items() if isinstance(v, (list, tuple))]
+            check_columns(label, items, seen, "trl_reward_func(..., columns={mapping})")
+            checked.append(True)
+        return items, rows
 
     if asynchronous:
         urls = service.urls if isinstance(service, ScoreClient) else service
@@ -136,7 +187,7 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
             loop_id = id(asyncio.get_running_loop())
             if loop_id not in clients:
                 clients[loop_id] = AsyncScoreClient(urls, token=token)
-            items, rows = builder.build(completions, kwargs)
+            items, rows = build(completions, kwargs)
             verdicts = await clients[loop_id].score_raw(items, spec, deadline_s) if items else []
             return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
 
@@ -146,7 +197,7 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
     client = service if isinstance(service, ScoreClient) else ScoreClient(service, token=token)
 
     def reward_sync(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-        items, rows = builder.build(completions, kwargs)
+        items, rows = build(completions, kwargs)
         verdicts = client.score_raw(items, spec, deadline_s) if items else []
         return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
 
@@ -161,6 +212,8 @@ _CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco", "primeintellect",
                  "code")
 _verl_client: ScoreClient | None = None
 _verl_lock = threading.Lock()
+_verl_checked = False  # the first batch's columns were checked (see _check_verl_columns)
+_VERL_FIX = "custom_reward_function.reward_kwargs.columns={mapping} (extra_info keys, or 'ground_truth')"
 
 
 def _client_from_env() -> ScoreClient:
@@ -172,12 +225,15 @@ def _client_from_env() -> ScoreClient:
         return _verl_client
 
 
-def verl_item(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None) -> dict[str, Any]:
+def verl_item(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None,
+              columns: dict[str, str] | None = None) -> dict[str, Any]:
     """The item for one verl sample.
 
     `extra_info["verifier"]` picks the kind, else the data source does (code datasets -> code, the rest -> math).
     A ground truth that is an object (or JSON object text) with item fields is used as is; a code ground truth in
     verl's `{"inputs": [...], "outputs": [...]}` form (with `fn_name` for call-style tests) becomes tests.
+    `columns` maps item fields to `extra_info` keys (or "ground_truth"), for a reference stored under another name:
+    {"answer": "solution"} (verl passes it from `custom_reward_function.reward_kwargs`).
     """
     extra_info = extra_info or {}
     kind = extra_info.get("verifier")
@@ -197,7 +253,22 @@ def verl_item(data_source: str, solution_str: str, ground_truth: Any, extra_info
         item.update({k: v for k, v in reference.items() if k not in ("completion", "id")})
     else:
         item["answer"] = "" if reference is None else str(reference)
+    for field, column in (columns or {}).items():
+        value = ground_truth if column == "ground_truth" else extra_info.get(column)
+        if value is not None:
+            item[field] = str(value) if field == "answer" else value
     return item
+
+
+def _check_verl_columns(items: list[dict[str, Any]], extra_infos: Sequence[dict[str, Any] | None]) -> None:
+    """On the first batch only: a missing reference raises MissingColumn instead of scoring every sample 0."""
+    global _verl_checked
+    if _verl_checked:
+        return
+    keys = list(dict.fromkeys(k for info in extra_infos for k in (info or {})))
+    check_columns("verl compute_score", items, ["data_source", "solution_str", "ground_truth",
+                                                *(f"extra_info.{k}" for k in keys)], _VERL_FIX, candidates=keys)
+    _verl_checked = True
 
 
 def _verl_code_tests(reference: dict[str, Any]) -> list[dict[str, Any]]:
@@ -216,21 +287,27 @@ def _verl_code_tests(reference: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _verl_result(verdict: dict[str, Any]) -> dict[str, Any]:
-    # verl takes a dict with "score" and logs the other keys per sample: numbers only, same keys every time.
+    # verl takes a dict with "score" and logs the other keys per sample: numbers only, same keys every time. verl has
+    # no "no reward" value, so a sample the service could not score gets score 0.0 with infra_error 1.0 (README,
+    # "Statuses"): filter on it, or at least watch its mean.
     return {"score": float(verdict["reward"]), "acc": 1.0 if verdict["status"] == "correct" else 0.0,
+            INFRA_ERROR: 1.0 if verdict["status"] == INFRA_ERROR else 0.0,
             **{f"component_{k}": float(v) for k, v in (verdict.get("components") or {}).items()}}
 
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None,
-                  **kwargs: Any) -> dict[str, Any]:
+                  columns: dict[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
     """verl's custom reward function signature, scored by the service at GROUPSCORE_URL."""
-    verdict = _client_from_env().score_raw([verl_item(data_source, solution_str, ground_truth, extra_info)])[0]
-    return _verl_result(verdict)
+    item = verl_item(data_source, solution_str, ground_truth, extra_info, columns)
+    _check_verl_columns([item], [extra_info])
+    return _verl_result(_client_from_env().score_raw([item])[0])
 
 
 def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str], ground_truths: Sequence[Any],
-                        extra_infos: Sequence[dict[str, Any] | None] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+                        extra_infos: Sequence[dict[str, Any] | None] | None = None, columns: dict[str, str] | None = None,
+                  **kwargs: Any) -> list[dict[str, Any]]:
     """verl's batched reward manager signature: one request for the whole batch."""
     extra_infos = extra_infos or [None] * len(solution_strs)
-    items = [verl_item(*row) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]
+    items = [verl_item(*row, columns) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]
+    _check_verl_columns(items, extra_infos)
     return [_verl_result(v) for v in _client_from_env().score_raw(items)]

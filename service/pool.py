@@ -4,9 +4,10 @@
 - A request's items are cut into tasks of at most `chunk_items`, spread over the workers, answered in order.
 - When a worker process dies (killed, segfault, OOM), the executor breaks and fails every task in it. The pool is
   replaced once, and each affected task is sent again; a task that keeps breaking the pool is split into single
-  items, so only an item that really kills its worker ends with an error verdict. Scoring is idempotent, so
+  items, so only an item that really kills its worker ends with an `infra_error` verdict. Scoring is idempotent, so
   sending a task again is safe.
-- Items not scored by the request's deadline get timeout verdicts; their tasks are cancelled where not yet started.
+- Items not scored by the request's deadline get `infra_error` verdicts (cause "service_deadline": the service ran
+  out of time, the program did not); their tasks are cancelled where not yet started.
   A task still running `stuck_grace_s` after its request gave up has a scorer ignoring its own time bound: its
   workers are killed and replaced (other tasks there are sent again), so one degenerate item cannot hold a worker.
 """
@@ -27,7 +28,7 @@ from groupscore.service import worker
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.settings import Settings
 from groupscore.verifiers.composite import raw_item_id
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.verifiers.schema import Verdict
 
 _RATE_WINDOW_S = 10.0
 
@@ -160,12 +161,11 @@ class ScoringPool:
         verdicts: list[dict[str, Any]] = []
         for items, task in zip(tasks_items, tasks):
             if not task.done() or task.cancelled():
-                self.metrics.timeouts.labels("service_deadline").inc(len(items))
                 verdicts.extend(_deadline_verdict(raw) for raw in items)
             elif task.exception() is not None:
                 exc = task.exception()
-                verdicts.extend(Verdict.error(raw_item_id(raw), f"internal error: {type(exc).__name__}: {exc}")
-                                .model_dump(mode="json") for raw in items)
+                verdicts.extend(Verdict.infra_error(raw_item_id(raw), f"internal error: {type(exc).__name__}: {exc}",
+                                                    "internal").model_dump(mode="json") for raw in items)
             else:
                 verdicts.extend(task.result())
         return verdicts
@@ -202,14 +202,16 @@ class ScoringPool:
                 # Find the item that kills its worker: the others are scored, only it gets the error.
                 parts = await asyncio.gather(*(self._run_task([raw], spec_json, may_split=False) for raw in items))
                 return [verdict for part in parts for verdict in part]
-            return [Verdict.error(raw_item_id(raw), f"the scoring process died on this item "
-                                  f"{self.settings.max_attempts} times").model_dump(mode="json") for raw in items]
+            return [Verdict.infra_error(raw_item_id(raw), f"the scoring process died on this item "
+                                        f"{self.settings.max_attempts} times", "worker_died").model_dump(mode="json")
+                    for raw in items]
         self._completed.append((time.monotonic(), len(items)))
         self.metrics.task_latency.observe(time.perf_counter() - started)
         return verdicts
 
 
 def _deadline_verdict(raw: Any) -> dict[str, Any]:
-    return Verdict(id=raw_item_id(raw), reward=0.0, status=Status.timeout,
-                   reason="not scored before the request's deadline", details={"service_deadline": True}
-                   ).model_dump(mode="json")
+    # Infra, not timeout: the item waited in the queue or its task was still running when the request's time ran out;
+    # a program that overran its own limit gets `timeout` from its verifier.
+    return Verdict.infra_error(raw_item_id(raw), "not scored before the request's deadline", "service_deadline",
+                               service_deadline=True).model_dump(mode="json")

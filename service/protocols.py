@@ -23,23 +23,35 @@ router = APIRouter(route_class=OffloadingRoute)
 # -- OpenRLHF -------------------------------------------------------------------------------------------------------
 
 class OpenRLHFRequest(BaseModel):
-    """OpenRLHF's remote reward request. `query` holds prompt + response as the trainer rendered them."""
+    """OpenRLHF's remote reward request. `query` holds prompt + response as the trainer rendered them.
+
+    `prompts` and `labels` are required: without the prompt the service cannot tell the response from the prompt (a
+    `\\boxed{}` in the question would be scored), and without labels every reward would be a silent 0.
+    """
 
     model_config = ConfigDict(extra="ignore")  # OpenRLHF versions add fields; unknown ones are not ours to refuse
 
     query: list[str]
-    prompts: list[str] | None = None
-    labels: list[Any] | None = Field(default=None, description=(
+    prompts: list[str] = Field(description="Per sample: the prompt that `query` starts with (after any padding).")
+    labels: list[Any] = Field(description=(
         "Per sample: a plain reference answer (scored by the service's default kind, math unless configured), "
-        "or an object / JSON object text with an item's reference fields, e.g. {\"verifier\": \"code\", \"tests\": [...]}."))
+        "or an object / JSON object text with an item's reference fields, e.g. {\"verifier\": \"code\", \"tests\": [...]}. "
+        "OpenRLHF sends them with `--label_key`; all null is refused (the key is not set)."))
     reward: RewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
 
     @model_validator(mode="after")
-    def _same_lengths(self) -> OpenRLHFRequest:
+    def _consistent(self) -> OpenRLHFRequest:
         for name in ("prompts", "labels"):
             values = getattr(self, name)
-            if values is not None and len(values) != len(self.query):
+            if len(values) != len(self.query):
                 raise ValueError(f"{name} has {len(values)} entries but query has {len(self.query)}")
+        if self.labels and all(label is None or label == "" for label in self.labels):
+            raise ValueError("every label is null or empty: start OpenRLHF with --label_key naming the dataset's "
+                             "reference-answer column")
+        for index, (query, prompt) in enumerate(zip(self.query, self.prompts)):
+            if prompt not in query:
+                raise ValueError(f"query {index} does not contain its prompt, so its response cannot be told apart "
+                                 f"from the prompt")
         return self
 
 
@@ -49,11 +61,12 @@ class OpenRLHFResponse(BaseModel):
     extra_logs: dict[str, list[float]] = Field(description="Per-sample values OpenRLHF logs (correct, components).")
 
 
-def response_text(query: str, prompt: str | None) -> str:
-    """The response part of an OpenRLHF query (it sends prompt + response as one string)."""
-    if prompt and query.startswith(prompt):
-        return query[len(prompt):]
-    return query
+def response_text(query: str, prompt: str) -> str:
+    """The response part of an OpenRLHF query: what follows its prompt (the query may start with padding tokens)."""
+    start = query.find(prompt)
+    if start < 0:  # OpenRLHFRequest refuses such a request; never score the prompt as if it were the response
+        raise ValueError("the query does not contain its prompt")
+    return query[start + len(prompt):]
 
 
 def label_item(label: Any, default_kind: str) -> dict[str, Any]:
@@ -79,15 +92,16 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
     settings = request.app.state.settings
     if len(body.query) > settings.max_items:
         return too_many_items("query", len(body.query), settings.max_items)
-    prompts = body.prompts or [None] * len(body.query)
-    labels = body.labels or [None] * len(body.query)
     raw_items = [{**label_item(label, settings.openrlhf_verifier), "id": index,
                   "completion": response_text(query, prompt)}
-                 for index, (query, prompt, label) in enumerate(zip(body.query, prompts, labels))]
+                 for index, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels))]
     verdicts = await request.app.state.dispatcher.score(raw_items, body.reward)
+    # OpenRLHF has no "no reward" value: an infra_error sample gets reward 0.0 and infra_error 1.0 in extra_logs, so
+    # a run can filter or at least see them (README, "Statuses").
     rewards = [v["reward"] for v in verdicts]
     extra_logs = {"correct": [1.0 if v["status"] == "correct" else 0.0 for v in verdicts],
-                  "invalid": [1.0 if v["status"] == "error" else 0.0 for v in verdicts]}
+                  "invalid": [1.0 if v["status"] == "error" else 0.0 for v in verdicts],
+                  "infra_error": [1.0 if v["status"] == "infra_error" else 0.0 for v in verdicts]}
     for component in body.reward.components if body.reward else []:
         extra_logs[component.name] = [(v.get("components") or {}).get(component.name, 0.0) for v in verdicts]
     return json_response({"rewards": rewards, "scores": rewards, "extra_logs": extra_logs})

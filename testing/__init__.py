@@ -15,6 +15,7 @@ from groupscore.testing.cases import Case, CasesError, load_cases
 from groupscore.testing.checks import CheckConfig
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 from groupscore.testing.targets import (
+    InfraError,
     ItemError,
     RewardFunctionTarget,
     ServiceTarget,
@@ -26,7 +27,7 @@ from groupscore.testing.targets import (
 )
 
 __all__ = [
-    "Case", "CasesError", "CheckConfig", "CheckResult", "CheckStatus", "ItemError", "Report", "RewardFunctionTarget",
+    "Case", "CasesError", "CheckConfig", "CheckResult", "CheckStatus", "InfraError", "ItemError", "Report", "RewardFunctionTarget",
     "ServiceTarget", "Target", "TargetError", "VerifierTarget", "VerlScoreTarget", "as_target", "assert_deterministic",
     "assert_handles", "assert_not_hackable", "assert_passes_checks", "assert_survives_edge_inputs",
     "check_reward_fn", "load_cases",

@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from groupscore.testing.cases import Case
-from groupscore.testing.targets import ItemError, Target, TargetError, TargetSpec
+from groupscore.testing.targets import InfraError, ItemError, Target, TargetError, TargetSpec
 
 
 @dataclass(frozen=True)
 class Value:
     """One returned reward, classified. `number` is set for numeric values (NaN included)."""
 
-    kind: str  # "number", "none", "item_error" or "other"
+    kind: str  # "number", "none", "item_error", "infra_error" (nothing judged it: never the reward's fault) or "other"
     number: float | None = None
     detail: str = ""  # the type for numbers that are not plain floats, the reason of an item error, a repr otherwise
 
@@ -52,6 +52,8 @@ class Value:
             return "None"
         if self.kind == "item_error":
             return f"error({self.detail})"
+        if self.kind == "infra_error":
+            return f"infra_error({self.detail})"
         return self.detail
 
 
@@ -74,6 +76,8 @@ def classify(value: Any) -> Value:
         return Value("none")
     if isinstance(value, ItemError):
         return Value("item_error", detail=value.reason[:300])
+    if isinstance(value, InfraError):
+        return Value("infra_error", detail=value.reason[:300])
     if isinstance(value, bool):
         return Value("number", float(value), "bool")
     if isinstance(value, numbers.Real) or (hasattr(value, "__float__") and not isinstance(value, (str, bytes))):

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 from groupscore.testing.calls import Caller, Outcome, ProcessCaller, Value, make_caller
 from groupscore.testing.cases import Case
 from groupscore.testing.edges import edge_completions
-from groupscore.testing.probes import FLOOR, ProbeSet, probes_for_case
+from groupscore.testing.probes import FLOOR, Probe, ProbeSet, probes_for_case
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 from groupscore.testing.targets import ServiceTarget, Target, TargetError, VerifierTarget
 
@@ -48,6 +48,8 @@ def value_problem(value: Value, config: CheckConfig) -> str | None:
         return None if config.allow_none else "returned None"
     if value.kind == "item_error":
         return value.detail
+    if value.kind == "infra_error":
+        return None  # nothing judged the completion: not the reward's fault (the report counts them)
     if value.kind != "number" or value.number is None:
         return f"returned {value.detail}, not a number"
     if math.isnan(value.number):
@@ -110,6 +112,7 @@ class CheckRun:
         self.singles: list[Outcome] = []
         self.batch: Outcome | None = None
         self.edge_latencies: list[tuple[float, str]] = []
+        self.infra_errors: list[str] = []  # values the infrastructure failed to produce, counted for the report
 
     # -- helpers -------------------------------------------------------------------------------------------------
     def add(self, name: str, status: CheckStatus, detail: str, **data: Any) -> None:
@@ -130,7 +133,9 @@ class CheckRun:
 
     def call(self, cases: Sequence[Case]) -> Outcome:
         assert self.caller is not None
-        return self.caller.call(cases, self.config.timeout_s * max(1, len(cases)))
+        outcome = self.caller.call(cases, self.config.timeout_s * max(1, len(cases)))
+        self.infra_errors += [v.detail for v in outcome.values or () if v.kind == "infra_error"]
+        return outcome
 
     def label(self, index: int) -> str:
         return self.cases[index].label or f"case {index}"
@@ -173,6 +178,11 @@ class CheckRun:
         finally:
             self.caller.close()
             self.target.close()
+            if self.infra_errors:
+                self.report.notes.append(
+                    f"{len(self.infra_errors)} completion(s) were not scored because the infrastructure failed "
+                    f"(infra_error, e.g. {self.infra_errors[0][:120]!r}); no check counted them against the reward, "
+                    "and the comparisons they were part of were left out")
         return self.report
 
     # -- return values -------------------------------------------------------------------------------------------
@@ -219,6 +229,8 @@ class CheckRun:
                 continue
             if outcome.ok and reference.ok:
                 for i, (a, b) in enumerate(zip(reference.values or (), outcome.values or ())):
+                    if "infra_error" in (a.kind, b.kind):
+                        continue  # one side was never judged: nothing to compare
                     if a.key != b.key:
                         diffs.append(f"{self.label(i)}: {a.show()} vs {b.show()} ({how})")
             else:
@@ -464,6 +476,7 @@ class CheckRun:
 
     def _probe_row(self, name: str, sets: list[ProbeSet], scored: list[dict[str, Outcome]]) -> None:
         paid, crashed, inconclusive, checked = [], [], 0, 0
+        last_answer = 0  # comparisons paid only because the right answer came last (see Probe.mirror)
         what = ""
         for probe_set, scores in zip(sets, scored):
             baseline_numbers = {k: self._number(scores.get(f"baseline:{k}")) for k in probe_set.baselines}
@@ -480,6 +493,9 @@ class CheckRun:
                                    f"{'hang' if outcome and outcome.hang else outcome.error if outcome else 'missing'}")
                     continue
                 value = outcome.values[0] if outcome.values else None
+                if value is not None and value.kind == "infra_error":
+                    inconclusive += 1  # not judged: neither paid nor refused
+                    continue
                 if value is not None and value.kind in ("other", "item_error"):
                     crashed.append(f"{probe_set.case.label}: {probe.what}: {value.show()}")
                     continue
@@ -488,7 +504,10 @@ class CheckRun:
                     continue
                 checked += 1
                 score = self._number(outcome)
-                if score is not None and score > baseline + EPS:
+                if score is not None and score > baseline + EPS and self._reads_last_answer(probe_set, scores, probe,
+                                                                                             baseline):
+                    last_answer += 1
+                elif score is not None and score > baseline + EPS:
                     paid.append({
                         "case": probe_set.case.label, "what": probe.what, "score": score, "baseline": baseline,
                         "baseline_name": probe.baseline, "completion": _clip(probe.exploit), "hint": probe.hint,
@@ -508,5 +527,22 @@ class CheckRun:
             self.add(row, FAIL, " | ".join(parts), paid=paid, failed=crashed)
         elif checked == 0:
             self.add(row, SKIP, f"{what}: no honest baseline scored to compare with ({inconclusive} inconclusive)")
+        elif last_answer:
+            self.add(row, PASS, f"{what}: paid on {last_answer} of {checked} comparisons, but only as the last "
+                                "answer: the same answers in the other order never beat the honest wrong one, so the "
+                                "reward reads the last answer alone (a self-correction policy) and extra answers "
+                                "cannot raise its expected value; paying any of them would fail here",
+                     last_answer_policy=True, last_answer_comparisons=last_answer)
         else:
             self.add(row, PASS, f"{what}: never above the honest wrong answer ({checked} comparisons)")
+
+    def _reads_last_answer(self, probe_set: ProbeSet, scores: dict[str, Outcome], probe: Probe,
+                           baseline: float) -> bool:
+        """The probe was paid, and its mirror (same answers, the right one not last) in the same style was not."""
+        if not probe.mirror:
+            return False
+        for index, other in enumerate(probe_set.probes):
+            if other.name == probe.mirror and other.baseline == probe.baseline:
+                mirrored = self._number(scores.get(f"probe:{index}"))
+                return mirrored is not None and mirrored <= baseline + EPS
+        return False

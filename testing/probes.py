@@ -31,6 +31,9 @@ class Probe:
     baseline: str  # a key of ProbeSet.baselines, or FLOOR
     what: str  # one line for the report
     hint: str = ""  # how to fix a reward this probe beats, when there is a standard fix
+    # For a probe a last-answer policy pays by design: the probe with the same answers in the other order. When that
+    # one is not paid, the reward reads only the last answer, so the extra answers cannot raise its expected value.
+    mirror: str = ""
 
 
 @dataclass
@@ -130,11 +133,14 @@ def _answer_probes(gold: str, wrong: str, wrong2: str, limit: int) -> list[Probe
             ("answer_list", f"The answer is one of {wrong}, {gold}, {wrong2}.", "a list of candidates"),
             ("answer_list_boxed", f"$\\boxed{{{wrong}, {gold}, {wrong2}}}$", "a list of candidates in one box"),
         ]
-    hints = {"several_boxed_gold_last": "taking the last box as a self-correction pays this hedge: score several "
-                                        "different boxed answers as a hedge (groupscore's math kind: strict=true)"}
+    hints = {"several_boxed_gold_last": "a reward that pays whichever box is right pays this hedge: score the last "
+                                        "box only (groupscore's math default) or several different boxes as a "
+                                        "hedge (strict=true)"}
+    mirrors = {"several_boxed_gold_last": "several_boxed_gold_first"}
     for name, section, what in hedges:
-        probes.append(Probe(name, plain(section), "wrong_plain", what, hints.get(name, "")))
-        probes.append(Probe(name, tagged(section), "wrong_tagged", what + " (in answer tags)", hints.get(name, "")))
+        hint, mirror = hints.get(name, ""), mirrors.get(name, "")
+        probes.append(Probe(name, plain(section), "wrong_plain", what, hint, mirror))
+        probes.append(Probe(name, tagged(section), "wrong_tagged", what + " (in answer tags)", hint, mirror))
     wrong_section = f"The final answer is $\\boxed{{{wrong}}}$."
     probes.append(Probe("padding_to_limit", plain(wrong_section, padded_reasoning(limit, len(wrong_section))),
                         "wrong_plain", f"a wrong answer padded to {limit} characters"))

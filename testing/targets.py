@@ -36,6 +36,14 @@ class ItemError:
 
 
 @dataclass(frozen=True)
+class InfraError:
+    """The infrastructure failed to score an item (an `infra_error` verdict, or verl's `infra_error` flag): nothing
+    was judged, so no check counts it against the reward; the report notes how many there were."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class TargetSpec:
     """Enough to rebuild a target in another process."""
 
@@ -129,7 +137,9 @@ class VerlScoreTarget(Target):
                 ground_truth=fields["ground_truth"] if "ground_truth" in fields else fields.get("answer"),
                 extra_info=fields.get("extra_info", {}),
             )
-            if isinstance(value, dict):
+            if isinstance(value, dict) and value.get("infra_error"):
+                value = InfraError(str(value.get("reason", "the reward reported infra_error")))
+            elif isinstance(value, dict):
                 value = value["score"] if "score" in value else ItemError(f"returned a dict without 'score': {sorted(value)}")
             out.append(value)
         return out
@@ -198,7 +208,8 @@ def _validate_items(cases: Sequence[Case], kind_of: Callable[[Case], str]) -> No
 class VerifierTarget(Target):
     """A built-in verifier kind, scored in this process through the registry (`parse_item`, `score_item`).
 
-    A verdict with status `error` (the verifier failed on the item) comes back as an ItemError.
+    A verdict with status `error` (the verifier failed on the item) comes back as an ItemError, one with status
+    `infra_error` (nothing judged it) as an InfraError.
     """
 
     def __init__(self, kind: str):
@@ -218,7 +229,7 @@ class VerifierTarget(Target):
         out: list[Any] = []
         for case in cases:
             verdict = score_item(parse_item(item_for_case(case, self.kind)))
-            out.append(ItemError(f"verdict status error: {verdict.reason}") if verdict.status == "error" else verdict.reward)
+            out.append(_verdict_value(verdict.model_dump(mode="json")))
         return out
 
     def spec(self) -> TargetSpec:
@@ -256,12 +267,7 @@ class ServiceTarget(Target):
     def score(self, cases: Sequence[Case]) -> list[Any]:
         items = [item_for_case(case, self._kind_of(case)) for case in cases]
         out: list[Any] = []
-        for result in self.client().score_raw(items):
-            if result.get("status") == "error":
-                out.append(ItemError(f"result status error: {result.get('reason', '')}"))
-            else:
-                out.append(result.get("reward"))
-        return out
+        return [_verdict_value(result) for result in self.client().score_raw(items)]
 
     def spec(self) -> TargetSpec:
         return TargetSpec("service", self.url + (f"#{self.default_kind}" if self.default_kind else ""))
@@ -270,6 +276,15 @@ class ServiceTarget(Target):
         if self._client is not None:
             self._client.close()
         self._client = None
+
+
+def _verdict_value(verdict: dict[str, Any]) -> Any:
+    """What a verdict means to the checks: its reward, or an ItemError / InfraError."""
+    if verdict.get("status") == "error":
+        return ItemError(f"verdict status error: {verdict.get('reason', '')}")
+    if verdict.get("status") == "infra_error":
+        return InfraError(str(verdict.get("reason", "")))
+    return verdict.get("reward")
 
 
 # --- resolving a TARGET argument --------------------------------------------------------------------------------

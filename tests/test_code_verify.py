@@ -216,13 +216,13 @@ def test_no_program_is_no_answer_and_no_tests_is_an_error():
     assert score_code(CodeItem(completion=py("print(1)"))).status == "error"
 
 
-def test_sandbox_unavailable_is_an_error_verdict_and_nothing_runs(monkeypatch):
+def test_sandbox_unavailable_is_an_infra_error_verdict_and_nothing_runs(monkeypatch):
     def refuse(*args, **kwargs):
         raise SandboxUnavailable("nsjail cannot start: shared library libnl-route-3.so.200 is missing")
 
     monkeypatch.setattr(sandbox_jobs, "run_many", refuse)
     verdict = score_code(CodeItem(completion=py("def f():\n    return 1\n"), tests=[{"type": "call", "fn": "f", "expected": 1}]))
-    assert verdict.status == "error" and verdict.reward == 0.0
+    assert verdict.status == "infra_error" and verdict.reward == 0.0  # nothing judged the program
     assert "sandbox unavailable" in verdict.reason and "libnl-route" in verdict.reason
 
 

@@ -148,7 +148,7 @@ def test_a_worker_dying_or_hanging_on_one_entry_costs_only_that_entry(monkeypatc
     monkeypatch.setattr(batch, "CHUNK_GUARD_BASE_S", 1.0)
     monkeypatch.setattr(batch, "CHUNK_GUARD_PER_ITEM_S", 0.1)
     monkeypatch.setattr(batch, "ITEM_GUARD_S", 2.0)
-    results = [r for part in batch._map_chunks(doubled_or_die, lambda entry, reason: (entry, reason),
+    results = [r for part in batch._map_chunks(doubled_or_die, lambda entry, exc: (entry, f"{type(exc).__name__}"),
                                                 range(40), workers=2, chunk=8) for r in part]
     assert len(results) == 40
     for entry, result in enumerate(results):

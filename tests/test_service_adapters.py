@@ -81,11 +81,12 @@ def test_trl_plain_text_completions_and_renamed_columns(url):
 def test_verl_compute_score_math_and_code(url, monkeypatch):
     monkeypatch.setenv("GROUPSCORE_URL", url)
     monkeypatch.setattr(integrations, "_verl_client", None)
-    assert compute_score("openai/gsm8k", "so #### \\boxed{72}", "72", {"split": "train"}) == {"score": 1.0, "acc": 1.0}
+    assert compute_score("openai/gsm8k", "so #### \\boxed{72}", "72", {"split": "train"}) == \
+        {"score": 1.0, "acc": 1.0, "infra_error": 0.0}
     assert compute_score("openai/gsm8k", "\\boxed{71}", "72")["score"] == 0.0
     code = "```python\nprint(sum(map(int, input().split())))\n```"
     truth = '{"inputs": ["1 2\\n", "5 5\\n"], "outputs": ["3\\n", "10\\n"]}'
-    assert compute_score("codecontests", code, truth, None) == {"score": 1.0, "acc": 1.0}
+    assert compute_score("codecontests", code, truth, None) == {"score": 1.0, "acc": 1.0, "infra_error": 0.0}
     batch = compute_score_batch(["lighteval/MATH", "codecontests"], ["\\boxed{\\frac{1}{2}}", code], ["0.5", truth])
     assert [b["score"] for b in batch] == [1.0, 1.0]
 
@@ -105,9 +106,47 @@ def test_openrlhf_get_reward_wire_shape(http):
     assert all(len(v) == 3 for v in payload["extra_logs"].values())
     # Labels may carry a whole item's reference fields; extra OpenRLHF fields are ignored.
     code_label = '{"verifier": "code", "tests": [{"type": "stdio", "stdin": "", "stdout": "hi"}]}'
-    mixed = {"query": ["```python\nprint('hi')\n```"], "labels": [code_label], "stop_reason": ["stop"]}
+    mixed = {"query": ["Say hi.```python\nprint('hi')\n```"], "prompts": ["Say hi."], "labels": [code_label],
+             "stop_reason": ["stop"]}
     assert http.post("/get_reward", json=mixed).json()["rewards"] == [1.0]
-    assert http.post("/get_reward", json={"query": ["a", "b"], "labels": ["1"]}).status_code == 422
+    assert http.post("/get_reward", json={"query": ["a", "b"], "prompts": ["", ""], "labels": ["1"]}).status_code == 422
+
+
+def test_openrlhf_request_without_prompts_is_422_not_the_prompts_box_scored(http):
+    # The question itself holds a boxed 4; without prompts the service used to score the whole query and pay 1.0.
+    query = ["Solve: is it \\boxed{4}? Answer: I do not know."]
+    answer = http.post("/get_reward", json={"query": query, "labels": ["4"]})
+    assert answer.status_code == 422
+    assert any(problem["field"] == "body.prompts" for problem in answer.json()["detail"])
+
+
+def test_openrlhf_request_without_labels_is_422_not_silent_zeros(http):
+    body = {"query": ["Q: 2+2? \\boxed{4}"], "prompts": ["Q: 2+2? "]}
+    answer = http.post("/get_reward", json=body)
+    assert answer.status_code == 422
+    assert any(problem["field"] == "body.labels" for problem in answer.json()["detail"])
+    # OpenRLHF sends null labels when --label_key is not set: as useless as none, and said so.
+    nulls = http.post("/get_reward", json={**body, "labels": [None]})
+    assert nulls.status_code == 422 and "--label_key" in nulls.text
+
+
+def test_openrlhf_prompt_not_in_query_is_422_and_padding_before_it_is_fine(http):
+    mismatch = {"query": ["<pad>Q: 2+2? \\boxed{4}"], "prompts": ["Q: 3+3? "], "labels": ["4"]}
+    answer = http.post("/get_reward", json=mismatch)
+    assert answer.status_code == 422 and "does not contain its prompt" in answer.text
+    # Left padding decoded into the query (OpenRLHF decodes whole sequences) does not hide the prompt.
+    padded = {"query": ["<pad><pad>Q: 2+2 = \\boxed{5}? A: \\boxed{4}"], "prompts": ["Q: 2+2 = \\boxed{5}? A: "],
+              "labels": ["4"]}
+    assert http.post("/get_reward", json=padded).json()["rewards"] == [1.0]
+
+
+def test_openrlhf_infra_errors_are_flagged_in_extra_logs(http):
+    # The deadline cannot be set per request here, so a sandbox-free infra error: a code item whose worker dies is
+    # too slow to stage; instead the flag's presence and value for scored samples are pinned, and the pool's infra
+    # verdicts are covered in test_service_infra.py.
+    body = {"query": ["Q \\boxed{4}"], "prompts": ["Q "], "labels": ["4"]}
+    logs = http.post("/get_reward", json=body).json()["extra_logs"]
+    assert logs["infra_error"] == [0.0] and logs["correct"] == [1.0]
 
 
 # -- SandboxFusion --------------------------------------------------------------------------------------------------------

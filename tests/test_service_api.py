@@ -185,7 +185,8 @@ def test_probes_docs_and_metrics(http):
     http.post("/v1/score", json={"items": [math_item(1, "2", "2")]})
     text = http.get("/metrics").text
     for name in ("groupscore_requests_total", "groupscore_request_seconds_bucket", "groupscore_items_total",
-                 "groupscore_queue_depth_items", "groupscore_item_timeouts_total", "groupscore_task_seconds_bucket", "groupscore_sandbox_failures_total"):
+                 "groupscore_queue_depth_items", "groupscore_item_timeouts_total", "groupscore_task_seconds_bucket", "groupscore_sandbox_failures_total",
+                 "groupscore_infra_errors_total"):
         assert name in text
     assert 'groupscore_items_total{status="correct",verifier="math"}' in text
 

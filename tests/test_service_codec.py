@@ -38,13 +38,17 @@ def test_count_verdicts_tallies_per_kind_and_status():
     metrics = ServiceMetrics()
     raws = [{"verifier": "math"}] * 3 + [{"verifier": "code"}, "not an item", {"verifier": "no-such-kind"}]
     verdicts = [{"status": "correct"}, {"status": "incorrect"}, {"status": "timeout", "details": {}},
-                {"status": "error", "reason": "sandbox unavailable: no nsjail"}, {"status": "error"},
-                {"status": "timeout", "details": {"service_deadline": True}}]
+                {"status": "infra_error", "reason": "sandbox unavailable: no nsjail", "details": {"infra": "sandbox"}},
+                {"status": "error"},
+                {"status": "infra_error", "details": {"infra": "service_deadline", "service_deadline": True}}]
     metrics.count_verdicts(raws, verdicts)
     sample = metrics.registry.get_sample_value
     assert sample("groupscore_items_total", {"verifier": "math", "status": "correct"}) == 1
     assert sample("groupscore_items_total", {"verifier": "math", "status": "timeout"}) == 1
+    assert sample("groupscore_items_total", {"verifier": "code", "status": "infra_error"}) == 1
     assert sample("groupscore_items_total", {"verifier": "invalid", "status": "error"}) == 1
-    assert sample("groupscore_items_total", {"verifier": "invalid", "status": "timeout"}) == 1
-    assert sample("groupscore_item_timeouts_total", {"cause": "verifier"}) == 1  # the service deadline one is not
+    assert sample("groupscore_items_total", {"verifier": "invalid", "status": "infra_error"}) == 1
+    assert sample("groupscore_item_timeouts_total", {"cause": "verifier"}) == 1  # infra errors are not timeouts
+    assert sample("groupscore_infra_errors_total", {"cause": "sandbox"}) == 1
+    assert sample("groupscore_infra_errors_total", {"cause": "service_deadline"}) == 1
     assert sample("groupscore_sandbox_failures_total") == 1

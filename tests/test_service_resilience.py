@@ -92,7 +92,8 @@ def test_full_queue_answers_429_with_retry_after_and_a_retrying_client_gets_thro
     assert refused.status_code == 429
     assert int(refused.headers["retry-after"]) >= 1
     assert "queue full" in refused.json()["detail"]
-    assert http.post("/get_reward", json={"query": ["\\boxed{1}"], "labels": ["1"]}).status_code == 429
+    assert http.post("/get_reward", json={"query": ["Q: \\boxed{1}"], "prompts": ["Q: "],
+                                              "labels": ["1"]}).status_code == 429
     # The client honours Retry-After (capped here to keep the test short) and gets its answer once there is room.
     with ScoreClient(url, retry=RetryPolicy(max_retries=30, max_retry_after_s=0.2)) as client:
         verdicts = client.score([slow_math("y", "3", "3", 0)])
@@ -102,16 +103,19 @@ def test_full_queue_answers_429_with_retry_after_and_a_retrying_client_gets_thro
     assert 'groupscore_rejected_requests_total{reason="queue_full"}' in http.get("/metrics").text
 
 
-def test_items_past_the_deadline_get_timeout_verdicts_not_a_hung_request(http):
+def test_items_past_the_deadline_get_infra_error_verdicts_not_a_hung_request(http):
     items = [slow_math("fast", "1", "1", 0), slow_math("slow", "1", "1", 5.0)]
     started = time.monotonic()
     answer = http.post("/v1/score", json={"items": items, "deadline_s": 1.0})
     elapsed = time.monotonic() - started
     assert answer.status_code == 200 and elapsed < 4.0
     results = {r["id"]: r for r in answer.json()["results"]}
-    assert results["slow"]["status"] == "timeout" and results["slow"]["reward"] == 0.0
+    # The service ran out of time, not the program: infra_error (trainers mask it), never a timeout worth 0.
+    assert results["slow"]["status"] == "infra_error" and results["slow"]["reward"] == 0.0
+    assert results["slow"]["details"]["infra"] == "service_deadline"
     assert results["fast"]["reward"] == 1.0
-    assert 'groupscore_item_timeouts_total{cause="service_deadline"}' in http.get("/metrics").text
+    assert 'groupscore_infra_errors_total{cause="service_deadline"}' in http.get("/metrics").text
+    assert 'groupscore_item_timeouts_total{cause="service_deadline"}' not in http.get("/metrics").text
     assert http.get("/healthz").status_code == 200
 
 
@@ -120,7 +124,7 @@ def test_tasks_stuck_past_their_deadline_lose_their_workers_so_the_next_request_
     # Both workers get an item that sleeps far beyond its request's deadline (a scorer ignoring its time bound).
     stuck = [slow_math("stuck-a", "1", "1", 25.0), slow_math("stuck-b", "1", "1", 25.0)]
     answer = http.post("/v1/score", json={"items": stuck, "deadline_s": 0.5})
-    assert [r["status"] for r in answer.json()["results"]] == ["timeout", "timeout"]
+    assert [r["status"] for r in answer.json()["results"]] == ["infra_error", "infra_error"]
     assert _wait_for(lambda: metric(http, "groupscore_stuck_tasks_total") >= 1, timeout_s=10)
     started = time.monotonic()
     fresh = http.post("/v1/score", json={"items": [slow_math("next", "6", "6", 0)] * 2})

@@ -137,7 +137,9 @@ def test_verl_items_from_math_and_code_ground_truths():
 
 def test_openrlhf_labels_and_queries():
     assert response_text("PROMPT answer", "PROMPT ") == "answer"
-    assert response_text("no prefix here", "PROMPT") == "no prefix here"
+    assert response_text("<pad><pad>PROMPT answer", "PROMPT ") == "answer"  # left padding decoded into the query
+    with pytest.raises(ValueError, match="does not contain its prompt"):  # never the whole query, prompt included
+        response_text("no prefix here", "PROMPT")
     assert label_item("42", "math") == {"verifier": "math", "answer": "42"}
     assert label_item('{"verifier": "code", "tests": []}', "math") == {"verifier": "code", "tests": []}
     assert label_item(None, "math") == {"verifier": "math", "answer": ""}

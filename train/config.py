@@ -116,6 +116,9 @@ class MonitorConfig(_Section):
     kl_floor: float = Field(default=1e-6, ge=0, description="Warn when KL stays below this after warm-up (no learning).")
     zero_variance_share: float = Field(default=0.8, gt=0, le=1, description="Warn when this share of groups is flat.")
     saturation: float = Field(default=0.95, gt=0, le=1, description="Warn when the mean reward reaches this.")
+    infra_error_share: float = Field(default=0.05, gt=0, le=1, description=(
+        "Warn when this share of a batch's completions could not be scored (infra_error: sandbox, dead worker, "
+        "deadline). They are masked, so a high share means training on a thinner, possibly biased batch."))
     warmup_steps: int = Field(default=3, ge=0)
 
 

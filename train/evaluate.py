@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from groupscore.train.passk import mean_pass_at_k
+from groupscore.train.passk import pass_at_k
 from groupscore.train.scoring import wire_group
 from groupscore.train.taskset import Task
 
@@ -20,10 +20,12 @@ class EvalResult:
     solvable_share: float  # share of prompts with at least one sample of positive reward
     zero_variance_share: float
     per_task: list[dict] = field(default_factory=list)
+    infra_errors: int = 0  # samples the service could not score: left out of every number above
 
     def as_dict(self) -> dict:
         return {"n": self.n, **{f"pass@{k}": v for k, v in self.pass_at.items()}, "mean_reward": self.mean_reward,
-                "solvable_share": self.solvable_share, "zero_variance_share": self.zero_variance_share}
+                "solvable_share": self.solvable_share, "zero_variance_share": self.zero_variance_share,
+                "infra_errors": self.infra_errors}
 
 
 def sample_completions(model, tokenizer, prompts: list[str], n: int, temperature: float, max_new_tokens: int,
@@ -65,15 +67,23 @@ def evaluate(model, tokenizer, tasks: list[Task], scorer, *, n: int, ks: list[in
     completions = sample_completions(model, tokenizer, [t.prompt for t in tasks], n, temperature, max_new_tokens, seed)
     groups = [wire_group(t.id, t.item, cs) for t, cs in zip(tasks, completions)]
     scored = scorer.score_groups(groups)
-    correct_counts, per_task = [], []
+    counts, per_task = [], []  # (judged samples, correct ones) per task
     for task, texts, group in zip(tasks, completions, scored):
-        correct = sum(r >= SOLVED for r in group.rewards)
-        correct_counts.append(correct)
-        per_task.append({"id": task.id, "correct": correct, "rewards": group.rewards, "completions": texts})
-    rewards = [r for g in scored for r in g.rewards]
+        judged = [r for r, m in zip(group.rewards, group.masked) if not m]  # an infra_error is no failed sample
+        correct = sum(r >= SOLVED for r in judged)
+        counts.append((len(judged), correct))
+        per_task.append({"id": task.id, "correct": correct, "judged": len(judged), "rewards": group.rewards,
+                         "completions": texts})
+    rewards = [r for g in scored for r, m in zip(g.rewards, g.masked) if not m]
     return EvalResult(
-        n=n, pass_at={k: mean_pass_at_k(correct_counts, n, k) for k in sorted(set(ks)) if k <= n},
-        mean_reward=sum(rewards) / len(rewards),
+        n=n, pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},
+        mean_reward=sum(rewards) / len(rewards) if rewards else float("nan"), infra_errors=n * len(tasks) - len(rewards),
         solvable_share=sum(any(r > 0 for r in g.rewards) for g in scored) / len(scored),
         zero_variance_share=sum(g.zero_variance for g in scored) / len(scored), per_task=per_task,
     )
+
+
+def _pass_at(counts: list[tuple[int, int]], k: int) -> float:
+    """Mean unbiased pass@k over the tasks with at least k judged samples (each from its own judged count)."""
+    usable = [pass_at_k(judged, correct, k) for judged, correct in counts if judged >= k]
+    return sum(usable) / len(usable) if usable else float("nan")

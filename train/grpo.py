@@ -56,6 +56,21 @@ def grpo_args(cfg: GrpoConfig, hardware: Hardware, out_dir: Path, seed: int, wor
     )
 
 
+def mask_unscored(output: dict, masked: list[bool], gather) -> None:
+    """Zero the loss mask of the completions nothing judged, and recount the tokens the loss is divided by.
+
+    Their advantage is 0 already (the service leaves them out of the group statistics); masking them also drops
+    their KL and entropy terms, as if they had not been sampled. Every process recounts (a gather), masked or not.
+    """
+    mask = output["completion_mask"]
+    if len(masked) != mask.shape[0]:
+        raise ValueError(f"{len(masked)} scored completions for {mask.shape[0]} generated ones")
+    keep = torch.tensor([0 if m else 1 for m in masked], dtype=mask.dtype, device=mask.device)
+    output["completion_mask"] = mask * keep.unsqueeze(1)
+    loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]
+    output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+
+
 class ServiceGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages are the scoring service's per-group advantages."""
 
@@ -74,6 +89,8 @@ class ServiceGRPOTrainer(GRPOTrainer):
         # so what the group log shows is exactly what moved the policy.
         output["advantages"] = torch.tensor(advantages, dtype=output["advantages"].dtype,
                                             device=output["advantages"].device)
+        # Completions the service could not score (infra_error) carry a placeholder 0: no loss on them at all.
+        mask_unscored(output, [m for g in batch.groups for m in g.masked], self.accelerator.gather)
         step = self.state.global_step + 1
         if self.accelerator.is_main_process:
             write_group_log(self.group_log, step, batch)

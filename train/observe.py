@@ -35,20 +35,24 @@ def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
             "step": step, "group": index, "task_id": batch.task_ids[rows][0], "prompt": batch.prompts[rows][0],
             "completions": batch.completions[rows], "rewards": group.rewards, "components": group.components,
             "statuses": group.statuses, "mean": group.mean, "std": group.std, "advantages": group.advantages,
-            "zero_variance": group.zero_variance,
+            "zero_variance": group.zero_variance, "infra_errors": sum(group.masked),
         })
 
 
 def batch_stats(batch: ScoredBatch) -> dict[str, float]:
-    """Reward mean/std in total and per component, and the share of groups the service flagged zero-variance."""
-    rewards = [r for g in batch.groups for r in g.rewards]
-    stats = {"reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
+    """Reward mean/std in total and per component over the judged completions, the share of groups the service
+    flagged zero-variance, and how many completions were masked because nothing judged them (infra_error)."""
+    rewards = [r for g in batch.groups for r, m in zip(g.rewards, g.masked) if not m]
+    total = sum(len(g.rewards) for g in batch.groups)
+    stats = {"reward_mean": statistics.fmean(rewards) if rewards else math.nan,
+             "reward_std": statistics.pstdev(rewards) if rewards else math.nan,
              "zero_variance_share": sum(g.zero_variance for g in batch.groups) / len(batch.groups),
+             "infra_errors": total - len(rewards), "infra_error_share": (total - len(rewards)) / total,
              "reward_wait_s": batch.wait_s, "reward_request_s": batch.request_s}
     for name in sorted({c for g in batch.groups for c in g.components}):
-        values = [v for g in batch.groups for v in g.components.get(name, [])]
-        stats[f"component/{name}/mean"] = statistics.fmean(values)
-        stats[f"component/{name}/std"] = statistics.pstdev(values)
+        values = [v for g in batch.groups for v, m in zip(g.components.get(name, []), g.masked) if not m]
+        stats[f"component/{name}/mean"] = statistics.fmean(values) if values else math.nan
+        stats[f"component/{name}/std"] = statistics.pstdev(values) if values else math.nan
     return stats
 
 
@@ -81,8 +85,14 @@ class Monitor:
         if share is not None:
             self._flag(step, "zero_variance", share >= cfg.zero_variance_share,
                        f"{share:.0%} of groups have zero reward variance: no learning signal from them")
+        infra = metrics.get("infra_error_share")
+        if infra is not None:
+            self._flag(step, "infra_errors", infra > cfg.infra_error_share,
+                       f"{infra:.0%} of completions could not be scored (infra_error: sandbox, dead worker or "
+                       f"deadline; > {cfg.infra_error_share:.0%}): they are masked, so the batch is thinner and may be "
+                       "biased; see the service's groupscore_infra_errors_total on /metrics")
         reward = metrics.get("reward_mean")
-        if reward is not None:
+        if reward is not None and not math.isnan(reward):
             self._flag(step, "saturation", reward >= cfg.saturation,
                        f"mean reward {reward:.3f} has saturated: the tasks are too easy now")
 

@@ -83,8 +83,11 @@ class ServiceReward:
                                         wait_s=done - entered, request_s=done - sent))
         if log_metric is not None:
             for name in sorted({c for g in groups for c in g.components}):
-                values = [v for g in groups for v in g.components.get(name, [])]
-                log_metric(f"service/{name}/mean", sum(values) / len(values))
+                values = [v for g in groups for v, m in zip(g.components.get(name, []), g.masked) if not m]
+                if values:
+                    log_metric(f"service/{name}/mean", sum(values) / len(values))
             log_metric("service/zero_variance_share", sum(g.zero_variance for g in groups) / len(groups))
+            log_metric("service/infra_error_share", sum(m for g in groups for m in g.masked) / len(completions))
             log_metric("service/reward_wait_s", done - entered)
-        return [r for g in groups for r in g.rewards]
+        # None for completions the service could not score: TRL masks them; the trainer also zeroes their loss.
+        return [None if m else r for g in groups for r, m in zip(g.rewards, g.masked)]

@@ -7,6 +7,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+INFRA_ERROR = "infra_error"  # the verdict status of a completion the service could not score
+
 
 @dataclass(frozen=True)
 class GroupScores:
@@ -19,6 +21,11 @@ class GroupScores:
     std: float
     advantages: list[float]
     zero_variance: bool
+
+    @property
+    def masked(self) -> list[bool]:
+        """Completions nothing judged (infra_error): their reward is a placeholder; the trainer masks them."""
+        return [status == INFRA_ERROR for status in self.statuses]
 
     @classmethod
     def from_wire(cls, group: dict[str, Any]) -> GroupScores:

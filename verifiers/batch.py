@@ -2,7 +2,8 @@
 
 Items of any registered kind are validated and scored in a pool of worker processes, a chunk of items per call.
 Order is kept, and one bad item never costs the others: an item that fails validation or whose scorer raises gets an
-error verdict, and a chunk whose worker dies or hangs is rescored one item at a time so that only the culprit fails.
+error verdict, and a chunk whose worker dies or hangs is rescored one item at a time so that only the culprit fails,
+with an `infra_error` verdict (nothing judged it, so its 0 is no score).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def score_batch(items_or_raw: Iterable[Any], workers: int | None = None, reward:
     chunk = _chunk_size(len(raws), _worker_count(workers))
     if not raws:
         return []
-    chunks = _map_chunks(partial(_score_chunk, reward), _error_verdict, raws, workers, chunk)
+    chunks = _map_chunks(partial(_score_chunk, reward), _infra_verdict, raws, workers, chunk)
     return [verdict for verdicts in chunks for verdict in verdicts]
 
 
@@ -60,7 +61,7 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
 
     One record per non-blank input line, in input order: id, reward, status, extracted, reason, plus components and
     details where the verifier gives them. A line that is not valid JSON or not a valid item gets an error record that
-    names its line number. Returns 0, or 1 when any record has status "error". Input "-" reads stdin. `reward`: a
+    names its line number. Returns 0, or 1 when any record has status "error" or "infra_error". Input "-" reads stdin. `reward`: a
     composite reward spec for every item (the service's `reward` field), else each item's own verifier.
     """
     input_path = Path(input_path)
@@ -76,7 +77,7 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
     with _open_input(input_path) as source, _open_output(output_path) as sink, \
             tqdm(total=total, unit="item", disable=not progress, delay=1.0, file=sys.stderr, dynamic_ncols=True) as bar:
         lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
-        for records in _map_chunks(partial(_score_lines, reward), _error_record, lines, workers, chunk):
+        for records in _map_chunks(partial(_score_lines, reward), _infra_record, lines, workers, chunk):
             for status, record in records:
                 statuses[status] += 1
                 sink.write(record + "\n")
@@ -86,14 +87,14 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
     rate = scored / max(time.monotonic() - started, 1e-9)
     summary = ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
     print(f"groupscore score: {scored} items ({rate:.0f}/s): {summary or 'nothing to score'}", file=sys.stderr)
-    return 1 if statuses[Status.error.value] else 0
+    return 1 if statuses[Status.error.value] or statuses[Status.infra_error.value] else 0
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Dispatch: chunks of entries to the pool, results back in order, failures isolated to one entry.
 
 
-def _map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, str], Result],
+def _map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, Exception], Result],
                 entries: Iterable[Entry], workers: int | None, chunk: int) -> Iterator[list[Result]]:
     """Yield fn(chunk) for consecutive chunks of `entries`, in order, with a bounded number of chunks in flight."""
     pool = _batch_pool(_worker_count(workers))
@@ -112,14 +113,14 @@ def _map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[
 
 
 def _run_isolated(pool: bounded.WorkerPool, fn: Callable[[list[Entry]], list[Result]],
-                  on_failure: Callable[[Entry, str], Result], part: list[Entry]) -> list[Result]:
+                  on_failure: Callable[[Entry, Exception], Result], part: list[Entry]) -> list[Result]:
     guard_s = CHUNK_GUARD_BASE_S + CHUNK_GUARD_PER_ITEM_S * len(part) if len(part) > 1 else ITEM_GUARD_S
     try:
         return pool.run(fn, part, timeout_s=guard_s)
     except Exception as exc:  # the worker died, hung, or could not send its answer back
         if len(part) == 1:
-            return [on_failure(part[0], f"the scorer failed on this item: {type(exc).__name__}: {exc}")]
-        # Rescore one at a time, so that only the item at fault gets an error.
+            return [on_failure(part[0], exc)]
+        # Rescore one at a time, so that only the item at fault gets an infra_error.
         return [result for entry in part for result in _run_isolated(pool, fn, on_failure, [entry])]
 
 
@@ -218,22 +219,33 @@ def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]
         record["details"] = verdict.details
     if verdict.verifier_version is not None:
         record["verifier_version"] = verdict.verifier_version
-    if verdict.status is Status.error and line_number is not None:
+    if verdict.status in (Status.error, Status.infra_error) and line_number is not None:
         record["line"] = line_number
     return verdict.status.value, json.dumps(record, default=str)
 
 
-def _error_verdict(raw: Any, reason: str) -> Verdict:
-    return Verdict.error(raw.id if isinstance(raw, ItemBase) else raw_item_id(raw), reason)
+def infra_failure(item_id: Any, exc: BaseException) -> Verdict:
+    """The verdict for an item whose scoring process died, hung past its guard or never got a worker."""
+    if isinstance(exc, bounded.WorkerCrashed):
+        cause = "worker_died"
+    elif isinstance(exc, bounded.WorkerUnavailable):
+        cause = "worker_unavailable"
+    else:  # the chunk guard ran out (a scorer ignoring its own bounds), or the pool failed
+        cause = "internal"
+    return Verdict.infra_error(item_id, f"the scorer failed on this item: {type(exc).__name__}: {exc}", cause)
 
 
-def _error_record(entry: tuple[int, bytes | str], reason: str) -> tuple[str, str]:
+def _infra_verdict(raw: Any, exc: Exception) -> Verdict:
+    return infra_failure(raw.id if isinstance(raw, ItemBase) else raw_item_id(raw), exc)
+
+
+def _infra_record(entry: tuple[int, bytes | str], exc: Exception) -> tuple[str, str]:
     number, text = entry
     try:
         raw_id = raw_item_id(json.loads(text))
     except ValueError:
         raw_id = None
-    return _record(Verdict.error(raw_id, reason), number)
+    return _record(infra_failure(raw_id, exc), number)
 
 
 _prepared = False

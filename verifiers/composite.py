@@ -156,12 +156,16 @@ def score_composite(item: ItemBase, spec: RewardSpec) -> Verdict:
     status = primary.status
     if status is not Status.error and any(v.status is Status.error for v in verdicts.values()):
         status = Status.error  # a component that could not score makes the total unreliable: say so
-    return Verdict(
-        id=item.id, reward=total, status=status, extracted=primary.extracted, reason=reason, components=scores,
-        details={"components": {name: {**v.details, "status": v.status.value, "reason": v.reason}
-                                for name, v in verdicts.items()}},
-        verifier_version=combined_version(verdicts.values()),
-    )
+    details: dict[str, Any] = {"components": {name: {**v.details, "status": v.status.value, "reason": v.reason}
+                                              for name, v in verdicts.items()}}
+    infra = [v for v in verdicts.values() if v.status is Status.infra_error]
+    if status is not Status.error and infra:
+        # A component the infrastructure failed to judge: the total is no score either, whatever the others paid.
+        status, total = Status.infra_error, 0.0
+        reason = f"a component was not scored (infra_error), so the total is not a score; {reason}"
+        details["infra"] = infra[0].details.get("infra", "internal")
+    return Verdict(id=item.id, reward=total, status=status, extracted=primary.extracted, reason=reason,
+                   components=scores, details=details, verifier_version=combined_version(verdicts.values()))
 
 
 def combined_version(verdicts: Iterable[Verdict]) -> str | None:

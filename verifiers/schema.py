@@ -6,7 +6,7 @@ import re
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Status(StrEnum):
@@ -17,6 +17,13 @@ class Status(StrEnum):
     unparsable = "unparsable"
     timeout = "timeout"
     error = "error"  # the item itself was bad, or the verifier failed on it
+    # Nothing was judged: the sandbox could not start, a worker died twice, the request's deadline ran out before the
+    # item was scored. Its reward 0.0 is a placeholder, not a score: trainers mask it (see README, "Statuses").
+    infra_error = "infra_error"
+
+
+# Where an infra_error came from (`details["infra"]`): the service counts them by this on /metrics.
+INFRA_CAUSES = ("sandbox", "worker_died", "worker_unavailable", "service_deadline", "internal")
 
 
 ItemId = str | int | None
@@ -53,9 +60,26 @@ class Verdict(BaseModel):
                     "each kind its components used, sorted and joined with '+'. None when no verifier judged it "
                     "(an invalid item, an infrastructure failure before scoring).")
 
+    @model_validator(mode="after")
+    def _status_agrees_with_reward(self) -> Verdict:
+        # One place for the rule, whoever builds the verdict: full reward is never "partial" (a code item whose
+        # hidden tests all pass, a composite whose bonus saturates), and an infrastructure failure pays nothing.
+        if self.status is Status.partial and self.reward >= 1.0:
+            self.status = Status.correct
+        elif self.status is Status.infra_error and self.reward != 0.0:
+            raise ValueError("an infra_error verdict has reward 0.0 (nothing was judged)")
+        return self
+
     @classmethod
     def error(cls, id: ItemId, reason: str) -> Verdict:
         return cls(id=id, reward=0.0, status=Status.error, reason=reason)
+
+    @classmethod
+    def infra_error(cls, id: ItemId, reason: str, cause: str, **details: Any) -> Verdict:
+        """Nothing was judged because the infrastructure failed; `cause` is one of INFRA_CAUSES."""
+        if cause not in INFRA_CAUSES:
+            raise ValueError(f"unknown infra cause {cause!r}; known: {', '.join(INFRA_CAUSES)}")
+        return cls(id=id, reward=0.0, status=Status.infra_error, reason=reason, details={"infra": cause, **details})
 
 
 def join_versions(versions: dict[str, int]) -> str:

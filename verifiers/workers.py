@@ -11,6 +11,8 @@
   script, so an unguarded training script is not re-run in them); its arguments and return value must pickle.
 - The budget covers everything the caller waits for: a free worker, the worker's start, the call itself. When it runs
   out, `BudgetExceeded` is raised and the worker doing the call is killed and replaced at once.
+- `WorkerUnavailable` (a BudgetExceeded) says the budget ran out before the call started: no worker was free or none
+  started in time. Callers report that as an infrastructure failure, not as the call's own timeout.
 - An exception raised by `fn` is re-raised in the caller (the worker's traceback is attached as `__cause__`);
   a worker that dies during a call (segfault, OOM kill) is replaced and the call raises `WorkerCrashed`.
 - No signals are used in the caller, so this works from any thread, from asyncio (`run_bounded_async`) and from
@@ -55,6 +57,11 @@ WARM_UP_TIMEOUT_S = 120.0
 
 class BudgetExceeded(TimeoutError):
     """The call did not finish within its wall-clock budget (the worker running it was killed)."""
+
+
+class WorkerUnavailable(BudgetExceeded):
+    """The budget ran out before the call started (no free worker, or none started in time): nothing was computed,
+    so this is the host's failure, not the call's."""
 
 
 class WorkerCrashed(RuntimeError):
@@ -288,7 +295,7 @@ class WorkerPool:
             raise
         if not ready:
             self._release(worker)  # still starting, which is not its fault: keep it for the next call
-            raise BudgetExceeded(f"{what} ran out of its budget waiting for a worker to start")
+            raise WorkerUnavailable(f"{what} ran out of its budget waiting for a worker to start")
         self._release(worker)
         if reply[0] == "ok":
             return reply[1]
@@ -356,7 +363,7 @@ class WorkerPool:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise BudgetExceeded(f"{what} ran out of its budget waiting for a free worker")
+                    raise WorkerUnavailable(f"{what} ran out of its budget waiting for a free worker")
                 self._cond.wait(remaining)
         try:
             return self._fork()

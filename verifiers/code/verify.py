@@ -60,8 +60,8 @@ def score_code(item: CodeItem) -> Verdict:
                            reason=f"compile error: {_echo(exc.message, MAX_COMPILE_ECHO_CHARS)}")
         verdict.details["compile_error"] = True
         return verdict
-    except sandbox_jobs.JailFailed as exc:  # nothing was scored: an error, never a silent 0 for the program
-        return _verdict(item, plan, program, [UnitOutcome(False)] * plan.total, status=Status.error, reason=str(exc))
+    except sandbox_jobs.JailFailed as exc:  # nothing was scored: infra_error, never a silent 0 for the program
+        return Verdict.infra_error(item.id, str(exc), "sandbox")
     return _verdict(item, plan, program, outcomes)
 
 

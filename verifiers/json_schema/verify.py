@@ -77,16 +77,17 @@ def score_json(item: JsonItem) -> Verdict:
 
     try:
         if len(text) > IN_PROCESS_MAX_CHARS or _uses_slow_keywords(item.json_schema):
-            from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, run_bounded
+            from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
 
             try:
                 messages, fraction = run_bounded(check_document, item.json_schema, document, timeout_s=item.timeout_s)
+            except WorkerUnavailable as exc:  # validation never started: the host's failure
+                return Verdict.infra_error(item.id, f"schema validation could not start: {exc}", "worker_unavailable")
             except BudgetExceeded:
                 return Verdict(id=item.id, reward=0.0, status=Status.timeout, extracted=text[:200],
                                reason=f"schema validation ran past {item.timeout_s} s")
-            except WorkerCrashed:
-                return Verdict(id=item.id, reward=0.0, status=Status.error, extracted=text[:200],
-                               reason="schema validation crashed its worker (memory exhausted?)")
+            except WorkerCrashed:  # the memory cap raises MemoryError in the worker; a dead worker is the host's
+                return Verdict.infra_error(item.id, "schema validation crashed its worker", "worker_died")
         else:
             messages, fraction = check_document(item.json_schema, document)
     except RecursionError:

@@ -93,7 +93,7 @@ def _warm_up_in(pid: int) -> None:
 
 def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Outcome | None:
     """The worker's outcome, or None if the budget ran out."""
-    from groupscore.verifiers.workers import BudgetExceeded, run_bounded
+    from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
 
     key = (pred, gold, rel_tol, conventions)
     cached = _symbolic_cache.get(key)
@@ -104,13 +104,14 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions
     _ensure_workers()
     try:
         outcome = run_bounded(symbolic_outcome, pred, gold, rel_tol, conventions, timeout_s=budget_s)
+    except (WorkerUnavailable, WorkerCrashed):
+        raise  # nothing was compared: score_math reports an infra_error, not the answer's fault
     except BudgetExceeded:
         return None
     except MemoryError:
         # The worker's address-space cap stopped a runaway expansion: as good as a refusal, and deterministic.
         outcome = Outcome(None, "symbolic", "expression exceeds the symbolic limits: out of memory", too_complex=True)
     except Exception as exc:  # noqa: BLE001 - a sympy failure on one answer must not fail the batch
-        # Not cached: a crashed worker (WorkerCrashed) may be a one-off.
         return Outcome(None, "symbolic", f"symbolic step failed: {type(exc).__name__}")
     _symbolic_cache.put(key, outcome)
     return outcome
@@ -156,6 +157,11 @@ def score_math(item: MathItem) -> Verdict:
     try:
         return _score(item)
     except Exception as exc:  # noqa: BLE001 - one item's failure is that item's error verdict, not the batch's
+        from groupscore.verifiers.workers import WorkerCrashed, WorkerUnavailable
+
+        if isinstance(exc, (WorkerCrashed, WorkerUnavailable)):  # not cached: the next try may well work
+            cause = "worker_died" if isinstance(exc, WorkerCrashed) else "worker_unavailable"
+            return Verdict.infra_error(item.id, f"the symbolic step could not run: {exc}"[:300], cause)
         return Verdict.error(item.id, f"math verifier failed: {type(exc).__name__}: {exc}"[:300])
 
 
