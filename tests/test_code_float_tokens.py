@@ -21,6 +21,10 @@ from groupscore.verifiers.code.verify import score_code
     ("0x10", "16"),
     ("inf", "1000000"),
     ("nan", "0"),
+    ("9" * 400, "9" * 399 + "8"),  # both float('inf') once read as floats
+    ("1" * 5000 + "0", "1" * 5000 + "1"),  # beyond int()'s 4300-digit limit
+    ("1e999999999999999999999", "1"),  # beyond Decimal's exponent range: no match, no crash
+    ("1e-999999999999999999999", "0"),
 ])
 def test_integer_tokens_compare_exactly(got, want):
     assert not stdout_matches(got, want, "float", 1e-6)
@@ -34,6 +38,7 @@ def test_integer_tokens_compare_exactly(got, want):
     ("-0", "0"),
     ("2.000000000", "2"),
     ("12345678901234567891", "12345678901234567891"),
+    ("0" + "7" * 5000, "7" * 5000),
 ])
 def test_an_integer_token_matches_any_number_of_exactly_its_value(got, want):
     assert stdout_matches(got, want, "float", 1e-6)
