@@ -140,14 +140,6 @@ def test_openrlhf_prompt_not_in_query_is_422_and_padding_before_it_is_fine(http)
     assert http.post("/get_reward", json=padded).json()["rewards"] == [1.0]
 
 
-def test_openrlhf_infra_errors_are_flagged_in_extra_logs(http):
-    # The deadline cannot be set per request here, so a sandbox-free infra error: a code item whose worker dies is
-    # too slow to stage; instead the flag's presence and value for scored samples are pinned, and the pool's infra
-    # verdicts are covered in test_service_infra.py.
-    body = {"query": ["Q \\boxed{4}"], "prompts": ["Q "], "labels": ["4"]}
-    logs = http.post("/get_reward", json=body).json()["extra_logs"]
-    assert logs["infra_error"] == [0.0] and logs["correct"] == [1.0]
-
 
 # -- SandboxFusion --------------------------------------------------------------------------------------------------------
 
