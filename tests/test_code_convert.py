@@ -155,3 +155,43 @@ def test_host_evaluator_bounds_hostile_results():
 def test_host_evaluator_refuses_anything_outside_its_list(expression):
     with pytest.raises(host_eval.Unsupported):
         host_eval.check_expression(ast.parse(expression, mode="eval").body, variables=frozenset({"f"}))
+
+
+# -- where a test's names come from (the program controls only what the test takes from it) ----------------------
+
+def test_builtin_names_are_never_calls_into_the_program():
+    conversion, residual = convert_assert_code("assert abs(f(2.0) - 1.5) < 1e-6 and sorted(g([2, 1])) == [1, 2]")
+    assert residual is None and [c.fn for c in conversion.calls] == ["f", "g"]
+
+
+def test_names_imported_from_the_solution_are_the_programs_even_builtin_ones():
+    conversion, residual = convert_assert_code("from solution import max, f as g\nimport solution\n"
+                                               "assert max([1, 5]) == 1 and g(1) == solution.h(2)")
+    assert residual is None and [c.fn for c in conversion.calls] == ["max", "f", "h"]
+
+
+def test_a_star_import_from_another_module_makes_no_free_name_the_programs():
+    conversion, residual = convert_assert_code("from math import *\nassert f(16) == sqrt(16)")
+    assert not conversion.calls and residual is not None
+    assert residual["program"] == ["f", "sqrt"]  # in the jail the star import, run after, rebinds sqrt to math's
+
+
+def test_helpers_the_prompt_defines_are_not_the_programs():
+    prompt = "def encode(s):\n    return s[::-1]\n\n\ndef decode(s):\n    \"\"\"Invert encode.\"\"\"\n"
+    test = "def check(candidate):\n    assert candidate(encode('ab')) == 'ab'\n"
+    conversion, residual = convert_humaneval(test, "decode", prompt)
+    assert not conversion.calls
+    assert residual["helpers"] == ["encode"] and residual["program"] == [] and residual["support"] == prompt
+    # Without a prompt, the only place `encode` can come from is the program.
+    assert convert_humaneval(test, "decode")[1]["program"] == ["encode"]
+
+
+def test_dunder_and_module_names_are_never_the_programs():
+    _, residual = convert_assert_code("for i in [1]:\n    assert math.isclose(f(i), 1) and __name__")
+    assert residual["program"] == ["f"] and residual["modules"] == ["math"]
+
+
+def test_importing_math_does_not_push_a_math_assert_into_the_jail():
+    conversion, residual = convert_assert_code("import math\nassert math.isclose(f(2), 1.4142, rel_tol=1e-3)")
+    assert residual is None and len(conversion.asserts) == 1
+    assert evaluate_assert(conversion.asserts[0], [2 ** 0.5])[0]

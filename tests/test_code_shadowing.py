@@ -237,3 +237,15 @@ def test_modules_the_program_writes_are_never_imported_by_the_runner(code):
     verdict = score_asserts(SHADOW_MODULE, code)
     assert verdict.reward == 0.0, verdict.reason
     assert score_asserts(SHADOW_MODULE.replace("return 0", "return x ** 0.5"), code).reward == 1.0
+
+
+def test_builtins_the_program_patches_in_its_own_process_stay_there():
+    # Patched in the worker only (names the worker's own loop does not use, so it still answers calls).
+    patches = ("import builtins\nbuiltins.abs = lambda x: 0\nbuiltins.range = lambda *a: []\n"
+               "builtins.all = lambda xs: True\nbuiltins.max = lambda *a: 2.0\n")
+    tests = ("assert abs(f(2.0) - 1.41421356) < 1e-6", "for i in range(3):\n    assert abs(f(i * i) - i) < 1e-9",
+             "assert all([f(i * i) == i for i in [1, 2]])", "assert max([f(4), f(1)]) == 2.0")
+    verdict = score_asserts(patches + ZERO, *tests)
+    assert verdict.details["public_passed"] == 0, verdict.reason
+    assert "failed to load" not in verdict.reason
+    assert score_asserts(SQRT, *tests).reward == 1.0
