@@ -29,6 +29,7 @@ from groupscore.verifiers.math.structures import (
     Union,
     as_interval,
     is_inequality,
+    is_name,
     is_variable,
     parse_structure,
 )
@@ -294,15 +295,18 @@ class _Judge:
         return False
 
     def _items(self, pred: Items, gold: Items) -> Tri:
-        if len(pred.items) != len(gold.items):
-            return False
         if gold.ordered and pred.kind == "set" or pred.ordered and gold.kind == "set":
             return False
-        if gold.ordered and pred.kind in ("tuple", "list") or pred.ordered and gold.kind == "list":
+        ordered = gold.ordered and pred.kind in ("tuple", "list") or pred.ordered and gold.kind == "list"
+        if ordered and self.conventions.order == "written":
+            if len(pred.items) != len(gold.items):
+                return False
             return all3(lambda p=p, g=g: self.match(p, g) for p, g in zip(pred.items, gold.items))
         return self._unordered(pred.items, gold.items)
 
     def _unordered(self, preds: Sequence[Node], golds: Sequence[Node]) -> Tri:
+        # A repeated answer is one answer: `(3,17,3,7)` listed twice in a list of solutions is no extra claim.
+        preds, golds = list(dict.fromkeys(preds)), list(dict.fromkeys(golds))
         if len(preds) != len(golds):
             return False
         before = len(preds)
@@ -444,9 +448,35 @@ def _value_of(relation: Relation) -> Node | None:
     if relation.is_assignment:
         return parse_structure(relation.rhs)
     if not free_variables(relation.lhs):
-        # `5 = x` states 5; `2+3 = 5` states 5.
-        return parse_structure(relation.lhs if is_variable(relation.rhs) else relation.rhs)
+        # `5 = x` states 5; `2+3 = 5` states 5; `7 = 11a+c` is an equation, and states neither side.
+        if is_name(relation.rhs):
+            return parse_structure(relation.lhs)
+        return None if free_variables(relation.rhs) else parse_structure(relation.rhs)
     return None
+
+
+def _has_relation(node: Node) -> bool:
+    return isinstance(node, Relation) or isinstance(node, Items) and any(_has_relation(i) for i in node.items)
+
+
+def _unlabel(node: Node) -> Node:
+    """The answer without its labels: `(p,q)=(3,2)` -> (3,2); `AB=4, CD=5` -> 4, 5; `p=5,q=2;p=7,q=2` -> the
+    list of lists 5, 2 and 7, 2 (a tuple on the other side still fixes the order). Only a name (structures.is_name) is
+    a label: `7 = 11a+c` keeps its meaning."""
+    if isinstance(node, Relation):
+        return _unlabel(parse_structure(node.rhs)) if node.is_assignment else node
+    if not isinstance(node, Items):
+        return node
+    return Items(tuple(_unlabel(i) for i in node.items), node.kind)
+
+
+def _one_label(node: Node) -> str | None:
+    """The label of an answer that gives several values of one unknown (`W(x)=1 or W(x)=-1`), else None."""
+    if not (isinstance(node, Items) and node.items):
+        return None
+    labels = {i.lhs for i in node.items if isinstance(i, Relation) and i.is_assignment}
+    count = sum(1 for i in node.items if isinstance(i, Relation) and i.is_assignment)
+    return labels.pop() if count == len(node.items) and len(labels) == 1 else None
 
 
 def _as_difference(relation: Relation) -> tuple[str, bool, str]:
@@ -473,6 +503,13 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
 def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT) -> Outcome:
     """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None."""
     pred_node, gold_node = parse_structure(pred), parse_structure(gold)
+    # A label on one side only (`(p,q)=(3,2)` against `(3,2)`) is dropped; two relations are compared as relations.
+    if not _has_relation(gold_node):
+        pred_node = _unlabel(pred_node)
+    if not _has_relation(pred_node):
+        gold_node = _unlabel(gold_node)
+    if _one_label(pred_node) and _one_label(gold_node):  # `W(x)=1 or W(x)=-1` against `W(n)=1, W(n)=-1`
+        pred_node, gold_node = _unlabel(pred_node), _unlabel(gold_node)
     hedge, why = _describe(pred_node, gold_node)
     if hedge:
         return Outcome(False, "structure", why, hedge=True)

@@ -30,7 +30,8 @@ _PERCENT = re.compile(r"\\?%|\\text\{\s*percent\s*\}|(?<=\d)\s*percent\b")
 _DOLLAR = re.compile(r"\\\$|\\text\{\s*dollars?\s*\}|(?<=\d)\s*dollars?\b")
 # \text{...} and friends without nested braces: the content is kept, the wrapper dropped.
 _TEXT_WRAPPERS = re.compile(
-    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mathsf|mathtt|mbox|operatorname\*?|bold|boldsymbol|emph)"
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mathsf|mathtt|mathcal|mathscr|mathfrak|mbox"
+    r"|operatorname\*?|bold|boldsymbol|emph)"
     r"\s*\{([^{}]*)\}"
 )
 _FRAC_SHORT_BOTH = re.compile(r"\\frac\s*(\d)\s*(\d)")
@@ -38,6 +39,14 @@ _FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*(?=\{)")
 _FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])(?![\d])")
 _THIN_GROUP = re.compile(r"\{,\}")
+# Digit groups as MATH writes them: `10,\!000`, `11,\! 111,\! 111,\! 100`, `1{,}000`, `10\,000`. A comma marked
+# with `\!` or braced, or a thin space, before exactly three digits is a group separator wherever it stands.
+_MARKED_GROUPS = re.compile(r"(?<![\w^{}.\\])\d{1,3}(?:(?:,\s*\\!\s*|\{,\}\s*|\\[,!: ]\s*|~)\d{3})+(?!\d)")
+_GROUP_MARK = re.compile(r",\s*\\!\s*|\{,\}\s*|\\[,!: ]\s*|~")
+# Indian grouping (`1,00,000`, `12,34,56,789`), for a whole answer only.
+_INDIAN = re.compile(r"[-+]?\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?")
+_GLUED_OR = re.compile(r"(?<=[\d)}])or(?=[A-Z(\\-])")  # `W(x)=1orW(x)=-1`
+_TRAILING_BACKSLASH = re.compile(r"(?<!\\)\\+$")
 # `9:00 a.m.`, `9\text{ AM}`, `11:30pm` -> `9:00am`, `11:30pm`. A bare `2am` stays a product of a and m.
 _MERIDIEM = re.compile(
     r"(?<![\d.])(\d{1,2})(:[0-5]\d(?::[0-5]\d)?)?\s*(\\(?:text|mathrm|textrm|mbox)\s*\{\s*)?"
@@ -136,6 +145,31 @@ def _meridiem(match: re.Match[str]) -> str:
     return f"{hours}{minutes or ':00'}{letter.lower()}m"
 
 
+def _indian(text: str) -> bool:
+    """Indian grouping, where a group starting with 0 shows it is one (`1,00,000`); `12,34,567` stays a list."""
+    return bool(_INDIAN.fullmatch(text)) and ",0" in text
+
+
+def _strip_units_per_part(text: str) -> str:
+    """Units after each answer of a list: `35 cm, 4` -> `35, 4` (commas inside brackets are left alone)."""
+    braces = 0
+    while text[braces : braces + 1] == "{" and text[len(text) - braces - 1 : len(text) - braces] == "}":
+        braces += 1  # `{35 cm,4}`: braces that only group
+    if braces and braces * 2 <= len(text):
+        return "{" * braces + _strip_units_per_part(text[braces : len(text) - braces]) + "}" * braces
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return ",".join(p[: len(p) - len(p.lstrip())] + _strip_units(p.strip()) for p in parts)
+
+
 def _mixed_latex(match: re.Match[str]) -> str:
     whole, num, den = int(match.group(1)), int(match.group(2)), int(match.group(3))
     if den == 0 or num >= den:
@@ -197,13 +231,16 @@ def normalize(answer: str) -> str:
     text = _unicode(answer.strip())
     text = _MATH_DELIMS.sub(" ", text.replace(r"\$", " ").replace("$$", " "))
     text = _STYLE.sub("", text)
+    text = _TRAILING_BACKSLASH.sub("", text.rstrip())
     text = _SIZING.sub("", text)
+    if "," in text or "\\" in text or "~" in text:
+        text = _MARKED_GROUPS.sub(lambda m: _GROUP_MARK.sub("", m.group(0)), text)
     text = _SPACING.sub(" ", text)
     text = _FRAC_CMDS.sub(r"\\frac", text)
     text = _DEGREES.sub("", text)
     text = _PERCENT.sub("", text)
     text = _DOLLAR.sub("", text)
-    text = _THIN_GROUP.sub("", text)
+    text = _THIN_GROUP.sub(",", text)
     if "\\colon" in text or "\\ratio" in text:
         text = _COLON.sub(":", text)
     if "m" in text or "M" in text:
@@ -234,8 +271,10 @@ def normalize(answer: str) -> str:
     text = text.replace("**", "^").replace(r"\dots", r"\ldots").replace(r"\cdots", r"\ldots")
     text = _SPACES.sub(" ", text).strip()
     text = text.rstrip(_TRAILING_PUNCT)
-    text = _strip_units(text)
-    if _THOUSANDS_COMMA.fullmatch(text) or _THOUSANDS_SPACE.fullmatch(text):
+    text = _strip_units(text) if "," not in text else _strip_units_per_part(text)
+    if "or" in text:
+        text = _GLUED_OR.sub(" or ", text)
+    if _THOUSANDS_COMMA.fullmatch(text) or _THOUSANDS_SPACE.fullmatch(text) or _indian(text):
         text = text.replace(",", "").replace(" ", "")
     if _SCIENTIFIC.fullmatch(text):
         text = _SCIENTIFIC.sub(lambda m: rf"{m.group(1)}\times10^{{{int(m.group(2))}}}", text)

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
+from groupscore.verifiers.math.numeric import evaluate
 
 MAX_ITEMS = 64  # a longer list is compared as plain text; nobody's answer has 65 parts
 MAX_NESTING = 8
@@ -34,9 +35,7 @@ class Relation:
     @property
     def is_assignment(self) -> bool:
         """`x = 3`, `y = 2x+1`, `f(x) = ...`: the right side is the answer."""
-        return self.op == "=" and bool(
-            _VARIABLE.fullmatch(self.lhs) or _FUNCTION_OF.fullmatch(self.lhs) or _VARIABLE_TUPLE.fullmatch(self.lhs)
-        )
+        return self.op == "=" and is_name(self.lhs)
 
 
 @dataclass(frozen=True)
@@ -90,9 +89,15 @@ class ClockTime:
 Node = Expr | Choice | Relation | Items | Interval | Union | Matrix | Ratio | ClockTime
 
 _VARIABLE = re.compile(r"[a-zA-Z](?:_\{?\w+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega|sigma|tau)")
-# `f(x) =`, `f^{-1}(x) =`, `\angle ABC =`, `m\angle A =`: a name for the value on the right.
-_FUNCTION_OF = re.compile(r"[a-zA-Z](?:\^\{?-1\}?)?\([a-zA-Z]\)|m?\\angle\s*[A-Z]{1,3}")
-_VARIABLE_TUPLE = re.compile(r"\(\s*[a-zA-Z](?:_\{?\w+\}?)?(?:\s*,\s*[a-zA-Z](?:_\{?\w+\}?)?)+\s*\)")
+# What may stand left of `=` as a label for the answer on the right: a symbol (subscripted, primed), a segment or
+# polygon `AB`, `|AB|`, `\overline{AB}`, an angle, a function of symbols `W(n)`; and tuples, ratios and fractions
+# of those (`(p,q)`, `V_1:V_2`, `\frac{NO}{BO}`). A number or an expression (`7`, `11a+c`) is never a label.
+_NAME = re.compile(
+    r"[a-zA-Z](?:_\{?\w+\}?)?'*|[A-Z]{2,4}|\|[A-Z]{1,4}\||\\overline\{[A-Z]{1,4}\}|m?\\angle\s*[A-Z]{1,3}"
+    r"|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega|sigma|tau)(?:_\{?\w+\}?)?"
+    r"|[a-zA-Z](?:\^\{?-1\}?)?\([a-zA-Z](?:,[a-zA-Z])*\)"
+)
+_FRACTION_OF = re.compile(r"\\frac\{([^{}]+)\}\{([^{}]+)\}")
 # Hours of one or two digits, then minutes (and seconds) of exactly two: `1:15` is a time, `3:2` a ratio.
 _CLOCK = re.compile(r"(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(am|pm)?")
 _PM = re.compile(r"\\(?:pm|mp)(?![a-zA-Z])")
@@ -107,6 +112,9 @@ _UPPER_OPS = {">": False, "\\geq": True}
 def _top_level(text: str, needles: tuple[str, ...]) -> list[tuple[int, str]]:
     """(position, needle) of every needle outside all brackets, left to right, not overlapping; one linear pass."""
     hits: list[tuple[int, str]] = []
+    needles = tuple(s for s in needles if s in text)  # most answers hold none of them: no scan at all
+    if not needles:
+        return hits
     depth, i, n = 0, 0, len(text)
     while i < n:
         ch = text[i]
@@ -171,6 +179,10 @@ def _parse(text: str, depth: int) -> Node:
     if matrix:
         rows = tuple(tuple(c.strip() for c in row.split("&")) for row in matrix.group(2).split("\\\\") if row.strip())
         return Matrix(rows)
+    groups = [p.strip() for p in split_top(text, (";",))] if ";" in text else []
+    if len(groups) > 1 and all(groups) and any(_top_level(g, (",",)) for g in groups) and len(groups) <= MAX_ITEMS:
+        # `p=5,q=2;p=7,q=2`: semicolons separate solutions whose parts are separated by commas
+        return Items(tuple(_parse(g, depth + 1) for g in groups), "list")
     for separators, kind in (((" or ",), "or"), ((",", ";", " and "), "list")):
         parts = [p.strip() for p in split_top(text, separators)]
         if len(parts) > 1:
@@ -194,7 +206,7 @@ def _parse(text: str, depth: int) -> Node:
     ops = _relation_ops(text)
     if ops:
         return _relation(text, ops, depth)
-    ratio = [p.strip() for p in split_top(text, (":",))]
+    ratio = [p.strip() for p in split_top(text, (":",))] if ":" in text else []
     if len(ratio) > 1:
         return Ratio(tuple(ratio)) if all(ratio) and len(ratio) <= MAX_ITEMS else Expr(text)
     return _bracketed(text, depth)
@@ -221,13 +233,31 @@ def _relation(text: str, ops: list[tuple[int, str]], depth: int) -> Node:
         return Relation(pieces[0], names[0], pieces[1])
     if all(op == "=" for op in names):
         return _parse(pieces[-1], depth + 1)  # "2+3=5" or "x=y=5": the last member is the value
-    if len(ops) == 2 and _VARIABLE.fullmatch(pieces[1]):
+    if len(ops) == 2 and _ABSOLUTE.fullmatch(pieces[1]):
+        return _absolute_between(pieces[0], names[0], names[1], pieces[2]) or Expr(text)
+    if len(ops) == 2 and is_name(pieces[1]):
         a, b = names
         if a in _LOWER_OPS and b in _LOWER_OPS:
             return Interval(pieces[0], pieces[2], _LOWER_OPS[a], _LOWER_OPS[b])
         if a in _UPPER_OPS and b in _UPPER_OPS:
             return Interval(pieces[2], pieces[0], _UPPER_OPS[b], _UPPER_OPS[a])
     return Expr(text)
+
+
+_ABSOLUTE = re.compile(r"\|[a-zA-Z]\|")
+
+
+def _absolute_between(lo: str, op_lo: str, op_hi: str, hi: str) -> Node | None:
+    """`1 \\leq |z| \\leq \\frac32` is `[-3/2, -1] \\cup [1, 3/2]`; with a lower bound of 0 or less, one interval."""
+    if op_lo not in _LOWER_OPS or op_hi not in _LOWER_OPS:
+        return None
+    low = evaluate(lo)
+    if low is None or not low.is_exact:
+        return None
+    lo_closed, hi_closed = _LOWER_OPS[op_lo], _LOWER_OPS[op_hi]
+    if low.value <= 0:
+        return Interval(f"-({hi})", hi, hi_closed, hi_closed) if low.value < 0 or lo_closed else None
+    return Union((Interval(f"-({hi})", f"-({lo})", hi_closed, lo_closed), Interval(lo, hi, lo_closed, hi_closed)))
 
 
 def _bracketed(text: str, depth: int) -> Node:
@@ -238,6 +268,8 @@ def _bracketed(text: str, depth: int) -> Node:
     if text.startswith("\\langle") and text.endswith("\\rangle"):
         parts = [p.strip() for p in split_top(text[7:-7], (",",))]
         return Items(tuple(_parse(p, depth + 1) for p in parts), "tuple")
+    if text[0] == "{" and text[-1] == "}" and _balanced_outer(text):
+        return _parse(text[1:-1].strip(), depth + 1)  # plain braces only group (`{1,3}` prints as 1,3)
     if text[0] in "([" and text[-1] in ")]" and _balanced_outer(text):
         inner = text[1:-1].strip()
         parts = [p.strip() for p in split_top(inner, (",",))]
@@ -272,6 +304,23 @@ def is_inequality(node: Node) -> bool:
 
 def is_variable(text: str) -> bool:
     return bool(_VARIABLE.fullmatch(text.strip()))
+
+
+def is_name(text: str) -> bool:
+    """Whether `text` names a quantity (a label for an answer), as opposed to being a number or an expression."""
+    text = text.strip()
+    if len(text) > 60:
+        return False  # names are short; this keeps label checks off long answers
+    if _NAME.fullmatch(text):
+        return True
+    fraction = _FRACTION_OF.fullmatch(text)
+    if fraction:
+        return all(_NAME.fullmatch(part.strip()) for part in fraction.groups())
+    if text[:1] == "(" and text[-1:] == ")" and _balanced_outer(text):
+        parts = split_top(text[1:-1], (",",))
+        return len(parts) > 1 and all(_NAME.fullmatch(p.strip()) for p in parts)
+    parts = split_top(text, (":",))
+    return len(parts) > 1 and all(_NAME.fullmatch(p.strip()) for p in parts)
 
 
 def as_interval(node: Node) -> Node | None:
