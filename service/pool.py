@@ -1,6 +1,8 @@
 """The scoring process pool behind the service: admission (bounded queue), tasks, deadlines, and recovery from dead workers.
 
 - Scoring is CPU-bound, so it runs in a ProcessPoolExecutor sized to the cores; the event loop only awaits futures.
+  Each scoring process's address space is capped (`worker_memory_mb`): an item that hits the cap gets an error
+  verdict from its process, which lives on.
 - A request's items are cut into tasks of at most `chunk_items`, spread over the workers, answered in order.
 - When a worker process dies (killed, segfault, OOM), the executor breaks and fails every task in it. The pool is
   replaced once, and each affected task is sent again; a task that keeps breaking the pool is split into single
@@ -63,7 +65,8 @@ class ScoringPool:
     # -- life cycle ---------------------------------------------------------------------------------------------------
 
     def _new_executor(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.settings.workers, mp_context=self._context)
+        return ProcessPoolExecutor(max_workers=self.settings.workers, mp_context=self._context,
+                                   initializer=worker.cap_memory, initargs=(self.settings.worker_memory_mb,))
 
     async def start(self) -> None:
         """Start every worker and load the scorers in it; the service is ready when this returns."""

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
+MIN_WORKER_MEMORY_MB = 512
+
+
 def _cores() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
@@ -24,6 +27,9 @@ class Settings:
     chunk_items: int = 32  # at most this many items go to a worker in one task
     max_attempts: int = 3  # tries per task when worker processes die under it
     stuck_grace_s: float = 30.0  # a task still running this long after its request gave up: its workers are replaced
+    # Address-space cap of each scoring process, in MB (0: none); the variable GROUPSCORE_WORKER_MEMORY_MB also caps
+    # the bounded workers (verifiers/workers.py). An item that hits it gets an error verdict; the process lives on.
+    worker_memory_mb: int = 4096
     openrlhf_verifier: str = "math"  # kind used by /get_reward for plain-text labels
     debug: bool = False  # test hooks: /debug/workers and metadata["debug_sleep_s"]; never in production
 
@@ -36,6 +42,9 @@ class Settings:
                 or self.max_body_bytes < 1024):
             raise ValueError("deadline_s, stuck_grace_s, chunk_items, max_attempts must be positive and "
                              "max_body_bytes >= 1024")
+        if self.worker_memory_mb != 0 and self.worker_memory_mb < MIN_WORKER_MEMORY_MB:
+            raise ValueError(f"worker_memory_mb must be 0 (no cap) or at least {MIN_WORKER_MEMORY_MB}: a scoring "
+                             "process needs that much address space to start")
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:

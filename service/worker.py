@@ -7,13 +7,22 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from groupscore.verifiers.composite import RewardSpec, score_raw
+from groupscore.verifiers.composite import RewardSpec, raw_item_id, score_raw
 from groupscore.verifiers.registry import KINDS
+from groupscore.verifiers.schema import Verdict
+from groupscore.verifiers.workers import cap_address_space
 
-# Test hook, honoured only when the service runs with debug on: an item's metadata may ask its worker to sleep first,
-# so tests can hold the queue full or kill a worker in the middle of a batch deterministically.
+# Test hooks, honoured only when the service runs with debug on: an item's metadata may ask its worker to sleep first,
+# so tests can hold the queue full or kill a worker in the middle of a batch deterministically, or to allocate that
+# many MB while scoring it, so tests can run a worker into its memory cap.
 DEBUG_SLEEP_KEY = "debug_sleep_s"
+DEBUG_ALLOC_KEY = "debug_alloc_mb"
 _MAX_DEBUG_SLEEP_S = 30.0
+
+
+def cap_memory(memory_mb: int) -> None:
+    """The pool's initializer: cap this scoring process's address space (Settings.worker_memory_mb; 0: no cap)."""
+    cap_address_space(memory_mb)
 
 
 def load_scorers() -> dict[str, str | None]:
@@ -48,12 +57,24 @@ def score_task(raw_items: list[Any], spec_json: str | None, debug: bool) -> list
     spec = _spec(spec_json)
     verdicts = []
     for raw in raw_items:
-        if debug and isinstance(raw, dict) and isinstance(raw.get("metadata"), dict):
-            delay = raw["metadata"].get(DEBUG_SLEEP_KEY)
-            if isinstance(delay, (int, float)) and delay > 0:
-                time.sleep(min(float(delay), _MAX_DEBUG_SLEEP_S))
-        verdicts.append(score_raw(raw, spec).model_dump(mode="json"))
+        try:
+            held = _debug_hooks(raw) if debug else None
+            verdicts.append(score_raw(raw, spec).model_dump(mode="json"))
+            del held
+        except MemoryError:  # the process's cap (worker_memory_mb): this item's verdict, not the task's or the process's
+            verdicts.append(Verdict.error(raw_item_id(raw), "scoring this item ran into the scoring process's memory "
+                                          "cap (GROUPSCORE_WORKER_MEMORY_MB)").model_dump(mode="json"))
     return verdicts
+
+
+def _debug_hooks(raw: Any) -> bytearray | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict):
+        return None
+    delay = raw["metadata"].get(DEBUG_SLEEP_KEY)
+    if isinstance(delay, (int, float)) and delay > 0:
+        time.sleep(min(float(delay), _MAX_DEBUG_SLEEP_S))
+    size_mb = raw["metadata"].get(DEBUG_ALLOC_KEY)
+    return bytearray(int(size_mb) << 20) if isinstance(size_mb, int) and size_mb > 0 else None
 
 
 def run_code_task(fields: dict[str, Any]) -> tuple[str, Any]:

@@ -23,7 +23,7 @@
   no threads and shares nothing with the caller, so forking it is safe. Workers' stdout goes to the caller's stderr.
 - The default pool holds `GROUPSCORE_BOUNDED_WORKERS` workers (default: min(cores, 4)), starts on the first call,
   and is shut down at exit. Each worker's address space is capped at `GROUPSCORE_WORKER_MEMORY_MB` (default 4096,
-  0 = no cap), so a runaway computation fails with MemoryError instead of swapping the machine.
+  0 = no cap; `cap_address_space`), so a runaway computation fails with MemoryError instead of swapping the machine.
 - The first call in a process waits for the template to import its modules (about a second with sympy); call
   `warm_up(modules)` where that matters, e.g. at service start.
 """
@@ -116,9 +116,7 @@ def _template_main(control_fd: int, preload: list[str], memory_mb: int) -> None:
 
 def _serve(conn: Connection, memory_mb: int) -> None:
     """Worker main loop: say ready, then answer one call at a time until the pipe closes."""
-    if memory_mb > 0:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    cap_address_space(memory_mb)
     _exit_when_orphaned()
     conn.send(("ready", os.getpid()))
     while True:
@@ -136,6 +134,28 @@ def _serve(conn: Connection, memory_mb: int) -> None:
         except Exception as exc:  # the result or the exception does not pickle
             what = "result" if reply[0] == "ok" else f"exception {type(reply[1]).__name__}: {reply[1]}"
             conn.send(("err", _UnpicklableError(f"cannot send the {what} back: {exc}"), traceback.format_exc()))
+
+
+def cap_address_space(memory_mb: int) -> None:
+    """Cap this process's address space at `memory_mb` (0: no cap), so that a runaway allocation raises MemoryError
+    in it instead of exhausting the host. Also used for the service's scoring processes.
+
+    The soft limit only: nothing untrusted runs in these processes, and the jails they start (nsjail) must be free to
+    set their own, possibly higher, limit. Address space counts what is reserved, not used, so malloc's per-thread
+    arenas (64 MB each, up to 8 per core) are capped at a few first: a process running many sandbox threads would
+    otherwise reserve gigabytes it never touches.
+    """
+    if memory_mb <= 0:
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-8, 4)  # M_ARENA_MAX (glibc); elsewhere there is no such reservation to cap
+    except (OSError, AttributeError):
+        pass
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
 
 
 def _exit_when_orphaned() -> None:

@@ -13,6 +13,8 @@ import math
 import operator
 from typing import Any, Mapping
 
+from groupscore.verifiers.code.jail_runner import NotPlainData, check_hash_spread
+
 MAX_SEQUENCE_LEN = 10_000_000
 MAX_POW_BITS = 1_000_000
 
@@ -197,8 +199,22 @@ def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
             raise EvalFailed("type() only tells a value's type here")  # three arguments would build a class
         if fn is sum and len(args) > 1 and not isinstance(args[1], (int, float, complex)):
             raise EvalFailed("sum() with a non-numeric start is not evaluated on the host")  # quadratic on lists
+        if fn in (set, frozenset, dict) and len(args) == 1:
+            args = [_hash_checked(fn, args[0])]
         return fn(*args, **kwargs)
     raise EvalFailed(f"cannot evaluate {type(n).__name__}")
+
+
+def _hash_checked(fn: Any, values: Any) -> Any:
+    """`values` for set(), frozenset() or dict(), refused when they would collide in hash (quadratic to build)."""
+    if type(values) in (str, bytes, set, frozenset, dict):  # random string hashes; the codec checked the others
+        return values
+    items = list(values)
+    try:
+        check_hash_spread([p[0] for p in items if type(p) in (list, tuple) and len(p) == 2] if fn is dict else items)
+    except NotPlainData as exc:
+        raise EvalFailed(f"{fn.__name__}() of {exc}") from exc
+    return items
 
 
 def _check_size(op: type, left: Any, right: Any) -> None:

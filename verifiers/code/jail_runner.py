@@ -24,8 +24,9 @@ their outcome never depends on what the candidate's process claims. Runner and z
 
 Start-up cost is most of a run, so the common path imports only builtin modules (no json, re, enum, signal, socket):
 the plan (from the host) and call requests (from the runner) are in marshal format, which only trusted writers use;
-answers, which the candidate's process writes, travel as literals of the codec's encoding (parsed on the host by
-ast.literal_eval, in the runner only for residual code); result lines are written by `json_text`.
+answers, which the candidate's process writes, travel as JSON text of the codec's encoding, written by `json_text`
+like the result lines. The host reads an answer with `parse_answer` (the runner too, for residual code only), whose
+cost is bounded whatever the candidate forges on its pipe: see "reading answers" below.
 """
 
 import _ctypes
@@ -41,6 +42,10 @@ import time
 
 MAX_FRAME_BYTES = 8 << 20  # one request or answer; a larger answer fails that call
 MAX_DEPTH = 200
+# Reading an answer: what the host builds from the (forgeable) text is bounded by these, not by the candidate.
+MAX_ANSWER_ITEMS = 1_000_000  # values in one answer, containers and set/dict entries counted
+MAX_INT_DIGITS = 4300  # Python's own default for int(str); int() of n digits costs more than n
+MAX_SHARED_HASH = 8  # distinct set elements or dict keys of one hash: more is a collision attack, not data
 FunctionType = type(lambda: None)
 ModuleType = type(sys)
 
@@ -54,7 +59,7 @@ class NotPlainData(TypeError):
 def encode_value(value, depth=0):
     """Plain data as nested lists of str/int/float/bool/None (tagged); anything else raises NotPlainData."""
     if depth > MAX_DEPTH:
-        raise NotPlainData("value nested too deeply")
+        raise NotPlainData("a value nested too deeply")
     kind = type(value)  # exact types: a subclass could override __eq__ or __hash__
     if value is None or kind is bool or kind is str or kind is int:
         return value
@@ -85,37 +90,115 @@ _BASE_DATA = ((list, list.copy), (tuple, lambda v: tuple.__getitem__(v, slice(No
 
 
 def decode_value(data, depth=0):
+    """Encoded data back to a plain value; a set or dict is built only once its elements are known not to collide."""
     if depth > MAX_DEPTH:
-        raise NotPlainData("value nested too deeply")
-    if data is None or type(data) in (bool, str, int, float):
+        raise NotPlainData("a value nested too deeply")
+    kind = type(data)
+    if data is None or kind is bool or kind is str or kind is int:
         return data
-    if type(data) is not list or not data or type(data[0]) is not str:
-        raise NotPlainData("malformed encoded value")
-    tag, rest = data[0], data[1:]
+    if kind is float:
+        if not math.isfinite(data):  # the codec tags these; a bare 1e999 is forged
+            raise NotPlainData("a malformed value")
+        return data
+    if kind is not list or not data or type(data[0]) is not str:
+        raise NotPlainData("a malformed value")
+    tag = data[0]
     if tag in ("list", "tuple", "set", "frozenset"):
-        items = [decode_value(v, depth + 1) for v in rest]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+        items = [decode_value(v, depth + 1) for v in data[1:]]
+        if tag == "list":
+            return items
+        if tag == "tuple":
+            return tuple(items)
+        check_hash_spread(items)
+        return set(items) if tag == "set" else frozenset(items)
     if tag == "dict":
-        out = {}
-        for pair in rest:
+        pairs = []
+        for pair in data[1:]:
             if type(pair) is not list or len(pair) != 2:
-                raise NotPlainData("malformed dict entry")
-            out[decode_value(pair[0], depth + 1)] = decode_value(pair[1], depth + 1)
-        return out
-    if tag == "float" and len(rest) == 1 and rest[0] in ("inf", "-inf", "nan"):
-        return float(rest[0])
-    if tag == "bytes" and len(rest) == 1 and type(rest[0]) is str:
-        return bytes.fromhex(rest[0])
-    if tag == "complex" and len(rest) == 2:
-        return complex(decode_value(rest[0], depth + 1), decode_value(rest[1], depth + 1))
-    raise NotPlainData("unknown tag %r" % tag)
+                raise NotPlainData("a malformed value")
+            pairs.append((decode_value(pair[0], depth + 1), decode_value(pair[1], depth + 1)))
+        check_hash_spread([key for key, _ in pairs])
+        return dict(pairs)
+    if tag == "float" and len(data) == 2 and data[1] in ("inf", "-inf", "nan"):
+        return float(data[1])
+    if tag == "bytes" and len(data) == 2 and type(data[1]) is str:
+        return bytes.fromhex(data[1])
+    if tag == "complex" and len(data) == 3:
+        return complex(decode_value(data[1], depth + 1), decode_value(data[2], depth + 1))
+    raise NotPlainData("a malformed value")
 
 
-def parse_answer(literal):
-    """An answer's literal back to a plain value (host side, and the runner for residual code)."""
-    import ast
+def check_hash_spread(values):
+    """Raise NotPlainData when more than MAX_SHARED_HASH distinct `values` share one hash.
 
-    return decode_value(ast.literal_eval(literal))
+    Putting a value in a set or dict costs a comparison with each entry of the same hash already there, and hashes of
+    ints, floats and tuples are predictable (hash(k * (2**61 - 1)) == 0 for every k): n crafted values would cost
+    n*n/2 comparisons. Counting first is linear: the buckets are keyed by hash values, whose own hashes differ (but
+    for the few that are equal modulo 2**61 - 1), and each bucket holds at most MAX_SHARED_HASH values.
+    Unhashable values raise TypeError, as set() would.
+    """
+    buckets = {}
+    for value in values:
+        key = hash(value)
+        bucket = buckets.get(key)
+        if bucket is None:
+            buckets[key] = [value]
+            continue
+        for seen in bucket:
+            if seen == value:
+                break
+        else:
+            if len(bucket) >= MAX_SHARED_HASH:
+                raise NotPlainData("a set or dict whose elements collide in hash (over %d of one hash)"
+                                   % MAX_SHARED_HASH)
+            bucket.append(value)
+
+
+# -- reading answers: the candidate's process writes them, and can write any bytes it likes on its pipe -------------
+# What the reader may build is bounded before it builds it: the text by MAX_FRAME_BYTES, the values it holds by
+# MAX_ANSWER_ITEMS (counted on the text), ints by MAX_INT_DIGITS, nesting by MAX_DEPTH (and by the json module's
+# own recursion guard first), and sets and dicts by check_hash_spread. JSON, read by the json module's C scanner,
+# costs the host a few bytes per byte of text and linear time; ast.literal_eval built about 1 KB of syntax tree per
+# value and ran the tokenizer in Python objects.
+
+def parse_answer(text):
+    """An answer's JSON text back to a plain value (host side, and the runner for residual code); NotPlainData (or
+    ValueError for text that is not JSON) when it is malformed or beyond the bounds above."""
+    import json  # not on the runner's common path: there only residual code reads answers
+
+    if len(text) > MAX_FRAME_BYTES:
+        raise NotPlainData("a value too large to judge (over %d bytes)" % MAX_FRAME_BYTES)
+    if count_values(text) > MAX_ANSWER_ITEMS:
+        raise NotPlainData("a value too large to judge (over %d items)" % MAX_ANSWER_ITEMS)
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant,
+                          parse_int=int if 0 < limit <= MAX_INT_DIGITS else _bounded_int)
+    except RecursionError:
+        raise NotPlainData("a value nested too deeply")
+    return decode_value(data)
+
+
+def count_values(text):
+    """At least the number of values in a JSON text: every value but the first follows a comma or opens an array."""
+    count = text.count(",") + text.count("[") + 1
+    if count > MAX_ANSWER_ITEMS and '"' in text:  # commas and brackets inside strings are no values: count without
+        import re
+
+        text = re.sub(r'"[^"\\]*(?:\\.[^"\\]*)*"', '""', text)
+        count = text.count(",") + text.count("[") + 1
+    return count
+
+
+def _bounded_int(digits):
+    # Only where the interpreter's own digit limit is off or higher: int() of n digits costs more than n.
+    if len(digits) - digits.startswith("-") > MAX_INT_DIGITS:
+        raise NotPlainData("an int of more than %d digits" % MAX_INT_DIGITS)
+    return int(digits)
+
+
+def _refuse_constant(name):
+    raise NotPlainData("a malformed value")  # NaN, Infinity: the codec tags non-finite floats
 
 
 def describe_exception(exc):
@@ -131,7 +214,8 @@ _JSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
 
 
 def json_text(value):
-    """JSON for the runner's records (None, bools, ints, strings, lists, string-keyed dicts) without importing json."""
+    """JSON for the runner's records and the workers' answers (None, bools, ints, finite floats, strings, lists,
+    string-keyed dicts) without importing json."""
     if value is None:
         return "null"
     if value is True or value is False:
@@ -141,14 +225,16 @@ def json_text(value):
     if type(value) is str:
         return '"' + value.translate(_JSON_ESCAPES) + '"'
     if type(value) in (list, tuple):
-        return "[" + ",".join(json_text(v) for v in value) + "]"
+        return "[" + ",".join([json_text(v) for v in value]) + "]"
+    if type(value) is float and math.isfinite(value):  # encoded answers only: the codec tags the others
+        return float.__repr__(value)
     if type(value) is dict:
         return "{" + ",".join(json_text(str(k)) + ":" + json_text(v) for k, v in value.items()) + "}"
     raise TypeError("not a record value: %s" % type(value).__name__)
 
 
 # -- frames on the worker pipes: 4-byte length, 1-byte kind, payload ----------------------------------------------
-# Worker to runner: R ready (function names, one a line), I import error, O ok (literal of the encoded value),
+# Worker to runner: R ready (function names, one a line), I import error, O ok (JSON of the encoded value),
 # E the call raised. Runner to worker: C call ((fn, args, kwargs) encoded, in marshal format: the runner is trusted
 # and marshal reads in microseconds what eval would first have to compile).
 MARSHAL_VERSION = 4  # what Python 3.4 and later all read: the host (plan) and the jail (calls) may differ
@@ -205,7 +291,7 @@ def read_frame(fd, deadline, raw=False):
 
 def work(solution_path, request_fd, answer_fd):
     # Keep the codec and the pipes in locals: rebinding module globals from the candidate changes nothing here.
-    encode, send, read, loads = encode_value, write_frame, read_frame, marshal.loads
+    encode, text, send, read, loads = encode_value, json_text, write_frame, read_frame, marshal.loads
     module = ModuleType("solution")
     module.__file__ = solution_path
     sys.modules["solution"] = module
@@ -225,7 +311,7 @@ def work(solution_path, request_fd, answer_fd):
         try:
             fn, args, kwargs = loads(request)  # written by the runner
             result = getattr(module, fn)(*decode_value(args), **decode_value(kwargs))
-            kind, payload = b"O", repr(encode(result))  # repr fails here on e.g. an int too long to print
+            kind, payload = b"O", text(encode(result))  # fails here on e.g. an int too long to print
         except BaseException as exc:
             kind, payload = b"E", describe_exception(exc)
         send(answer_fd, kind, payload)
@@ -384,7 +470,7 @@ class Worker:
         return payload if kind == b"I" else "the program did not start"
 
     def call(self, fn, args_encoded, kwargs_encoded, deadline):
-        """[kind, payload]: ["O", literal of the encoded result] or ["E", the exception]."""
+        """[kind, payload]: ["O", JSON of the encoded result] or ["E", the exception]."""
         write_frame(self.request_w, b"C", marshal.dumps((fn, args_encoded, kwargs_encoded), MARSHAL_VERSION))
         kind, payload = read_frame(self.answer_r, deadline)
         if kind not in (b"O", b"E"):
@@ -462,20 +548,22 @@ def make_proxy(worker, fn, deadline):
 
 
 def solution_module(worker, program_names, test_builtins, deadline):
-    """`solution` as residual test code imports it: proxies of the program's functions, never the program itself run
-    in this process. `from solution import *` takes the names the host planned as the program's (never a builtin)."""
-    functions = frozenset(worker.functions)
+    """`solution` as residual test code imports it: proxies of the program's callables, never the program itself run
+    in this process. `from solution import *` takes the names the host planned as the program's (never a builtin).
+
+    A proxy per name asked for, whatever the worker listed: a function wrapped by functools.cache is no plain function
+    but still the program's to call; a name the program lacks fails when called, in the worker."""
     module = ModuleType("solution")
 
     def __getattr__(name):
-        if name not in functions:
-            raise AttributeError("the program defines no function %r" % name)
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # module machinery (__path__, __spec__, ...), never the program's
         proxy = make_proxy(worker, name, deadline)
         setattr(module, name, proxy)
         return proxy
 
     module.__getattr__ = __getattr__
-    module.__all__ = [name for name in program_names if name in functions and name not in test_builtins]
+    module.__all__ = [name for name in program_names if name not in test_builtins]
     return module
 
 

@@ -156,7 +156,9 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
             return UnitOutcome(False, why=f"{_call_text(call)} raised {_echo(payload)}")
         try:
             results.append(parse_answer(payload))
-        except (NotPlainData, ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        except NotPlainData as exc:  # our own words on what the bounds refused (too large, colliding hashes, ...)
+            return UnitOutcome(False, why=f"{_call_text(call)} returned {exc}")
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return UnitOutcome(False, why=f"{_call_text(call)} returned a malformed value")
     for check in unit.checks:
         if isinstance(check, ExpectedValue):
