@@ -249,3 +249,10 @@ def test_builtins_the_program_patches_in_its_own_process_stay_there():
     assert verdict.details["public_passed"] == 0, verdict.reason
     assert "failed to load" not in verdict.reason
     assert score_asserts(SQRT, *tests).reward == 1.0
+
+
+def test_a_cached_function_is_the_programs_in_the_jail_too():
+    # functools.cache wraps the function in an object that is no plain function; residual code still calls it.
+    program = "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x + 1\n"
+    verdict = score_asserts(program, "for i in range(3):\n    assert f(i) == i + 1", "from solution import f as g\nassert all([g(i) == i + 1 for i in range(3)])")
+    assert verdict.reward == 1.0 and verdict.details["weaker_mode"] is True, verdict.reason
