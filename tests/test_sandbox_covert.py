@@ -309,8 +309,13 @@ def ino():
     n = os.fstat(fd).st_ino; os.close(fd); return n
 a = ino(); time.sleep(1.0); b = ino()
 print(b if isinstance(b, str) else b - a)
+pidfd = ctypes.c_int(-1)
+pid = libc.syscall(56, 0x1000 | 17, 0, ctypes.byref(pidfd), 0, 0)  # clone(CLONE_PIDFD | SIGCHLD)
+if pid == 0:
+    os._exit(0)
+print(name(ctypes.get_errno()) if pid < 0 else 'PIDFD')
 """)
-    assert r.stdout.split() == ["ENOSYS"]
+    assert r.stdout.split() == ["ENOSYS", "ENOSYS"]
 
 
 def test_sysinfo_shows_no_host_memory_or_process_count():
@@ -588,3 +593,19 @@ def test_hidden_call_args_do_not_reach_another_items_reason_in_one_batch():
     verdicts = score_batch(items, workers=2)
     text = "".join(v.model_dump_json() for v in verdicts)
     assert secret not in text and secret[3:9] not in text
+
+
+def test_the_32_bit_syscall_abis_cannot_bypass_the_rules():
+    """The rules match x86-64 syscall numbers: an i386 syscall (int 0x80) is killed (SIGSYS), an x32 one fails."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("x86-64 only")
+    x32 = _run("print(libc.syscall(0x40000000 | 73, 0, 1), name(ctypes.get_errno()))\n")  # x32 flock(0, LOCK_SH)
+    assert x32.status is Status.OK and x32.stdout.split() == ["-1", "ENOSYS"], x32
+    i386 = _run("""
+import mmap
+code = b"\\x53\\xb8" + (143).to_bytes(4, "little") + b"\\xbb\\x00\\x00\\x00\\x00\\xb9\\x01\\x00\\x00\\x00\\xcd\\x80\\x5b\\xc3"
+m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+m.write(code)
+print('ran', ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))(), flush=True)
+""")  # i386 flock(0, LOCK_SH)
+    assert (i386.status, i386.signal, i386.stdout) == (Status.RUNTIME_ERROR, 31, ""), i386
