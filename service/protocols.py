@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from groupscore.service.columns import MissingColumn, check_columns
 from groupscore.service.pool import WorkerDied
 from groupscore.service.routing import OffloadingRoute
 from groupscore.verifiers.composite import RewardSpec
@@ -36,7 +37,7 @@ class OpenRLHFRequest(BaseModel):
     labels: list[Any] = Field(description=(
         "Per sample: a plain reference answer (scored by the service's default kind, math unless configured), "
         "or an object / JSON object text with an item's reference fields, e.g. {\"verifier\": \"code\", \"tests\": [...]}. "
-        "OpenRLHF sends them with `--label_key`; all null is refused (the key is not set)."))
+        "OpenRLHF sends them with `--label_key`; a request whose labels hold no reference at all is refused."))
     reward: RewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
 
     @model_validator(mode="after")
@@ -45,9 +46,6 @@ class OpenRLHFRequest(BaseModel):
             values = getattr(self, name)
             if len(values) != len(self.query):
                 raise ValueError(f"{name} has {len(values)} entries but query has {len(self.query)}")
-        if self.labels and all(label is None or label == "" for label in self.labels):
-            raise ValueError("every label is null or empty: start OpenRLHF with --label_key naming the dataset's "
-                             "reference-answer column")
         for index, (query, prompt) in enumerate(zip(self.query, self.prompts)):
             if prompt not in query:
                 raise ValueError(f"query {index} does not contain its prompt, so its response cannot be told apart "
@@ -87,7 +85,7 @@ def label_item(label: Any, default_kind: str) -> dict[str, Any]:
              responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
 async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Response:
     """OpenRLHF remote reward: `--remote_rm_url http://host:port/get_reward`."""
-    from groupscore.service.app import json_response, too_many_items
+    from groupscore.service.app import json_response, too_many_items, validation_error_response
 
     settings = request.app.state.settings
     if len(body.query) > settings.max_items:
@@ -95,6 +93,11 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
     raw_items = [{**label_item(label, settings.openrlhf_verifier), "id": index,
                   "completion": response_text(query, prompt)}
                  for index, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels))]
+    try:  # labels that hold no reference at all (no --label_key, or the wrong column) would score every sample 0
+        check_columns("/get_reward", raw_items, ["labels"], "start OpenRLHF with --label_key naming the dataset's "
+                      "reference column, so that each label gives the item {mapping}")
+    except MissingColumn as exc:
+        return validation_error_response([{"loc": ("body", "labels"), "msg": str(exc), "type": "missing"}])
     verdicts = await request.app.state.dispatcher.score(raw_items, body.reward)
     # OpenRLHF has no "no reward" value: an infra_error sample gets reward 0.0 and infra_error 1.0 in extra_logs, so
     # a run can filter or at least see them (README, "Statuses").

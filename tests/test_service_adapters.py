@@ -127,7 +127,11 @@ def test_openrlhf_request_without_labels_is_422_not_silent_zeros(http):
     assert any(problem["field"] == "body.labels" for problem in answer.json()["detail"])
     # OpenRLHF sends null labels when --label_key is not set: as useless as none, and said so.
     nulls = http.post("/get_reward", json={**body, "labels": [None]})
-    assert nulls.status_code == 422 and "--label_key" in nulls.text
+    assert nulls.status_code == 422 and "--label_key" in nulls.text and "'answer'" in nulls.text
+    assert http.post("/get_reward", json={**body, "labels": [""]}).status_code == 422
+    # Labels of another kind that lack what that kind needs: a 422 naming the field, not an error verdict per sample.
+    code = http.post("/get_reward", json={**body, "labels": ['{"verifier": "code", "language": "python"}']})
+    assert code.status_code == 422 and "'tests' or 'hidden_tests'" in code.text
 
 
 def test_openrlhf_prompt_not_in_query_is_422_and_padding_before_it_is_fine(http):
