@@ -10,6 +10,7 @@ from groupscore.verifiers.math.parser import (
     LENIENT,
     NO_FALLBACK,
     STRICT,
+    box_run,
     boxed_contents,
     boxes_from_end,
     extract_answer,
@@ -222,8 +223,9 @@ def test_fallback_off_requires_an_explicit_marker():
         ("\\( y_1 = \\boxed{x+1} \\) and \\( y_2 = \\boxed{x-1} \\)", ("x+1", "x-1")),
         ("first \\boxed{6}. Then we check the case n = 3 again and get \\boxed{7}", ()),  # a correction, not a list
         ("\\boxed{5}", ()),
+        ("<answer>\\boxed{3}, \\boxed{4}</answer> and later \\boxed{9}", ("3", "4")),
     ],
 )
 def test_the_run_of_boxes_a_completion_ends_with(completion, group):
-    found = extract_answer(completion)
-    assert found is not None and found.group == group
+    assert box_run(completion) == group
+    assert extract_answer(completion).text == (group[-1] if group else extract_answer(completion).text)

@@ -48,7 +48,6 @@ class Extracted:
     source: str  # answer_tag, boxed, gsm8k, final_answer, answer_is, last_number
     boxes: tuple[str, ...] = ()  # the last top-level boxed answers, in order (strict mode looks for hedges here)
     too_long: bool = False
-    group: tuple[str, ...] = ()  # the run of boxes the completion ends with (`\\boxed{1} and \\boxed{2}`), in order
 
 
 # One token per structural event; `\{` and `\}` are literal braces of a set and never open or close a group.
@@ -319,10 +318,23 @@ def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extra
     text = _clean(found.text)
     if not text:
         return None
-    group = tuple(_clean(g) for g in found.group) if len(found.group) > 1 else ()
     if len(text) > config.max_answer_chars:
         return Extracted(text[: config.max_answer_chars], found.source, found.boxes, too_long=True)
-    return Extracted(text, found.source, found.boxes, group=group)
+    return Extracted(text, found.source, found.boxes)
+
+
+def box_run(completion: str, config: ExtractionConfig = LENIENT) -> tuple[str, ...]:
+    """The run of boxes a completion ends with (`\\boxed{1} and \\boxed{-2}`), cleaned, in order; () for fewer than
+    two. Only asked for when the reference has several answers, so single-answer items never pay for it."""
+    text = completion
+    tag_start = completion.rfind("<answer>")
+    if tag_start >= 0:
+        tag_end = completion.find("</answer>", tag_start)
+        if tag_end > 0 and ("boxed" in completion[tag_start:tag_end] or "fbox" in completion[tag_start:tag_end]):
+            text = completion[tag_start + len("<answer>") : tag_end]
+    spans, _ = box_spans_from_end(text, config.boxes_considered, config.max_answer_chars + 1)
+    run = _final_group(text, spans) if len(spans) > 1 else ()
+    return tuple(_clean(content) for content in run) if len(run) > 1 else ()
 
 
 class _OverlongBox(Exception):
@@ -330,13 +342,20 @@ class _OverlongBox(Exception):
 
 
 def _box_spans(text: str, config: ExtractionConfig) -> list[tuple[int, int, str]]:
-    spans, overlong = box_spans_from_end(text, config.boxes_considered, config.max_answer_chars + 1)
+    # Lenient mode needs the last box only; strict mode looks for a hedge among the last few.
+    limit = config.boxes_considered if config.strict else 1
+    spans, overlong = box_spans_from_end(text, limit, config.max_answer_chars + 1)
     if overlong:
         raise _OverlongBox
     return spans
 
 
 _FINAL_NEEDLES = ("####", "final", "Final", "FINAL")
+
+
+def _marker_after(text: str, pos: int) -> bool:
+    """A cheap test (the text after the last box is usually short) before looking for the last final-answer marker."""
+    return any(text.find(needle, pos) >= 0 for needle in ("####", "inal", "INAL"))
 
 
 def _from_final(completion: str, final: re.Match[str], config: ExtractionConfig) -> Extracted:
@@ -356,22 +375,23 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
             spans = _box_spans(inner, config) if ("boxed" in inner or "fbox" in inner) else []
             if spans:
                 boxes = tuple(content for _, _, content in spans)
-                return Extracted(boxes[-1], "boxed", boxes, group=_final_group(inner, spans))
+                return Extracted(boxes[-1], "boxed", boxes)
             inner = inner.strip()
             if inner:
                 return _find(inner, config) if _FINAL_MARKERS.search(inner) else Extracted(inner, "answer_tag")
     if "boxed" in completion or "fbox" in completion:
         spans = _box_spans(completion, config)
         if spans:
-            if not config.strict:
+            close = spans[-1][1]
+            if not config.strict and _marker_after(completion, close):
                 # A `Final answer:` / `####` line after the last box is the model's last word (it boxed a step).
                 final = _last_marker(completion, _FINAL_NEEDLES, _FINAL_MARKERS)
-                if final is not None and final.start() > spans[-1][1]:
+                if final is not None and final.start() > close:
                     found = _from_final(completion, final, config)
                     if _clean(found.text):
                         return found
             boxes = tuple(content for _, _, content in spans)
-            return Extracted(boxes[-1], "boxed", boxes, group=_final_group(completion, spans))
+            return Extracted(boxes[-1], "boxed", boxes)
     final = _last_marker(completion, _FINAL_NEEDLES, _FINAL_MARKERS)
     if final is not None:
         return _from_final(completion, final, config)

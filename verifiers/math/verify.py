@@ -21,7 +21,7 @@ from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_out
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
-from groupscore.verifiers.math.parser import ExtractionConfig, extract_answer, parse_gold
+from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer, parse_gold
 from groupscore.verifiers.math.structures import Items, parse_structure
 from groupscore.verifiers.schema import Status, Verdict
 
@@ -167,7 +167,8 @@ def score_math(item: MathItem) -> Verdict:
 
 def _score(item: MathItem) -> Verdict:
     started = time.monotonic()
-    extracted = extract_answer(item.completion, _CONFIGS[item.strict, item.fallback])
+    config = _CONFIGS[item.strict, item.fallback]
+    extracted = extract_answer(item.completion, config)
     if extracted is None:
         return _verdict(item, Status.no_answer, None, "no final answer found")
     if extracted.too_long:
@@ -178,10 +179,11 @@ def _score(item: MathItem) -> Verdict:
     if not gold:
         return Verdict.error(item.id, "the reference answer is empty")
     boxes = extracted.boxes
-    if extracted.group and _several_answers(gold):
+    run = box_run(item.completion, config) if extracted.source == "boxed" and _several_answers(gold) else ()
+    if run:
         # One box per answer (`\\boxed{1} and \\boxed{-2}`) against a reference with several: the run is the answer.
-        joined = ", ".join(extracted.group)
-        boxes = boxes[: len(boxes) - len(extracted.group)] + (joined,)
+        joined = ", ".join(run)
+        boxes = boxes[: max(len(boxes) - len(run), 0)] + (joined,)
         extracted = replace(extracted, text=joined)
     pred = normalize(extracted.text)
     if not pred:
