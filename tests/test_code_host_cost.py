@@ -142,6 +142,16 @@ def test_other_dear_literals_stay_cheap_on_the_host(payload):
     assert_cheap(outcome)
 
 
+def test_a_long_stdout_token_that_is_almost_a_number_costs_the_host_linear_time():
+    # stdio `float` comparison reads each output token with a number pattern; one that backtracks is quadratic in
+    # the token (20 000 digits then `x` took 20 s of host CPU; the output cap allows a million).
+    program = "print('1' * 1_000_000 + 'x')\n"
+    outcome = score_measured(item(program, tests=[{"type": "stdio", "stdin": "", "stdout": "5\n", "compare": "float"}]),
+                             timeout_s=120)
+    assert outcome["reward"] == 0.0, outcome
+    assert_cheap(outcome)
+
+
 def test_an_honest_large_answer_is_still_judged_right():
     program = "def f(x):\n    return [i * i for i in range(x)], {str(i): (i, -i) for i in range(3)}, {1.5, 2}\n"
     expected = [[i * i for i in range(200_000)], {"0": [0, 0], "1": [1, -1], "2": [2, -2]}]

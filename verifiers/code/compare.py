@@ -11,7 +11,10 @@ StdioCompare = Literal["exact", "whitespace", "float"]
 
 # Number tokens of stdout, as a judge reads them (no `1_000`, no `0x10`, no spaces: float() takes all of those).
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+# Possessive quantifiers: `[0-9]+\.?[0-9]*` could split a run of digits n ways, and a long token that fails (a million
+# digits, then `x`) cost n*n/2 steps of backtracking: hours of host CPU for one line of output.
+_NUMBER = re.compile(r"[+-]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+|[+-]?+(?:inf|infinity|nan)",
+                     re.IGNORECASE)
 
 
 def _tokens_match(got: str, want: str, tol: float) -> bool:
