@@ -31,7 +31,7 @@ from groupscore.verifiers.math.numeric import evaluate, free_variables, numbers_
         (".5", "0.5"),
         ("2.50", "2.5"),
         ("3.000", "3"),
-        (r"50\%", "50"),
+        (r"50\%", "50\\%"),  # one percentage keeps its sign for the `percent` convention
         (r"90^\circ", "90"),
         (r"90^{\circ}", "90"),
         (r"\$ 12.00", "12"),

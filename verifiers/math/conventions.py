@@ -12,7 +12,7 @@ from typing import Literal
 
 Percent = Literal["number", "fraction", "both"]
 Order = Literal["written", "any"]
-Profile = Literal["default", "strict", "math_verify"]
+Profile = Literal["default", "math_verify"]
 
 
 @dataclass(frozen=True)
@@ -26,11 +26,11 @@ class Conventions:
 
 
 PROFILES: dict[str, Conventions] = {
+    # For RL rewards: the value as written, nothing a policy could learn to exploit (README, "Math conventions").
     "default": Conventions(),
-    # For RL rewards: nothing beyond the exact value as written.
-    "strict": Conventions(),
-    # Math-Verify's choices on its own suite (fixtures/peers/README.md lists where they differ from ours).
-    "math_verify": Conventions(percent="both", significant_digits=None, order="written", rename_variables=False),
+    # Math-Verify's choices: a percentage is its number or its fraction (`9\\%` = 9, `10\\%` = 0.1), a decimal comma
+    # reads as a decimal point (`1,22` = 1.22).
+    "math_verify": Conventions(percent="both", decimal_comma=True),
 }
 
 _RATIO_QUESTION = re.compile(r"\bratios?\b|\bproportion|:\s*\?|\bin the form\s+\$?[a-z]\s*:\s*[a-z]", re.IGNORECASE)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions
-from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, to_complex
+from groupscore.verifiers.math.normalize import PERCENT_MARK
+from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, rounds_to, to_complex
 from groupscore.verifiers.math.structures import (
     Choice,
     ClockTime,
@@ -123,7 +124,10 @@ class _Judge:
         pv, gv = _value(pred), _value(gold)
         if pv is not None and gv is not None:
             self.methods.add("numeric")
-            return numbers_equal(pv, gv, self.rel_tol)
+            if numbers_equal(pv, gv, self.rel_tol):
+                return True
+            digits = self.conventions.significant_digits
+            return digits is not None and rounds_to(pred, gv, digits)
         names = free_variables(pred) | free_variables(gold)
         if names:
             # Also decides a number against an expression in x (`x - x + 2` is 2; `3x` is not 3).
@@ -250,6 +254,12 @@ class _Judge:
             return self.match(pred, value) if value is not None else False
         if isinstance(pred, Items) and isinstance(gold, Items):
             return self._items(pred, gold)
+        for bars, other in ((pred, gold), (gold, pred)):
+            if isinstance(bars, Matrix) and bars.determinant and isinstance(other, Expr):
+                expansion = _determinant(bars.rows)  # `\\begin{vmatrix} 2 & 1 \\\\ 1 & 2 \\end{vmatrix}` against 3
+                if expansion is None:
+                    return False
+                return self.leaf(expansion, other.text) if bars is pred else self.leaf(other.text, expansion)
         if isinstance(pred, Matrix) or isinstance(gold, Matrix):
             return self._matrix(pred, gold)
         if isinstance(pred, Expr) and isinstance(gold, Expr):
@@ -441,11 +451,35 @@ def _as_vector(rows: tuple[tuple[str, ...], ...]) -> tuple[str, ...] | None:
     return None
 
 
+MAX_DETERMINANT_SIZE = 4  # 24 products: a bigger determinant is no final answer anyone writes
+
+
+def _determinant(rows: tuple[tuple[str, ...], ...]) -> str | None:
+    """The determinant as a sum of products (Laplace expansion along the first row), for the leaf cascade."""
+    n = len(rows)
+    if not 1 <= n <= MAX_DETERMINANT_SIZE or any(len(r) != n for r in rows):
+        return None
+    if n == 1:
+        return f"({rows[0][0]})"
+    terms = []
+    for j, entry in enumerate(rows[0]):
+        minor = tuple(tuple(c for k, c in enumerate(r) if k != j) for r in rows[1:])
+        terms.append(f"{'-' if j % 2 else '+'}({entry})\\cdot({_determinant(minor)})")
+    return "".join(terms).lstrip("+")
+
+
+# A left side that names a number, not an unknown: a limit, sum, product, integral, determinant, f at a number.
+_CLOSED_FORM = re.compile(r"\\(?:lim|sum|prod|int|iint|oint|det)(?![a-zA-Z])|\\begin\{vmatrix\}|[a-zA-Z]\(\s*-?\d")
+
+
 def _value_of(relation: Relation) -> Node | None:
-    """The answer a relation states: `x = 3` -> 3, `2+3=5` -> 5; None for a genuine equation or inequality."""
+    """The answer a relation states: `x = 3` -> 3, `2+3=5` -> 5, `\\lim_{x \\to 0} \\frac{\\sin x}{x} = 1` -> 1;
+    None for a genuine equation or inequality."""
     if relation.op != "=":
         return None
     if relation.is_assignment:
+        return parse_structure(relation.rhs)
+    if _CLOSED_FORM.match(relation.lhs) and relation.rhs and not free_variables(relation.rhs):
         return parse_structure(relation.rhs)
     if not free_variables(relation.lhs):
         # `5 = x` states 5; `2+3 = 5` states 5; `7 = 11a+c` is an equation, and states neither side.
@@ -501,7 +535,65 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
 
 
 def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT) -> Outcome:
-    """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None."""
+    """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None.
+
+    The conventions that rewrite a whole answer act here: the percent reading(s), a decimal comma, a renamed variable.
+    """
+    if conventions.decimal_comma:
+        pred, gold = _decimal_comma(pred), _decimal_comma(gold)
+    if conventions.rename_variables:
+        pred = _renamed(pred, gold)
+    readings = _percent_readings(pred, gold, conventions.percent)
+    outcome = _compare(*readings[0], rel_tol, symbolic, conventions)
+    for other in readings[1:]:  # "both": either reading of the percentage may pay
+        if outcome.equal is True:
+            break
+        alternative = _compare(*other, rel_tol, symbolic, conventions)
+        if alternative.equal is True or alternative.equal is None and outcome.equal is False:
+            outcome = alternative
+    return outcome
+
+
+def _percent_readings(pred: str, gold: str, percent: str) -> list[tuple[str, str]]:
+    """(pred, gold) as the percent convention reads them: `25\\%` as 25 ("number") or as 1/4 ("fraction")."""
+    marked = (pred.endswith(PERCENT_MARK), gold.endswith(PERCENT_MARK))
+    number = tuple(t.removesuffix(PERCENT_MARK) for t in (pred, gold))
+    if not any(marked):
+        return [number]  # type: ignore[list-item]
+    fraction = tuple(f"\\frac{{{t}}}{{100}}" if m else t for t, m in zip(number, marked))
+    if percent == "number":
+        return [number]  # type: ignore[list-item]
+    if percent == "fraction":
+        return [fraction]  # type: ignore[list-item]
+    return [number, fraction]  # type: ignore[list-item]
+
+
+_DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d{1,2}|\d{4,})|([-+]?0),(\d+)")
+
+
+def _decimal_comma(text: str) -> str:
+    """`1,5` -> `1.5` for a whole answer whose comma cannot be a thousands separator (not three digits after it, or
+    a first group of 0: `0,111`)."""
+    return text.replace(",", ".") if _DECIMAL_COMMA.fullmatch(text) else text
+
+
+_LETTER_NAME = "(?<![\\\\a-zA-Z]){}(?![a-zA-Z])"
+
+
+def _renamed(pred: str, gold: str) -> str:
+    """`pred` with its one variable renamed to the reference's one (`f(y) = y^2` -> `f(x) = x^2`), when the two
+    answers differ in exactly that one name and the new name is not already used."""
+    mine, theirs = free_variables(pred), free_variables(gold)
+    extra, missing = mine - theirs, theirs - mine
+    if len(extra) != 1 or len(missing) != 1:
+        return pred
+    (old,), (new,) = extra, missing
+    if len(old) != 1 or len(new) != 1:
+        return pred  # single letters only; a Greek command is not renamed
+    return re.sub(_LETTER_NAME.format(old), new, pred)
+
+
+def _compare(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions) -> Outcome:
     pred_node, gold_node = parse_structure(pred), parse_structure(gold)
     # A label on one side only (`(p,q)=(3,2)` against `(3,2)`) is dropped; two relations are compared as relations.
     if not _has_relation(gold_node):

@@ -27,6 +27,8 @@ _STYLE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?
 _FRAC_CMDS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![a-zA-Z])|\\text\{\s*degrees?\s*\}|(?<=\d)\s*degrees?\b")
 _PERCENT = re.compile(r"\\?%|\\text\{\s*percent\s*\}|(?<=\d)\s*percent\b")
+PERCENT_MARK = "\\%"
+_PERCENTABLE = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\\frac\{\d+\}\{\d+\})")
 _DOLLAR = re.compile(r"\\\$|\\text\{\s*dollars?\s*\}|(?<=\d)\s*dollars?\b")
 # \text{...} and friends without nested braces: the content is kept, the wrapper dropped.
 _TEXT_WRAPPERS = re.compile(
@@ -53,7 +55,7 @@ _MERIDIEM = re.compile(
     r"([aApP])(\.?)\s*([mM])\.?(?(3)\s*\})(?![a-zA-Z])"
 )
 _COLON = re.compile(r"\\colon(?![a-zA-Z])|\\ratio(?![a-zA-Z])")
-_THOUSANDS_COMMA = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_THOUSANDS_COMMA = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")  # a first group of 0 is no group
 _THOUSANDS_SPACE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _MIXED_LATEX = re.compile(r"(?<![\d.}^_a-zA-Z\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
 # The lookbehinds pin each match to the start of a digit run, so a long run costs one attempt, not one per digit.
@@ -238,7 +240,10 @@ def normalize(answer: str) -> str:
     text = _SPACING.sub(" ", text)
     text = _FRAC_CMDS.sub(r"\\frac", text)
     text = _DEGREES.sub("", text)
-    text = _PERCENT.sub("", text)
+    percent = "%" in text or "percent" in text
+    if percent:
+        stripped = _PERCENT.sub("", text)
+        percent, text = stripped != text, stripped
     text = _DOLLAR.sub("", text)
     text = _THIN_GROUP.sub(",", text)
     if "\\colon" in text or "\\ratio" in text:
@@ -284,7 +289,12 @@ def normalize(answer: str) -> str:
     text = _LEADING_DOT.sub(r"0.\1", text)
     text = _DECIMAL.sub(_trim_decimal, text)
     text = _BRACE_SINGLE.sub(r"\1\2", text)
-    return _compact(text)
+    text = _compact(text)
+    # One value written as a percentage keeps a trailing `\%` (PERCENT_MARK): the grader reads it by the item's
+    # `percent` convention. Anywhere else (lists, expressions) the sign is dropped as a unit.
+    if percent and text and _PERCENTABLE.fullmatch(text):
+        text += PERCENT_MARK
+    return text
 
 
 def _compact(text: str) -> str:

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from fractions import Fraction
 
 MAX_EXPONENT = 10_000
@@ -390,6 +391,30 @@ def _huge_equal(a: Number, b: Number, tolerance: float) -> bool:
             return False
     x, y = values
     return abs(x - y) <= Fraction(tolerance) * max(abs(x), abs(y))
+
+
+_DECIMAL_LITERAL = re.compile(r"-?\d*\.\d+")
+
+
+def rounds_to(literal: str, exact: Number, min_digits: int) -> bool:
+    """Whether the decimal `literal` is `exact` correctly rounded to its own number of significant digits, and that
+    number is at least `min_digits` (`0.3333` for 1/3 with 4; `0.33` is not enough for 4, `0.3334` is wrong)."""
+    if not _DECIMAL_LITERAL.fullmatch(literal) or exact.approx:
+        return False
+    digits = literal.lstrip("-").replace(".", "").lstrip("0")
+    if len(digits) < min_digits:
+        return False
+    value = exact.value if isinstance(exact.value, Fraction) else to_complex(exact)
+    if value is None or isinstance(value, complex) and (value.imag != 0 or not math.isfinite(value.real)):
+        return False
+    target = Decimal(value.numerator) / Decimal(value.denominator) if isinstance(value, Fraction) else Decimal(value.real)
+    if target == 0:
+        return False
+    step = Decimal(1).scaleb(-len(literal.partition(".")[2]))
+    try:  # half-even or half-up: either is a correct rounding of a tie
+        return any(target.quantize(step, rounding=mode) == Decimal(literal) for mode in (ROUND_HALF_EVEN, ROUND_HALF_UP))
+    except InvalidOperation:  # more digits than the context holds: not a rounding anyone wrote
+        return False
 
 
 _COMMAND = re.compile(r"\\[a-zA-Z]+")

@@ -64,6 +64,7 @@ class Union:
 @dataclass(frozen=True)
 class Matrix:
     rows: tuple[tuple[str, ...], ...]
+    determinant: bool = False  # `vmatrix`: the bars ask for the determinant, a number
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ def _parse(text: str, depth: int) -> Node:
         matrix = _MATRIX.fullmatch(text[1:-1].strip())  # `\left[\begin{matrix}..\end{matrix}\right]`
     if matrix:
         rows = tuple(tuple(c.strip() for c in row.split("&")) for row in matrix.group(2).split("\\\\") if row.strip())
-        return Matrix(rows)
+        return Matrix(rows, determinant=matrix.group(1) == "vmatrix")
     groups = [p.strip() for p in split_top(text, (";",))] if ";" in text else []
     if len(groups) > 1 and all(groups) and any(_top_level(g, (",",)) for g in groups) and len(groups) <= MAX_ITEMS:
         # `p=5,q=2;p=7,q=2`: semicolons separate solutions whose parts are separated by commas
