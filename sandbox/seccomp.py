@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-EPERM, EINVAL, ENOSYS, EOPNOTSUPP, EAFNOSUPPORT = 1, 22, 38, 95, 97
+EPERM, EAGAIN, EINVAL, ENOSYS, EOPNOTSUPP, EAFNOSUPPORT = 1, 11, 22, 38, 95, 97
 AF_VSOCK = 40
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET: clone() may not make namespaces.
 CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
@@ -22,6 +22,9 @@ F_SETLEASE, F_NOTIFY = 1024, 1026
 POSIX_FADV_DONTNEED = 4
 MADV_COLD, MADV_PAGEOUT = 20, 21
 RWF_NOWAIT = 0x8
+# futex ops without FUTEX_PRIVATE_FLAG (0x80): op & 0xff is the command with the private bit clear
+FUTEX_NONPRIVATE_WAITS = (0, 9)  # WAIT, WAIT_BITSET
+FUTEX_NONPRIVATE_WAKES = (1, 3, 4, 5, 10)  # WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP, WAKE_BITSET
 
 DENIED_EPERM = (
     # mounts and namespaces
@@ -46,8 +49,10 @@ DENIED_EPERM = (
 # runs' files), and no pidfds (a pidfd's inode number is a host-wide count of every process ever started).
 # flock (BSD locks on the shared files, as for fcntl locks below): succeeds and does nothing.
 NOOP_SUCCESS = ("flock",)
+# The futex2 calls carry their private flag in memory or are new: libc does not use them.
 DENIED_ENOSYS = ("clone3", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
-                 "sysinfo", "statfs", "fstatfs", "ustat", "pidfd_open")
+                 "sysinfo", "statfs", "fstatfs", "ustat", "pidfd_open", "futex_waitv", "futex_wake", "futex_wait",
+                 "futex_requeue")
 
 
 class SeccompRule(BaseModel):
@@ -87,6 +92,16 @@ ARG_RULES: tuple[SeccompRule, ...] = (
     SeccompRule(syscall="madvise", args="addr, len, advice",
                 condition=f"advice == {MADV_COLD} || advice == {MADV_PAGEOUT}",
                 action="ERRNO(0)", why="no reclaim of shared file pages; ignored, succeeds"),
+    # A futex without the private flag on a page of a file is keyed by the file, not the process: a wait in one
+    # jail could be woken, or counted, from another (also by the kernel's own wake of a clear-child-tid address at
+    # thread exit). Such waits return at once as if the value had changed and wakes wake nobody; libc then
+    # re-checks in user space, so pthread_join and process-shared mutexes still work, spinning instead of sleeping.
+    SeccompRule(syscall="futex", args="uaddr, op",
+                condition=" || ".join(f"(op & 0xff) == {c}" for c in FUTEX_NONPRIVATE_WAITS),
+                action=f"ERRNO({EAGAIN})", why="non-private futex waits: return at once (libc re-checks and retries)"),
+    SeccompRule(syscall="futex", args="uaddr, op",
+                condition=" || ".join(f"(op & 0xff) == {c}" for c in FUTEX_NONPRIVATE_WAKES),
+                action="ERRNO(0)", why="non-private futex wakes and requeues: succeed and wake nobody"),
     SeccompRule(syscall="preadv2", args="fd, vec, vlen, pos_l, pos_h, flags", condition=f"(flags & {RWF_NOWAIT}) != 0",
                 action=f"ERRNO({EOPNOTSUPP})", why="RWF_NOWAIT would tell a cached page from an uncached one"),
     SeccompRule(syscall="pwritev2", args="fd, vec, vlen, pos_l, pos_h, flags",

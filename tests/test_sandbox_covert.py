@@ -170,6 +170,80 @@ with open('/work/f', 'w') as fh:
     assert r.stdout.split("\n")[:3] == ["delete 4950", "wal 4950", "locked"]
 
 
+def test_futexes_on_shared_file_pages_do_not_cross_jails():
+    """A non-private futex on a page of a file is keyed by the file, not the process: a wake in one jail would count
+    (and end) waits in another. Waits on the python binary's first page spell the secret; the receiver wakes them."""
+    secret = secret_int(8)
+    futex_lib = """
+import mmap, threading
+libc.syscall.restype = ctypes.c_long
+fd = os.open(sys.executable, os.O_RDONLY)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+page = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+def word(i):
+    return ctypes.c_uint32.from_address(page + 4 * i).value
+"""
+    _, r = pair(futex_lib + f"""
+class Timespec(ctypes.Structure):
+    _fields_ = [('s', ctypes.c_long), ('ns', ctypes.c_long)]
+def wait(i):
+    libc.syscall(202, ctypes.c_void_p(page + 4 * i), 0, word(i), ctypes.byref(Timespec(4, 0)), 0, 0)  # FUTEX_WAIT
+for bit in range(8):
+    if {secret} >> bit & 1:
+        threading.Thread(target=wait, args=(bit,), daemon=True).start()
+""", futex_lib + """
+got = 0
+for bit in range(8):
+    woken = libc.syscall(202, ctypes.c_void_p(page + 4 * bit), 1, 1, 0, 0, 0)  # FUTEX_WAKE, one waiter
+    got |= (woken > 0) << bit
+print(got)
+""")
+    assert r.stdout.split() == ["0"]
+
+
+def test_threads_and_process_shared_sync_still_work():
+    """Joining threads (C: pthread_join waits on a non-private futex) and Python threads and locks still work."""
+    r = _run("""
+import threading
+results = []
+def work(i):
+    results.append(sum(range(100000 * i)))
+threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(len(results))
+""")
+    assert r.status is Status.OK and r.stdout.split() == ["4"], r
+    c = run({"main.c": C_THREADS}, language="c", limits=LIMITS)
+    assert c.status is Status.OK and c.stdout.split() == ["4", "4"], c
+
+
+C_THREADS = r"""
+#include <pthread.h>
+#include <stdio.h>
+static pthread_mutex_t shared_lock;
+static long total;
+static void *work(void *arg) {
+    long sum = 0;
+    for (long i = 0; i < 20000000L * (long)arg; i++) sum += i & 1;
+    pthread_mutex_lock(&shared_lock); total += 1; pthread_mutex_unlock(&shared_lock);
+    return (void *)sum;
+}
+int main(void) {
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);  /* non-private futex ops */
+    pthread_mutex_init(&shared_lock, &attr);
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, work, (void *)(i + 1));
+    int joined = 0;
+    for (int i = 0; i < 4; i++) joined += pthread_join(t[i], NULL) == 0;
+    printf("%d %ld\n", joined, total);
+    return 0;
+}
+"""
+
+
 # ---- notifications and timestamps of shared files ------------------------------------------------------------------
 
 def test_inotify_does_not_see_other_jails_file_access():
