@@ -229,3 +229,17 @@ def test_fallback_off_requires_an_explicit_marker():
 def test_the_run_of_boxes_a_completion_ends_with(completion, group):
     assert box_run(completion) == group
     assert extract_answer(completion).text == (group[-1] if group else extract_answer(completion).text)
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("Final Answer: The final answer is $12$ and $13$. I hope it is correct.", "12, 13"),
+        ('Final Answer: The final answer is \\"$12 $ and $13 $\\". I hope it is correct.', "12 , 13"),
+        ("The final answer is $1$, $2$, and $3$.", "1, 2, 3"),
+        ("The final answer is $6$ or $7$.", "6 or 7"),  # a hedge stays a hedge (it read as 6 before)
+        ("The final answer is $6$. I hope it is correct.", "6"),
+    ],
+)
+def test_several_formulas_joined_by_words_are_one_answer(completion, expected):
+    assert answer(completion) == expected

@@ -58,7 +58,7 @@ _FINAL_MARKERS = re.compile(
 _ANSWER_IS = re.compile(r"\banswer\s*(?:is\b|:|=)|(?-i:\bAnswer)[ \t]*(?=\$|\\[(\[])", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|(?<!\s)\s+I hope it is correct|,\s*(?=[a-zA-Z]{2,}\b)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
-_LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\s)+", re.IGNORECASE)
+_LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\\?\"|\s)+", re.IGNORECASE)
 _SPAN_LIMIT = 4000  # how far past a marker an answer may run
 _MAX_PROBES = 64
 _BARE_MAX_CHARS = 120
@@ -195,6 +195,27 @@ def _unescaped(text: str, needle: str, start: int) -> int:
     return pos
 
 
+_FORMULA_LINK = re.compile(r"\s*(,\s*(?:and|or)\b|,|and\b|or\b|\\text\{\s*(?:and|or)\s*\})\s*(?=\$)")
+
+
+def _formula_list(text: str) -> str | None:
+    """`$12$ and $13$`, `$6$ or $7$`: several formulas joined by words are one answer (a list, or a hedge that the
+    comparison refuses), not the first formula alone. None when only one formula starts the text."""
+    parts: list[str] = []
+    pos = 0
+    for _ in range(_MAX_PROBES):
+        end = _unescaped(text, "$", pos + 1)
+        if end < 0 or text.startswith("$$", pos):
+            return None
+        parts.append(text[pos + 1 : end])
+        link = _FORMULA_LINK.match(text, end + 1)
+        if link is None:
+            break
+        parts.append(" or " if "or" in link.group(1) else ", ")
+        pos = link.end()
+    return "".join(parts) if len(parts) > 1 else None
+
+
 def _take_span(text: str, pos: int) -> str:
     """The answer that starts at `pos`: a `$...$` / `\\(...\\)` group, else up to the end of the sentence or line."""
     window = text[pos : pos + _SPAN_LIMIT]
@@ -204,7 +225,8 @@ def _take_span(text: str, pos: int) -> str:
         if stripped.startswith(opener):
             end = _unescaped(stripped, closer, len(opener))
             if end > 0:
-                return stripped[len(opener) : end]
+                more = _formula_list(stripped) if opener == "$" else None
+                return more if more is not None else stripped[len(opener) : end]
     line_end = _SENTENCE_END.search(stripped)
     return stripped[: line_end.start()] if line_end else stripped
 
