@@ -195,3 +195,10 @@ def test_importing_math_does_not_push_a_math_assert_into_the_jail():
     conversion, residual = convert_assert_code("import math\nassert math.isclose(f(2), 1.4142, rel_tol=1e-3)")
     assert residual is None and len(conversion.asserts) == 1
     assert evaluate_assert(conversion.asserts[0], [2 ** 0.5])[0]
+
+
+@pytest.mark.parametrize("body", ['"""Doc."""', "pass", "...", "raise NotImplementedError", "raise NotImplementedError('todo')"])
+def test_a_stub_the_prompt_leaves_to_the_program_is_the_programs(body):
+    prompt = f"def helper(x):\n    return x + 1\n\n\ndef solve(x):\n    {body}\n"
+    _, residual = convert_assert_code("for i in [1]:\n    assert solve(helper(i)) == 4", prompt)
+    assert residual["program"] == ["solve"] and residual["helpers"] == ["helper"]

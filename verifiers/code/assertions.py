@@ -171,8 +171,9 @@ _NAMED_PATTERNS = (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
 
 
 def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A function the prompt leaves to the program: only a docstring, `pass` or `...` in its body."""
+    """A function the prompt leaves to the program: only a docstring, `pass`, `...` or `raise NotImplementedError`."""
     return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+               or (isinstance(s, ast.Raise) and "NotImplementedError" in {n.id for n in ast.walk(s) if isinstance(n, ast.Name)})
                for s in node.body)
 
 
