@@ -20,7 +20,8 @@ CLONE_PIDFD = 0x00001000
 F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW = 6, 7, 37, 38
 F_SETLEASE, F_NOTIFY = 1024, 1026
 POSIX_FADV_DONTNEED = 4
-MADV_COLD, MADV_PAGEOUT = 20, 21
+MADV_MERGEABLE, MADV_HUGEPAGE, MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE = 12, 14, 20, 21, 25
+PR_SET_MEMORY_MERGE = 67
 RWF_NOWAIT = 0x8
 # futex ops without FUTEX_PRIVATE_FLAG (0x80): op & 0xff is the command with the private bit clear
 FUTEX_NONPRIVATE_WAITS = (0, 9)  # WAIT, WAIT_BITSET
@@ -49,10 +50,13 @@ DENIED_EPERM = (
 # runs' files), and no pidfds (a pidfd's inode number is a host-wide count of every process ever started).
 # flock (BSD locks on the shared files, as for fcntl locks below): succeeds and does nothing.
 NOOP_SUCCESS = ("flock",)
-# The futex2 calls carry their private flag in memory or are new: libc does not use them.
+# The futex2 calls carry their private flag in memory or are new: libc does not use them. Kernel AIO reads take
+# RWF_NOWAIT in memory (a page-cache probe seccomp cannot see; glibc's aio_* use threads, not these); cachestat and
+# process_madvise (which takes PIDFD_SELF) reach the page cache around the fadvise/madvise rules below.
 DENIED_ENOSYS = ("clone3", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
                  "sysinfo", "statfs", "fstatfs", "ustat", "pidfd_open", "futex_waitv", "futex_wake", "futex_wait",
-                 "futex_requeue")
+                 "futex_requeue", "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",
+                 "cachestat", "process_madvise")
 
 
 class SeccompRule(BaseModel):
@@ -90,8 +94,12 @@ ARG_RULES: tuple[SeccompRule, ...] = (
     SeccompRule(syscall="fadvise64", args="fd, offset, len, advice", condition=f"advice == {POSIX_FADV_DONTNEED}",
                 action="ERRNO(0)", why="no eviction of shared file pages; ignored, succeeds"),
     SeccompRule(syscall="madvise", args="addr, len, advice",
-                condition=f"advice == {MADV_COLD} || advice == {MADV_PAGEOUT}",
-                action="ERRNO(0)", why="no reclaim of shared file pages; ignored, succeeds"),
+                condition=" || ".join(f"advice == {a}" for a in (MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE, MADV_HUGEPAGE,
+                                                                  MADV_MERGEABLE)),
+                action="ERRNO(0)", why="no reclaim or huge-page collapse of shared file pages, no KSM merging of pages "
+                                       "with other jails' (same content, merged: a channel); ignored, succeeds"),
+    SeccompRule(syscall="prctl", args="option", condition=f"option == {PR_SET_MEMORY_MERGE}",
+                action=f"ERRNO({EINVAL})", why="no KSM for the whole process, as on a kernel without KSM"),
     # A futex without the private flag on a page of a file is keyed by the file, not the process: a wait in one
     # jail could be woken, or counted, from another (also by the kernel's own wake of a clear-child-tid address at
     # thread exit). Such waits return at once as if the value had changed and wakes wake nobody; libc then

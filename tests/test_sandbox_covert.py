@@ -556,6 +556,29 @@ except OSError as e:
     assert r.stdout.split()[0] in ("EOPNOTSUPP", "ENOTSUP")  # one errno, two names
 
 
+def test_other_page_cache_and_page_sharing_interfaces_are_off():
+    """Kernel AIO (RWF_NOWAIT in memory), cachestat, process_madvise(PIDFD_SELF) and KSM merging (identical pages of two
+    jails merged: each can tell) would get around the rules above."""
+    r = _run("""
+import pydoc_data.topics as t
+fd = os.open(t.__file__, os.O_RDONLY)
+libc.syscall.restype = ctypes.c_long
+ctx = ctypes.c_ulong(0)
+print(libc.syscall(206, 8, ctypes.byref(ctx)) == 0 or name(ctypes.get_errno()))  # io_setup
+class Range(ctypes.Structure):
+    _fields_ = [('off', ctypes.c_uint64), ('len', ctypes.c_uint64)]
+stat = ctypes.create_string_buffer(40)
+print(libc.syscall(451, fd, ctypes.byref(Range(0, 0)), stat, 0) == 0 or name(ctypes.get_errno()))  # cachestat
+print(libc.syscall(440, -10000, 0, 0, 21, 0) == 0 or name(ctypes.get_errno()))  # process_madvise(PIDFD_SELF)
+print(libc.prctl(67, 1, 0, 0, 0) == 0 or name(ctypes.get_errno()))  # PR_SET_MEMORY_MERGE
+m = mmap.mmap(-1, 1 << 20)
+m.madvise(mmap.MADV_MERGEABLE)
+print(libc.prctl(68, 0, 0, 0, 0), open('/proc/self/ksm_merging_pages').read().strip())  # PR_GET_MEMORY_MERGE
+""".replace("import pydoc", "import mmap\nimport pydoc"))
+    assert r.status is Status.OK, r
+    assert r.stdout.split() == ["ENOSYS", "ENOSYS", "ENOSYS", "EINVAL", "0", "0"]
+
+
 def test_mincore_does_not_show_pages_another_jail_loaded():
     """Closed by the kernel (for a file the caller may not write, mincore says every page is resident): a guard."""
     path = _big_stdlib_file()
