@@ -7,8 +7,11 @@ With an id of its own, a jail's accounts hold only its own use.
 
 Ids come from GROUPSCORE_SANDBOX_UID_BASE (default 1800000000) up, ID_COUNT of them. A process claims an id with an
 exclusive flock on a file named after it in a root-only dir and holds it for its lifetime, reusing it for one run at
-a time; another process (a service worker, a second trainer) skips ids it cannot lock. Only root can map other ids:
-unprivileged, every jail runs as our own uid (and these accounts stay shared; README says so).
+a time; another process (a service worker, a second trainer) skips ids it cannot lock. An id rests REST_S after its
+run before it is used again: all of a jail's processes are gone when its run returns, but the kernel settles some
+accounts a little later (fds in flight inside a cycle of unix sockets wait for the socket garbage collector), and
+those must not be read by the next run as this id. Only root can map other ids: unprivileged, every jail runs as our
+own uid (and these accounts stay shared; README says so).
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
+from collections import deque
 
 from groupscore.sandbox.errors import SandboxUnavailable
 
 DEFAULT_BASE = 1_800_000_000
 ID_COUNT = 1 << 16
+REST_S = 1.0
 _LOCK_DIRS = ("/run/groupscore-sandbox-ids", "/dev/shm/groupscore-sandbox-ids", "/tmp/groupscore-sandbox-ids")
 
 
@@ -50,14 +56,14 @@ class IdPool:
     def __init__(self) -> None:
         self.base = id_base()
         self._lock = threading.Lock()
-        self._free: list[int] = []
+        self._free: deque[tuple[float, int]] = deque()  # (when it may be used again, id), oldest first
         self._held: dict[int, int] = {}  # id -> fd of its lock file (holding the flock)
         self._dir: str | None = None
 
     def acquire(self) -> int:
         with self._lock:
-            if self._free:
-                return self._free.pop()
+            if self._free and self._free[0][0] <= time.monotonic():
+                return self._free.popleft()[1]
             if self._dir is None:
                 self._dir = _lock_dir()
             # From the base up, so the lock files stay as few as the most ids ever held at once.
@@ -74,15 +80,20 @@ class IdPool:
                 return number
         raise SandboxUnavailable(f"all {ID_COUNT} sandbox ids from {self.base} are in use")
 
+    def held(self) -> frozenset[int]:
+        """Every id this process holds, in use or resting."""
+        with self._lock:
+            return frozenset(self._held)
+
     def release(self, number: int) -> None:
         with self._lock:
-            self._free.append(number)
+            self._free.append((time.monotonic() + REST_S, number))
 
     def forget(self) -> None:
         """In a forked child: the parent keeps using these ids; the child claims its own."""
         for fd in self._held.values():
             os.close(fd)
-        self._held, self._free, self._lock = {}, [], threading.Lock()
+        self._held, self._free, self._lock = {}, deque(), threading.Lock()
 
 
 _POOL: IdPool | None = None

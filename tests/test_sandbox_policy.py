@@ -8,6 +8,7 @@ import os
 import pwd
 import subprocess
 import sys
+import time
 
 import pytest
 from pydantic import ValidationError
@@ -62,7 +63,7 @@ def test_fast_id_maps_match_the_reference_serializer(policy):
 
 def test_concurrent_jails_get_distinct_host_ids_and_reuse_them():
     from groupscore.sandbox import run_many
-    from groupscore.sandbox.uids import ID_COUNT, id_base
+    from groupscore.sandbox.uids import ID_COUNT, REST_S, id_base, id_pool
 
     if os.geteuid() != 0:
         pytest.skip("only root can map per-jail host ids")
@@ -71,8 +72,12 @@ def test_concurrent_jails_get_distinct_host_ids_and_reuse_them():
     ids = [tuple(map(int, r.stdout.split())) for r in results]
     assert all(u == g and id_base() <= u < id_base() + ID_COUNT for u, g in ids)
     assert len({u for u, _ in ids}) == 4
+    next_run = run_many([{"files": {"main.py": code}}], workers=1)[0]
+    assert int(next_run.stdout.split()[0]) not in {u for u, _ in ids}  # a released id rests before it is used again
+    held = id_pool().held()
+    time.sleep(REST_S)
     again = run_many([{"files": {"main.py": code}} for _ in range(2)], workers=2)
-    assert {int(r.stdout.split()[0]) for r in again} <= {u for u, _ in ids}  # held by this process, reused
+    assert {int(r.stdout.split()[0]) for r in again} <= held and id_pool().held() == held  # rested ids reused
 
 
 def test_another_process_never_gets_an_id_this_one_holds():
