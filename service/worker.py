@@ -38,8 +38,16 @@ def load_scorers() -> dict[str, str | None]:
 
 
 def warm() -> tuple[int, dict[str, str | None]]:
-    """Run once per fresh worker at start-up: its pid, and which kinds could not be loaded."""
-    return os.getpid(), load_scorers()
+    """Run once per fresh worker at start-up: its pid, and which kinds could not be loaded.
+
+    It also starts math's symbolic workers (sympy imported), which one-shot callers such as `groupscore score` start
+    only when an item needs them: the service lives long, and its first symbolic requests must not wait for sympy."""
+    problems = load_scorers()
+    if problems.get("math") is None:
+        from groupscore.verifiers.math.verify import warm_up_symbolic
+
+        warm_up_symbolic()
+    return os.getpid(), problems
 
 
 def pid() -> int:

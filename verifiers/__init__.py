@@ -1,6 +1,23 @@
 """Verifiers: the item schema, the registry of kinds, and the kinds themselves (math, code, ...)."""
 
-from groupscore.verifiers.registry import KINDS, Item, parse_item, score_item
-from groupscore.verifiers.schema import ItemBase, Status, Verdict
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use (PEP 562), not with the package: importing any submodule runs this file, and the one-shot CLI's
+# own process needs none of the item models (pydantic) to hand lines to its workers.
+_EXPORTS = {"KINDS": "registry", "Item": "registry", "parse_item": "registry", "score_item": "registry",
+            "ItemBase": "schema", "Status": "schema", "Verdict": "schema"}
+
+if TYPE_CHECKING:
+    from groupscore.verifiers.registry import KINDS, Item, parse_item, score_item
+    from groupscore.verifiers.schema import ItemBase, Status, Verdict
 
 __all__ = ["KINDS", "Item", "ItemBase", "Status", "Verdict", "parse_item", "score_item"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -8,28 +8,34 @@ with an `infra_error` verdict (nothing judged it, so its 0 is no score).
 
 from __future__ import annotations
 
-import importlib
+import itertools
 import json
 import math
 import os
-import pkgutil
 import sys
 import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from groupscore.verifiers import workers as bounded
-from groupscore.verifiers.composite import RewardSpec, raw_item_id, score_raw, score_valid
-from groupscore.verifiers.registry import KINDS
-from groupscore.verifiers.schema import ItemBase, Status, Verdict
+
+if TYPE_CHECKING:
+    from groupscore.verifiers.composite import RewardSpec
+    from groupscore.verifiers.schema import Verdict
+
+# The caller's process only reads lines, hands them to the workers and writes what comes back, so the item models,
+# the registry and pydantic are imported where items are validated and scored: in the workers (whose template
+# imports them once, see _started_pool), and here only on a failure path. A one-shot `groupscore score` starts
+# that much faster. The statuses a run counts as failed (schema.Status values):
+FAILED_STATUSES = ("error", "infra_error")
 
 MAX_CHUNK = 16
+PROGRESS_DELAY_S = 1.0
 # Outer bound on one chunk. Every kind bounds its own items (math: timeout_s, code: per-test limits), so this only
 # catches a scorer that hangs despite them; it is generous so that slow but legitimate chunks never trip it.
 CHUNK_GUARD_BASE_S = 120.0
@@ -72,10 +78,8 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
     statuses: Counter[str] = Counter()
     started = time.monotonic()
 
-    from tqdm import tqdm  # imported here: only the CLI path needs it
-
     with _open_input(input_path) as source, _open_output(output_path) as sink, \
-            tqdm(total=total, unit="item", disable=not progress, delay=1.0, file=sys.stderr, dynamic_ncols=True) as bar:
+            _ProgressBar(total, enabled=progress) as bar:
         lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
         for records in _map_chunks(partial(_score_lines, reward), _infra_record, lines, workers, chunk):
             for status, record in records:
@@ -87,7 +91,33 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
     rate = scored / max(time.monotonic() - started, 1e-9)
     summary = ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
     print(f"groupscore score: {scored} items ({rate:.0f}/s): {summary or 'nothing to score'}", file=sys.stderr)
-    return 1 if statuses[Status.error.value] or statuses[Status.infra_error.value] else 0
+    return 1 if any(statuses[status] for status in FAILED_STATUSES) else 0
+
+
+class _ProgressBar:
+    """tqdm's bar on stderr, made only once a run has lasted PROGRESS_DELAY_S (as tqdm's own `delay` would show it):
+    a short run never imports tqdm, which costs a one-shot `groupscore score` about a tenth of a second."""
+
+    def __init__(self, total: int | None, enabled: bool) -> None:
+        self.total, self.enabled, self.done = total, enabled, 0
+        self.started = time.monotonic()
+        self.bar: Any = None
+
+    def update(self, count: int) -> None:
+        self.done += count
+        if self.bar is not None:
+            self.bar.update(count)
+        elif self.enabled and time.monotonic() - self.started >= PROGRESS_DELAY_S:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, initial=self.done, unit="item", file=sys.stderr, dynamic_ncols=True)
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -96,13 +126,22 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
 
 def _map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, Exception], Result],
                 entries: Iterable[Entry], workers: int | None, chunk: int) -> Iterator[list[Result]]:
-    """Yield fn(chunk) for consecutive chunks of `entries`, in order, with a bounded number of chunks in flight."""
-    pool = _batch_pool(_worker_count(workers))
+    """Yield fn(chunk) for consecutive chunks of `entries`, in order, with a bounded number of chunks in flight.
+
+    The pool starts at the first chunk: nothing to score (an empty file) starts no process."""
+    size = _worker_count(workers)
+    parts = _chunks(entries, chunk)
+    first = next(parts, None)
+    if first is None:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = _batch_pool(size)
     run = partial(_run_isolated, pool, fn, on_failure)
     threads = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="groupscore-batch")
     pending: deque = deque()
     try:
-        for part in _chunks(entries, chunk):
+        for part in itertools.chain([first], parts):
             pending.append(threads.submit(run, part))
             if len(pending) >= 2 * pool.size:  # enough to keep every worker busy; more would only hold memory
                 yield pending.popleft().result()
@@ -163,23 +202,13 @@ def _batch_pool(size: int) -> bounded.WorkerPool:
 
 
 def _started_pool(size: int) -> bounded.WorkerPool:
-    # The pool's template imports every scorer once; the batch workers forked from it start with them loaded.
+    # The template imports this module and composite (the registry and the item models), nothing heavier: a worker
+    # imports a kind's scorer when its first item of that kind comes, and math's symbolic step starts its own bounded
+    # pool (with sympy) only for an item the fast path cannot decide. A one-shot `groupscore score` on a few numeric
+    # items so never pays for sympy, the sandbox or the other kinds (the service preloads everything: it lives long).
     pool = bounded.WorkerPool(size)
-    pool.warm_up([__name__, *_scorer_modules()])
+    pool.warm_up([__name__, "groupscore.verifiers.composite"])
     return pool
-
-
-def _scorer_modules() -> list[str]:
-    """Every scorer's module and its siblings (a scorer may load its heavier parts lazily, e.g. math's sympy step)."""
-    modules: dict[str, None] = {}
-    for kind in KINDS.values():
-        scorer_module = kind.scorer_path.partition(":")[0]
-        package = scorer_module.rpartition(".")[0]
-        if package != __package__:  # a kind in a package of its own
-            path = getattr(importlib.import_module(package), "__path__", [])
-            modules.update(dict.fromkeys(f"{package}.{found.name}" for found in pkgutil.iter_modules(path)))
-        modules[scorer_module] = None
-    return list(modules)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -199,6 +228,9 @@ def _score_lines(reward: RewardSpec | None, lines: list[tuple[int, bytes | str]]
 def score_one(raw: Any, reward: RewardSpec | None = None) -> Verdict:
     """Validate and score one raw item (with `reward`'s components when given); every failure becomes an error
     verdict."""
+    from groupscore.verifiers.composite import score_raw, score_valid
+    from groupscore.verifiers.schema import ItemBase, Verdict
+
     if isinstance(raw, (str, bytes)):
         try:
             raw = json.loads(raw)
@@ -219,13 +251,15 @@ def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]
         record["details"] = verdict.details
     if verdict.verifier_version is not None:
         record["verifier_version"] = verdict.verifier_version
-    if verdict.status in (Status.error, Status.infra_error) and line_number is not None:
+    if verdict.status.value in FAILED_STATUSES and line_number is not None:
         record["line"] = line_number
     return verdict.status.value, json.dumps(record, default=str)
 
 
 def infra_failure(item_id: Any, exc: BaseException) -> Verdict:
     """The verdict for an item whose scoring process died, hung past its guard or never got a worker."""
+    from groupscore.verifiers.schema import Verdict
+
     if isinstance(exc, bounded.WorkerCrashed):
         cause = "worker_died"
     elif isinstance(exc, bounded.WorkerUnavailable):
@@ -236,10 +270,15 @@ def infra_failure(item_id: Any, exc: BaseException) -> Verdict:
 
 
 def _infra_verdict(raw: Any, exc: Exception) -> Verdict:
+    from groupscore.verifiers.composite import raw_item_id
+    from groupscore.verifiers.schema import ItemBase
+
     return infra_failure(raw.id if isinstance(raw, ItemBase) else raw_item_id(raw), exc)
 
 
 def _infra_record(entry: tuple[int, bytes | str], exc: Exception) -> tuple[str, str]:
+    from groupscore.verifiers.composite import raw_item_id
+
     number, text = entry
     try:
         raw_id = raw_item_id(json.loads(text))
@@ -252,16 +291,19 @@ _prepared = False
 
 
 def _prepare_worker() -> None:
-    """Once per batch worker: start the worker's own bounded pool (math's sympy step runs there) before any item."""
+    """Once per batch worker: size the worker's own bounded pool, which starts only when an item needs it (math's
+    symbolic step calls `warm_up_symbolic` first, outside that item's budget)."""
     global _prepared
     if _prepared:
         return
     _prepared = True
     os.environ.setdefault(bounded.SIZE_ENV, NESTED_BOUNDED_WORKERS)
-    try:
-        bounded.warm_up(_scorer_modules())
-    except Exception:  # noqa: BLE001 - the pool starts on first use instead; only the first item pays for it
-        pass
+
+
+def worker_state() -> dict[str, int | bool]:
+    """Run in a batch worker (`_batch_pool(n).run(worker_state, ...)`): whether it started a bounded pool or imported
+    sympy. Tests use it to check that items the fast path decides start neither."""
+    return {"bounded_templates_started": bounded.templates_started, "sympy_imported": "sympy" in sys.modules}
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -191,10 +191,15 @@ _BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {module}
          "_template_main(int(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]))")
 
 
+templates_started = 0  # templates this process has started (tests check that a cheap item starts none)
+
+
 class _Template:
     """The caller's handle on a template process: asks it for workers over a Unix socket."""
 
     def __init__(self, preload: list[str]) -> None:
+        global templates_started
+        templates_started += 1
         memory_mb = str(int(os.environ.get(MEMORY_ENV, "4096")))  # a bad value fails here, in the caller
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -491,6 +496,30 @@ def warm_up(modules: Iterable[str] = (), timeout_s: float = WARM_UP_TIMEOUT_S) -
     _default.get().warm_up(modules, timeout_s)
 
 
+_started_lock = threading.Lock()
+_started: set[tuple[int, str]] = set()  # (pid, module): a forked child has a pool of its own to start
+
+
+def start_once(modules: Iterable[str], timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
+    """Before the first `run_bounded` that needs `modules`: start the default pool with them imported, once per
+    process, outside any call's budget (a cold start, about a second with sympy, is not the item's fault).
+
+    For callers that need a worker only for some items (math's symbolic step): nothing starts until such an item
+    comes, and a process that never sees one never starts a pool. A failed start is not retried here; the calls
+    that follow start their workers inside their own budgets."""
+    pid = os.getpid()
+    with _started_lock:
+        missing = [name for name in modules if (pid, name) not in _started]
+        _started.update((pid, name) for name in missing)
+    if missing:
+        try:
+            warm_up(missing, timeout_s)
+        except Exception:  # noqa: BLE001 - see above
+            pass
+
+
 def shutdown() -> None:
     """Kill the default pool's workers (a later call starts a new pool)."""
+    with _started_lock:
+        _started.clear()
     _default.close()

@@ -77,8 +77,10 @@ def score_json(item: JsonItem) -> Verdict:
 
     try:
         if len(text) > IN_PROCESS_MAX_CHARS or _uses_slow_keywords(item.json_schema):
-            from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
+            from groupscore.verifiers.workers import (BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded,
+                                                      start_once)
 
+            start_once([__name__])  # the pool's cold start is not this item's time: it happens once, outside it
             try:
                 messages, fraction = run_bounded(check_document, item.json_schema, document, timeout_s=item.timeout_s)
             except WorkerUnavailable as exc:  # validation never started: the host's failure

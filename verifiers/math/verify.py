@@ -7,13 +7,11 @@ when the item's budget runs out; the caller never uses signals, so this works fr
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import replace
-from functools import lru_cache
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventions_of
@@ -76,19 +74,18 @@ class _SymbolicCache:
 _symbolic_cache = _SymbolicCache(SYMBOLIC_CACHE_SIZE)
 
 
-def _ensure_workers() -> None:
-    """Start the bounded pool once per process, outside any item's budget: a cold start is not the item's fault."""
-    _warm_up_in(os.getpid())  # keyed by pid: a forked child has a pool of its own to start
+def warm_up_symbolic() -> None:
+    """Start this process's symbolic workers (sympy imported) now, once, outside any item's budget.
+
+    `_symbolic` calls it before the first comparison the fast path cannot decide, so a process that never meets one
+    (`groupscore score` on numeric answers) never starts them; the service calls it when a scoring process starts,
+    so that no request waits for sympy."""
+    from groupscore.verifiers.workers import start_once
+
+    start_once(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
 
 
-@lru_cache(maxsize=4)
-def _warm_up_in(pid: int) -> None:
-    from groupscore.verifiers.workers import warm_up
-
-    try:
-        warm_up(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
-    except Exception:  # noqa: BLE001 - then the first calls start their workers inside their own budgets
-        pass
+_ensure_workers = warm_up_symbolic  # what the scorer calls (tests replace it)
 
 
 def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Outcome | None:
