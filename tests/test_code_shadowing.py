@@ -256,3 +256,50 @@ def test_a_cached_function_is_the_programs_in_the_jail_too():
     program = "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x + 1\n"
     verdict = score_asserts(program, "for i in range(3):\n    assert f(i) == i + 1", "from solution import f as g\nassert all([g(i) == i + 1 for i in range(3)])")
     assert verdict.reward == 1.0 and verdict.details["weaker_mode"] is True, verdict.reason
+
+
+# Builtins redefined so that a check's assertions go vacuous: abs(x) < tol always, all()/any() true, loops empty.
+VACUOUS_BUILTINS = """
+
+
+def abs(*a, **k):
+    return 0
+
+
+def all(*a, **k):
+    return True
+
+
+def any(*a, **k):
+    return True
+
+
+def isinstance(*a, **k):
+    return True
+
+
+def range(*a, **k):
+    return []
+
+
+def enumerate(*a, **k):
+    return []
+
+
+def zip(*a, **k):
+    return []
+"""
+
+
+@pytest.mark.slow
+def test_no_humaneval_problem_pays_a_wrong_answer_with_vacuous_builtins():
+    from concurrent.futures import ThreadPoolExecutor
+
+    problems = list(PROBLEMS.values())
+    items = [CodeItem(id=p["task_id"], completion="    return 0\n" + VACUOUS_BUILTINS, prompt=p["prompt"],
+                      time_limit_s=5.0, tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}])
+             for p in problems]
+    with ThreadPoolExecutor(8) as pool:
+        verdicts = list(pool.map(score_code, items))
+    paid = [(v.id, v.reward) for v in verdicts if v.reward > 0]
+    assert not paid, paid
