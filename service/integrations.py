@@ -270,8 +270,8 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
 
 
 def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str], ground_truths: Sequence[Any],
-                        extra_infos: Sequence[dict[str, Any] | None] | None = None, columns: dict[str, str] | None = None,
-                  **kwargs: Any) -> list[dict[str, Any]]:
+                        extra_infos: Sequence[dict[str, Any] | None] | None = None,
+                        columns: dict[str, str] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
     """verl's batched reward manager signature: one request for the whole batch."""
     extra_infos = extra_infos or [None] * len(solution_strs)
     items = [verl_item(*row, columns) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]

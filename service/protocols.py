@@ -36,8 +36,9 @@ class OpenRLHFRequest(BaseModel):
     prompts: list[str] = Field(description="Per sample: the prompt that `query` starts with (after any padding).")
     labels: list[Any] = Field(description=(
         "Per sample: a plain reference answer (scored by the service's default kind, math unless configured), "
-        "or an object / JSON object text with an item's reference fields, e.g. {\"verifier\": \"code\", \"tests\": [...]}. "
-        "OpenRLHF sends them with `--label_key`; a request whose labels hold no reference at all is refused."))
+        "or an object / JSON object text with an item's reference fields, "
+        "e.g. {\"verifier\": \"code\", \"tests\": [...]}. OpenRLHF sends them with `--label_key`; a request whose "
+        "labels hold no reference at all is refused."))
     reward: RewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
 
     @model_validator(mode="after")

@@ -27,7 +27,8 @@ from groupscore.testing.targets import (
 )
 
 __all__ = [
-    "Case", "CasesError", "CheckConfig", "CheckResult", "CheckStatus", "InfraError", "ItemError", "Report", "RewardFunctionTarget",
+    "Case", "CasesError", "CheckConfig", "CheckResult", "CheckStatus", "InfraError", "ItemError", "Report",
+    "RewardFunctionTarget",
     "ServiceTarget", "Target", "TargetError", "VerifierTarget", "VerlScoreTarget", "as_target", "assert_deterministic",
     "assert_handles", "assert_not_hackable", "assert_passes_checks", "assert_survives_edge_inputs",
     "check_reward_fn", "load_cases",

@@ -68,7 +68,8 @@ def test_trl_reward_raises_on_the_first_batch_when_the_answer_column_is_renamed(
 
 def test_trl_code_reward_without_any_tests_column_raises_naming_both_fields():
     reward = trl_reward_func(FakeClient(), verifier="code", kind_column=None)
-    with pytest.raises(MissingColumn, match="'tests' or 'hidden_tests'.*test_cases.*columns=\\{'tests': 'test_cases'\\}"):
+    expected = "'tests' or 'hidden_tests'.*test_cases.*columns=\\{'tests': 'test_cases'\\}"
+    with pytest.raises(MissingColumn, match=expected):
         reward(prompts=["q"], completions=["```python\nprint(1)\n```"], test_cases=['[{"type": "stdio"}]'])
 
 

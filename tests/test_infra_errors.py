@@ -1,4 +1,4 @@
-"""Infrastructure failures are not zeros: every producer says `infra_error`, and the verdict's status agrees with its reward.
+"""Infrastructure failures are not zeros: every producer says `infra_error`; a verdict's status agrees with its reward.
 
 A sandbox that cannot start, a worker that died, a budget spent waiting for a worker: nothing judged the completion,
 so its reward 0.0 is a placeholder that trainers must not learn from (they mask it; see test_infra_adapters.py).

@@ -77,7 +77,8 @@ def evaluate(model, tokenizer, tasks: list[Task], scorer, *, n: int, ks: list[in
     rewards = [r for g in scored for r, m in zip(g.rewards, g.masked) if not m]
     return EvalResult(
         n=n, pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},
-        mean_reward=sum(rewards) / len(rewards) if rewards else float("nan"), infra_errors=n * len(tasks) - len(rewards),
+        mean_reward=sum(rewards) / len(rewards) if rewards else float("nan"),
+        infra_errors=n * len(tasks) - len(rewards),
         solvable_share=sum(any(r > 0 for r in g.rewards) for g in scored) / len(scored),
         zero_variance_share=sum(g.zero_variance for g in scored) / len(scored), per_task=per_task,
     )
