@@ -86,6 +86,15 @@ def test_a_sandbox_that_cannot_start_is_an_infra_error_not_a_zero_for_the_progra
     assert verdict.details["infra"] == "sandbox" and "libnl-route" in verdict.reason
 
 
+def test_a_run_the_sandbox_refuses_because_of_the_completion_is_the_items_fault_not_infra():
+    # Think like the policy: a masked infra_error hides a wrong answer from its negative advantage. A program the
+    # sandbox refuses to run because of what the completion holds (here text that is not encodable) must stay a 0.
+    verdict = score_code(CodeItem(completion=py('def f():\n    return "\ud800"\n'),
+                                  tests=[{"type": "call", "fn": "f", "expected": 1}]))
+    assert verdict.status is Status.error and verdict.reward == 0.0
+    assert "refused" in verdict.reason
+
+
 def test_a_composite_with_an_unscored_component_is_an_infra_error_whatever_the_others_paid(monkeypatch):
     monkeypatch.setattr(sandbox_jobs, "run_many", refuse_sandbox)
     spec = RewardSpec.model_validate({"components": [

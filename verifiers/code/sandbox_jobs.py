@@ -17,11 +17,17 @@ from groupscore.sandbox.toolchains import toolchain
 JobResult = RunResult
 SOURCE_NAME = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
 RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
-RUNNER_OUTPUT_BYTES = 16 << 20  # marked result lines; each call result is capped at 8 MiB inside the jail
+RUNNER_OUTPUT_BYTES = 16 << 20
+BAD_REQUEST = "bad run request"  # how groupscore.sandbox.run_many reports a request it refused to run  # marked result lines; each call result is capped at 8 MiB inside the jail
 
 
 class JailFailed(RuntimeError):
-    """The sandbox could not run the item (unavailable, or a jail setup error): an error verdict, not a score."""
+    """The sandbox could not run the item (unavailable, or a jail setup error): an infra_error verdict, not a score."""
+
+
+class RunRefused(ValueError):
+    """The sandbox refused the run request built from this item (e.g. a program that is not encodable text): the
+    item's fault, so an error verdict that is trained on, never an infra_error a policy could hide behind."""
 
 
 class CompileFailed(RuntimeError):
@@ -69,6 +75,8 @@ def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
         raise JailFailed(f"sandbox unavailable: {exc}") from exc
     _raise_on_compile_error(results)
     for result in results:
+        if result.status == "sandbox_error" and (result.error or "").startswith(BAD_REQUEST):
+            raise RunRefused(f"the sandbox refused this item's run: {result.error}")
         if result.status == "sandbox_error":
             raise JailFailed(f"sandbox error: {result.error}")
     return results

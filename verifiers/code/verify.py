@@ -60,6 +60,8 @@ def score_code(item: CodeItem) -> Verdict:
                            reason=f"compile error: {_echo(exc.message, MAX_COMPILE_ECHO_CHARS)}")
         verdict.details["compile_error"] = True
         return verdict
+    except sandbox_jobs.RunRefused as exc:  # the completion itself cannot be run: its fault, a 0 to learn from
+        return Verdict.error(item.id, str(exc)[:MAX_MESSAGE_CHARS])
     except sandbox_jobs.JailFailed as exc:  # nothing was scored: infra_error, never a silent 0 for the program
         return Verdict.infra_error(item.id, str(exc), "sandbox")
     return _verdict(item, plan, program, outcomes)
