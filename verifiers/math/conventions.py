@@ -37,6 +37,7 @@ _RATIO_QUESTION = re.compile(r"\bratios?\b|\bproportion|:\s*\?|\bin the form\s+\
 
 
 _FIELDS = ("percent", "decimal_comma", "significant_digits", "order", "rename_variables")
+_ASKED = frozenset((*_FIELDS, "question"))
 
 
 def conventions_for(profile: str, question: str | None = None, **explicit: object) -> Conventions:
@@ -49,10 +50,11 @@ def conventions_for(profile: str, question: str | None = None, **explicit: objec
 
 def conventions_of(item: object) -> Conventions:
     """The conventions a math item asks for (its profile, its explicit fields, its question)."""
+    profile = getattr(item, "profile", "default")
+    if _ASKED.isdisjoint(getattr(item, "model_fields_set", _ASKED)):
+        return PROFILES[profile]  # the common case in a batch: nothing beyond the profile was set
     explicit = {name: getattr(item, name, None) for name in _FIELDS}
-    if not any(v is not None for v in explicit.values()) and not getattr(item, "question", None):
-        return PROFILES[getattr(item, "profile", "default")]
-    return conventions_for(getattr(item, "profile", "default"), getattr(item, "question", None), **explicit)
+    return conventions_for(profile, getattr(item, "question", None), **explicit)
 
 
 DEFAULT = Conventions()

@@ -469,7 +469,7 @@ def _determinant(rows: tuple[tuple[str, ...], ...]) -> str | None:
 
 
 # A left side that names a number, not an unknown: a limit, sum, product, integral, determinant, f at a number.
-_CLOSED_FORM = re.compile(r"\\(?:lim|sum|prod|int|iint|oint|det)(?![a-zA-Z])|\\begin\{vmatrix\}|[a-zA-Z]\(\s*-?\d")
+_CLOSED_FORM = re.compile(r"\\(?:lim|sum|prod|int|iint|oint|det)(?![a-zA-Z])|\\begin\{vmatrix\}|[a-zA-Z]\(-?[\d.]+\)$")
 
 
 def _value_of(relation: Relation) -> Node | None:
