@@ -263,7 +263,6 @@ except BlockingIOError:
     data = b''
 print(len(data))
 """)
-    assert r.stdout.split() in (["ENOSYS"], ["0"])
     assert r.stdout.split() == ["ENOSYS"]
 
 
@@ -484,7 +483,7 @@ else:
 
 # ---- page cache --------------------------------------------------------------------------------------------------
 
-def _evict_and_check(path: str) -> None:
+def _evict_from_page_cache(path: str) -> None:
     with open(path, "rb") as fh:
         os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
@@ -543,7 +542,7 @@ print('done')
 def test_a_jail_cannot_probe_the_page_cache_without_reading():
     """RWF_NOWAIT reads fail with EAGAIN on a page that is not cached: a probe that does not load the page."""
     path = _big_stdlib_file()
-    _evict_and_check(path)
+    _evict_from_page_cache(path)
     r = _run("""
 import pydoc_data.topics as t
 fd = os.open(t.__file__, os.O_RDONLY)
@@ -594,9 +593,9 @@ vec = ctypes.create_string_buffer((size + 4095) // 4096)
 libc.mincore(addr, size, vec)
 print(sum(b & 1 for b in vec.raw))
 """
-    _evict_and_check(path)
+    _evict_from_page_cache(path)
     alone = _run(receiver)
-    _evict_and_check(path)
+    _evict_from_page_cache(path)
     _, r = pair("""
 import pydoc_data.topics as t
 open(t.__file__, 'rb').read()
