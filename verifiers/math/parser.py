@@ -410,7 +410,8 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
                 final = _last_marker(completion, _FINAL_NEEDLES, _FINAL_MARKERS)
                 if final is not None and final.start() > close:
                     found = _from_final(completion, final, config)
-                    if _clean(found.text):
+                    text = _clean(found.text)
+                    if any(c.isdigit() or c in "\\$" for c in text):  # a value, not words ("three quarters")
                         return found
             boxes = tuple(content for _, _, content in spans)
             return Extracted(boxes[-1], "boxed", boxes)
