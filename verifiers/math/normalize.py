@@ -93,8 +93,9 @@ _UNIT_WORDS = frozenset(
 # quantifiers over the whole text, which backtrack catastrophically on long runs of letters).
 _UNIT_TOKEN = re.compile(r"[a-zA-Z]+(?:\^\{?\d\}?)?(?:/[a-zA-Z]+(?:\^\{?\d\}?)?)?\.?")
 _GLUED_UNIT = re.compile(r"(.*\d)([a-zA-Z]{2,})")  # "5cm"
+# Not before `(`: `\\text{sgn}(x-5)` names a function, and dropping it would leave `(x-5)`.
 _TEXT_LABEL = re.compile(
-    r"\\(?:text|textrm|textnormal|mathrm|mbox)\s*\{([^{}]*)\}(?:\s*\^\s*\{?\d\}?)?"
+    r"\\(?:text|textrm|textnormal|mathrm|mbox)\s*\{([^{}]*)\}(?:\s*\^\s*\{?\d\}?)?(?!\s*\()"
 )
 _WORDS_ONLY = re.compile(r"[a-zA-Z]+(?: [a-zA-Z]+)*")
 _PLAIN_NUMBER = re.compile(r"[-+]?[\d.,/]+")
