@@ -287,3 +287,17 @@ def test_a_hostile_answer_does_not_hold_up_another_request(service):
     assert other["status"] == "correct"
     assert [v["reward"] for v in answers["hostile"]["results"]] == [0.0, 0.0]
     assert waited_s < 4.0, f"a plain math item waited {waited_s:.1f}s behind two hostile answers"
+
+
+def test_a_host_assert_does_not_read_a_long_digit_string_as_an_int_even_with_the_digit_limit_off():
+    digits = "7" * 3_000_000  # a returned string; the test asserts int(f(x)) == ...
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        started = time.process_time()
+        with pytest.raises(host_eval.EvalFailed, match="int"):
+            host_eval.evaluate(host_eval.ast.parse("int(r0) == 7", mode="eval").body, {"r0": digits})
+        assert time.process_time() - started < 0.5
+    finally:
+        sys.set_int_max_str_digits(previous)
+    assert host_eval.evaluate(host_eval.ast.parse("int(r0) == 7", mode="eval").body, {"r0": "7"}) is True

@@ -13,7 +13,7 @@ import math
 import operator
 from typing import Any, Mapping
 
-from groupscore.verifiers.code.jail_runner import NotPlainData, check_hash_spread
+from groupscore.verifiers.code.jail_runner import MAX_INT_DIGITS, NotPlainData, check_hash_spread
 
 MAX_SEQUENCE_LEN = 10_000_000
 MAX_POW_BITS = 1_000_000
@@ -195,6 +195,9 @@ def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
         kwargs = {k.arg: _eval(k.value, env) for k in n.keywords}
         if fn in (str, repr, int) and args and isinstance(args[0], int) and args[0].bit_length() > MAX_POW_BITS:
             raise EvalFailed("integer too large")
+        if fn is int and args and isinstance(args[0], (str, bytes)) and len(args[0]) > 2 * MAX_INT_DIGITS:
+            # Python refuses over 4300 digits by default; a host that lifted that limit would pay n**1.6 for int().
+            raise EvalFailed("int() of a string of more than %d characters" % (2 * MAX_INT_DIGITS))
         if fn is type and len(args) != 1:
             raise EvalFailed("type() only tells a value's type here")  # three arguments would build a class
         if fn is sum and len(args) > 1 and not isinstance(args[1], (int, float, complex)):
