@@ -1,4 +1,4 @@
-"""Answer extraction: every supported form, its priority, strict mode, gold parsing, and linear time on 1 MB."""
+"""Answer extraction: every supported form, its priority, strict mode, reference parsing, and linear time on 1 MB."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from groupscore.verifiers.math.parser import (
     boxed_contents,
     boxes_from_end,
     extract_answer,
-    parse_gold,
 )
+from groupscore.verifiers.math.reference import parse_gold
 
 MB = 1 << 20
 
@@ -243,3 +243,15 @@ def test_the_run_of_boxes_a_completion_ends_with(completion, group):
 )
 def test_several_formulas_joined_by_words_are_one_answer(completion, expected):
     assert answer(completion) == expected
+
+
+@pytest.mark.parametrize(
+    "stored",
+    ["x_1 = 1, " * (MB // 9), "\\boxed{1} and " * (MB // 14), "$" * MB, "{" * MB, "1 or " * (MB // 5),
+     "The answer is " * (MB // 14), "\\\\frac" * (MB // 7), "10,\\!000" * (MB // 8)],
+    ids=lambda s: repr(s[:12]),
+)
+def test_reading_a_reference_is_fast_on_one_megabyte(stored):
+    started = time.perf_counter()
+    parse_gold(stored)
+    assert time.perf_counter() - started < 1.5

@@ -1,4 +1,4 @@
-"""Answer extraction: find the final answer in a completion, and the reference answer in a dataset's answer field.
+"""Answer extraction: find the final answer in a completion (references: reference.py).
 
 Every scan is linear in the completion's length (single-pass brace matching, regexes without nested quantifiers,
 `rfind` from the end where the last occurrence is what counts), so a 1 MB completion costs milliseconds.
@@ -55,7 +55,8 @@ _BOX_SCAN = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]|\\boxed[ \t]+([^\s${}
 _FINAL_MARKERS = re.compile(
     r"####|final\s+answer\s*(?:is\s*)?[:：]|\bFINAL\s*[:：]|final\s+answer\s+is\b", re.IGNORECASE
 )
-_ANSWER_IS = re.compile(r"\banswer\s*(?:is\b|:|=)|(?-i:\bAnswer)[ \t]*(?=\$|\\[(\[])", re.IGNORECASE)
+# "the answer is X", "Answer: X", and `Answer $X$` / `Answer \[X\]` (capitalised, a formula right after it).
+_ANSWER_IS = re.compile(r"\b(?:answer\s*(?:is\b|:|=)|(?-i:Answer)[ \t]*(?=\$|\\[(\[]))", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|(?<!\s)\s+I hope it is correct|,\s*(?=[a-zA-Z]{2,}\b)", re.IGNORECASE)
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\\?\"|\s)+", re.IGNORECASE)
@@ -64,6 +65,11 @@ _MAX_PROBES = 64
 _BARE_MAX_CHARS = 120
 _PROSE = re.compile(r"[a-zA-Z]{2,}\s+[a-zA-Z]{2,}")  # two words in a row: a sentence, not a bare answer
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+(?:\{[^{}]*\})?")
+
+
+def is_prose(text: str) -> bool:
+    """Two words in a row once LaTeX commands are dropped: a sentence, not a bare answer."""
+    return _PROSE.search(_LATEX_COMMAND.sub(" ", text)) is not None
 
 
 def boxed_contents(text: str) -> list[tuple[int, str]]:
@@ -95,7 +101,7 @@ def boxed_contents(text: str) -> list[tuple[int, str]]:
     return boxes
 
 
-_BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
+BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
 def _closing_brace(text: str, start: int, end: int) -> int:
@@ -136,7 +142,7 @@ def box_spans_from_end(text: str, limit: int, window: int) -> tuple[list[tuple[i
         pos = max(text.rfind("\\boxed", 0, pos), text.rfind("\\fbox", 0, pos))
         if pos < 0:
             break
-        opener = _BOX_OPENER.match(text, pos)
+        opener = BOX_OPENER.match(text, pos)
         if opener is None:
             plain = _PLAIN_BOX.match(text, pos)  # `\boxed 5`
             if plain is not None:
@@ -179,7 +185,7 @@ def _joins_boxes(gap: str) -> bool:
     return len(words) <= _GAP_MAX_WORDS and all(_GAP_WORD.fullmatch(w) for w in words)
 
 
-def _final_group(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, ...]:
+def final_box_group(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, ...]:
     """The contents of the run of boxes the text ends with, joined only by connectors."""
     start = len(spans) - 1
     while start > 0 and _joins_boxes(text[spans[start - 1][1] + 1 : spans[start][0]]):
@@ -187,7 +193,7 @@ def _final_group(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, ...
     return tuple(content for _, _, content in spans[start:])
 
 
-def _unescaped(text: str, needle: str, start: int) -> int:
+def unescaped(text: str, needle: str, start: int) -> int:
     """Index of the first `needle` at or after `start` that is not escaped (`\\$` is a dollar sign, not math)."""
     pos = text.find(needle, start)
     while pos > 0 and needle == "$" and text[pos - 1] == "\\":
@@ -204,7 +210,7 @@ def _formula_list(text: str) -> str | None:
     parts: list[str] = []
     pos = 0
     for _ in range(_MAX_PROBES):
-        end = _unescaped(text, "$", pos + 1)
+        end = unescaped(text, "$", pos + 1)
         if end < 0 or text.startswith("$$", pos):
             return None
         parts.append(text[pos + 1 : end])
@@ -223,7 +229,7 @@ def _take_span(text: str, pos: int) -> str:
     stripped = _LEADING_FILLER.sub("", stripped)
     for opener, closer in (("$$", "$$"), ("$", "$"), (r"\(", r"\)"), (r"\[", r"\]")):
         if stripped.startswith(opener):
-            end = _unescaped(stripped, closer, len(opener))
+            end = unescaped(stripped, closer, len(opener))
             if end > 0:
                 more = _formula_list(stripped) if opener == "$" else None
                 return more if more is not None else stripped[len(opener) : end]
@@ -244,7 +250,7 @@ def _sentence_value(span: str) -> str:
     A sentence with two values, or hedging words, is returned whole: it states no single answer.
     """
     outside = _INLINE_MATH.sub(" ", span)
-    if not _PROSE.search(_LATEX_COMMAND.sub(" ", outside)) or _HEDGE_WORDS.search(outside):
+    if not is_prose(outside) or _HEDGE_WORDS.search(outside):
         return span
     values: list[tuple[int, str]] = []
     for match in _INLINE_MATH.finditer(span):
@@ -276,10 +282,13 @@ def join_digit_groups(text: str) -> str:
     return text
 
 
+def undouble_commands(text: str) -> str:
+    """`\\\\frac` -> `\\frac`: a doubled backslash before a command name, as escaped data sets store LaTeX."""
+    return _DOUBLED_COMMAND.sub(r"\\", text) if "\\\\" in text else text
+
+
 def _clean(answer: str) -> str:
-    answer = answer.strip().rstrip(".").strip().strip("*_").strip()
-    if "\\\\" in answer:
-        answer = _DOUBLED_COMMAND.sub(r"\\", answer)
+    answer = undouble_commands(answer.strip().rstrip(".").strip().strip("*_").strip())
     # `\boxed{\boxed{3}}` and `$\boxed{3}$`: a box that is the whole answer is only a wrapper.
     for _ in range(4):
         inner = answer.strip("$ ")
@@ -355,7 +364,7 @@ def box_run(completion: str, config: ExtractionConfig = LENIENT) -> tuple[str, .
         if tag_end > 0 and ("boxed" in completion[tag_start:tag_end] or "fbox" in completion[tag_start:tag_end]):
             text = completion[tag_start + len("<answer>") : tag_end]
     spans, _ = box_spans_from_end(text, config.boxes_considered, config.max_answer_chars + 1)
-    run = _final_group(text, spans) if len(spans) > 1 else ()
+    run = final_box_group(text, spans) if len(spans) > 1 else ()
     return tuple(_clean(content) for content in run) if len(run) > 1 else ()
 
 
@@ -426,7 +435,7 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
     if not config.fallback:
         return None
     bare = completion.strip().strip("$").strip()
-    if len(bare) <= _BARE_MAX_CHARS and bare and not _PROSE.search(_LATEX_COMMAND.sub(" ", bare)):
+    if len(bare) <= _BARE_MAX_CHARS and bare and not is_prose(bare):
         return Extracted(bare, "bare")  # the completion is nothing but an answer: `\dfrac{9}{7}`
     if config.last_number_fallback:
         number = _last_number(completion, config.tail_window_chars)
@@ -451,108 +460,3 @@ def _last_math_span(text: str, window: int) -> str | None:
     if tail_digits > end:
         return None  # a number written after the formula is later than it
     return text[start + 1 : end].strip() or None
-
-
-# Reference extraction ------------------------------------------------------------------------------------------
-
-_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
-_DELIMITERS = re.compile(r"(?<!\\)\$\$?|\\[()\[\]]")
-# "A or B" in a reference lists both answers (`$(11,7)or(7,11)$`, `$21,16$ or $11$`).
-_ALTERNATIVE = re.compile(r"\\(?:text|mathrm|textrm)\s*\{\s*or\s*\}|(?<![a-zA-Z\\])or(?![a-zA-Z])")
-_GLUED_QUAD = re.compile(r"\\(q?quad)(?=[a-zA-Z])")  # `\quadx_{2}` as datasets store it
-_INDEXED = re.compile(r"\s*([a-zA-Z])_\{?(\d{1,2})\}?\s*=\s*(\S.*?)\s*")
-_REFERENCE_PARTS = re.compile(r",|;|\\q?quad(?![a-zA-Z])|\\text\s*\{\s*and\s*\}")
-_REFERENCE_BOXES = 64
-_SET_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # `{1,2,3}` as a whole reference: a set in plain braces
-_REFERENCE_SCAN = 20_000  # a reference longer than this is refused by the caller anyway
-
-
-def _unwrap(text: str) -> str:
-    """`$x$`, `$$x$$`, `\\(x\\)`, `\\[x\\]` around the whole reference -> `x`."""
-    for _ in range(3):
-        for opener, closer in _WRAPPERS:
-            if text.startswith(opener) and text.endswith(closer) and len(text) >= len(opener) + len(closer):
-                inner = text[len(opener) : len(text) - len(closer)]
-                nested = _unescaped(inner, "$", 0) >= 0 if opener.startswith("$") else closer in inner
-                if not nested:  # `$a$ or $b$` is two formulas, not one wrapped answer
-                    text = inner.strip()
-                    break
-        else:
-            return text
-    return text
-
-
-def _top_level_parts(text: str) -> list[str]:
-    """`text` split at the separators of `_REFERENCE_PARTS` that sit outside every bracket."""
-    parts, depth, start, pos = [], 0, 0, 0
-    while pos < len(text):
-        ch = text[pos]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0:
-            sep = _REFERENCE_PARTS.match(text, pos)
-            if sep is not None:
-                parts.append(text[start:pos])
-                start = pos = sep.end()
-                continue
-        pos += 1
-    parts.append(text[start:])
-    return [p for p in parts if p.strip()]
-
-
-def _indexed_values(text: str) -> str | None:
-    """`x_1 = a, x_2 = b` (one name, numbered): the answers are `a, b`."""
-    parts = _top_level_parts(_GLUED_QUAD.sub(r"\\\1 ", text))
-    matches = [_INDEXED.fullmatch(p) for p in parts]
-    if len(parts) < 2 or not all(matches) or len({m.group(1) for m in matches}) != 1:
-        return None
-    return ", ".join(m.group(3) for m in matches)
-
-
-def _bare_reference(text: str) -> bool:
-    """No prose: the reference is an answer, however long (a solution has sentences)."""
-    return not _PROSE.search(_LATEX_COMMAND.sub(" ", _DELIMITERS.sub(" ", text[:_REFERENCE_SCAN])))
-
-
-@short_key_cache(maxsize=1 << 13)
-def parse_gold(answer: str, reference: str = "extract") -> str:
-    """The reference answer's text from a dataset field.
-
-    `reference="raw"`: the field as stored (only stripped). `"extract"` (default): the field may be a bare answer or
-    a solution, read the way a completion is: every distinct `\\boxed{}` (several boxes are several answers), else a
-    GSM8K `#### X`, else a bare answer with its `$..$` / `\\(..\\)` / `\\[..\\]` wrapper removed ("A or B" and
-    `x_1 = a, x_2 = b` are lists of answers), else the final answer a solution states.
-    """
-    text = answer.strip()
-    if reference == "raw":
-        return text
-    if "\\\\" in text:
-        text = _DOUBLED_COMMAND.sub(r"\\", text)
-    if "boxed" in text or "fbox" in text:
-        spans, _ = box_spans_from_end(text, _REFERENCE_BOXES, len(text))
-        # The run of boxes the reference ends with, as for a completion: `\boxed{1} and \boxed{-2}` is two answers,
-        # `\boxed{1} no no no no no \boxed{2}` is the last box.
-        boxes = list(dict.fromkeys(c.strip() for c in _final_group(text, spans) if c.strip())) if spans else []
-        if boxes:
-            return join_digit_groups(", ".join(boxes))
-        opener = _BOX_OPENER.match(text)
-        if opener is not None:  # `\boxed{...` never closed: the rest is its content
-            text = text[opener.end() :].strip()
-    marker = text.rfind("####")
-    if marker >= 0:
-        return join_digit_groups(text[marker + 4 :].strip())
-    inner = _unwrap(text)
-    if _bare_reference(inner):
-        if "$" in inner or "\\(" in inner:  # `$21,16$ or $11$`: several formulas, one answer list
-            inner = _DELIMITERS.sub(" ", inner).strip()
-        if "or" in inner:
-            inner = _ALTERNATIVE.sub(", ", inner)
-        if "=" in inner and "_" in inner:
-            inner = _indexed_values(inner) or inner
-        braces = _SET_BRACES.fullmatch(inner)
-        inner = f"\\{{{braces.group(1)}\\}}" if braces else inner
-        return join_digit_groups(inner)
-    found = extract_answer(text)
-    return found.text if found is not None and not found.too_long else join_digit_groups(inner)

@@ -19,7 +19,8 @@ from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_out
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
-from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer, parse_gold
+from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer
+from groupscore.verifiers.math.reference import parse_gold
 from groupscore.verifiers.math.structures import Items, parse_structure
 from groupscore.verifiers.schema import Status, Verdict
 
@@ -116,7 +117,7 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions
 
 def clear_caches() -> None:
     """Forget every cached parse and outcome in this process (benchmarks measure cold passes with it)."""
-    from groupscore.verifiers.math.parser import parse_gold
+    from groupscore.verifiers.math.reference import parse_gold
     from groupscore.verifiers.math.structures import parse_structure
 
     for cached in (gold_answer, normalize, parse_gold, parse_structure, compare_fast):
