@@ -74,6 +74,7 @@ class NameSources:
     star_import: bool  # `from <other module> import *`: a free name may be that module's, so none is implicit
     helpers: frozenset[str]  # free names the prompt defines: the runner binds the prompt's definitions
     modules: frozenset[str]  # free module names the test uses without importing (`math`): the real module
+    stdlib: dict[str, str]  # free names of STDLIB_NAMES -> the standard-library module the runner takes them from
 
     def program_function(self, func: ast.expr) -> str | None:
         """The program's function a call's callee names, or None when it is not the program's."""
@@ -87,7 +88,19 @@ class NameSources:
 
     def residual_fields(self) -> dict[str, Any]:
         """What the runner needs to resolve the residual code's names (lists: the plan travels in marshal format)."""
-        return {"program": sorted(self.program), "helpers": sorted(self.helpers), "modules": sorted(self.modules)}
+        return {"program": sorted(self.program), "helpers": sorted(self.helpers), "modules": sorted(self.modules),
+                "stdlib": sorted([name, module] for name, module in self.stdlib.items())}
+
+
+# Names tests use without importing them (MBPP keeps a test's imports in a separate field; HumanEval checks rely on
+# the prompt's): they mean the standard library's, never the program's, so a program cannot define the `Fraction` or
+# `Counter` a test compares its answer with. The runner binds them (module names to the module).
+STDLIB_NAMES = {
+    "Fraction": "fractions", "Decimal": "decimal", "Counter": "collections", "deque": "collections",
+    "defaultdict": "collections", "OrderedDict": "collections", "namedtuple": "collections",
+    **{module: module for module in ("collections", "fractions", "decimal", "itertools", "functools", "heapq", "bisect",
+                                     "re", "string", "operator", "cmath", "statistics")},
+}
 
 
 def _imports_math(node: ast.AST) -> bool:
@@ -137,10 +150,11 @@ def name_sources(parts: list[ast.AST], prompt_helpers: Callable[[], frozenset[st
     unknown = [name for name in free - modules
                if name not in _PYTHON_BUILTINS and not (name.startswith("__") and name.endswith("__"))]
     helpers = frozenset(unknown) & prompt_helpers() if unknown else frozenset()
-    program = frozenset(unknown) - helpers
-    shadowed = bound | helpers | set(from_solution) | solution_modules
+    stdlib = {name: STDLIB_NAMES[name] for name in unknown if name in STDLIB_NAMES and name not in helpers}
+    program = frozenset(unknown) - helpers - set(stdlib)
+    shadowed = bound | helpers | set(from_solution) | solution_modules | set(stdlib)
     names = NameSources(frozenset(shadowed), program, from_solution, frozenset(solution_modules), bool(star_imports),
-                        helpers, modules)
+                        helpers, modules, stdlib)
     return names, bound_in_scope
 
 

@@ -333,9 +333,17 @@ def work(solution_path, request_fd, answer_fd):
         try:
             fn, args, kwargs = loads(request)  # written by the runner
             result = getattr(module, fn)(*decode_value(args), **decode_value(kwargs))
-            kind, payload = b"O", text(encode(result))  # fails here on e.g. an int too long to print
         except BaseException as exc:
-            kind, payload = b"E", describe_exception(exc)
+            # "X" for what `except Exception` does not catch (SystemExit, KeyboardInterrupt, a BaseException
+            # subclass), so in-jail test code sees the same kind of exception plain Python would give it.
+            kind, payload = (b"E" if issubclass(type(exc), Exception) else b"X"), describe_exception(exc)
+        else:
+            try:
+                kind, payload = b"O", text(encode(result))  # fails here on e.g. an int too long to print
+            except BaseException as exc:
+                # A value that cannot come out (a generator, an object) was returned, not raised: test code must
+                # not be able to catch it as if the function had raised.
+                kind, payload = b"X", describe_exception(exc)
         send(answer_fd, kind, payload)
 
 
@@ -492,10 +500,10 @@ class Worker:
         return payload if kind == b"I" else "the program did not start"
 
     def call(self, fn, args_encoded, kwargs_encoded, deadline):
-        """[kind, payload]: ["O", JSON of the encoded result] or ["E", the exception]."""
+        """[kind, payload]: ["O", JSON of the encoded result], ["E", an Exception] or ["X", another BaseException]."""
         write_frame(self.request_w, b"C", marshal.dumps((fn, args_encoded, kwargs_encoded), MARSHAL_VERSION))
         kind, payload = read_frame(self.answer_r, deadline)
-        if kind not in (b"O", b"E"):
+        if kind not in (b"O", b"E", b"X"):
             raise WorkerGone()
         return [kind.decode(), payload]
 
@@ -542,6 +550,11 @@ class CandidateError(Exception):
     """The candidate raised an exception that is not a builtin type."""
 
 
+class CandidateExit(BaseException):
+    """The candidate raised what `except Exception` does not catch (SystemExit, KeyboardInterrupt, GeneratorExit, a
+    BaseException subclass): test code that catches Exception must not swallow it, as in plain Python."""
+
+
 # Raised by the candidate, these would not fail a test but end its loops early (StopIteration inside map() or
 # next() is the end of the iteration): the test sees a CandidateError instead.
 NOT_RERAISED = ("StopIteration", "StopAsyncIteration")
@@ -558,6 +571,8 @@ def make_proxy(worker, fn, deadline):
                 return parse_answer(payload)
             except Exception:
                 raise WorkerGone()
+        if kind == "X":
+            raise CandidateExit(payload)
         # Re-raise as the same builtin exception type, so tests that expect e.g. ValueError still work.
         name = payload.split(":", 1)[0]
         exception = None if name in NOT_RERAISED else getattr(builtins, name, None)
@@ -609,6 +624,9 @@ def run_residual(residual, worker, deadline):
     namespace = {"__builtins__": test_builtins, "__name__": "__residual__"}
     for name in residual.get("modules", ()):
         namespace[name] = real_import(name)
+    for name, module_name in residual.get("stdlib", ()):  # assertions.STDLIB_NAMES: the library's, not the program's
+        module = real_import(module_name)
+        namespace[name] = module if name == module_name else getattr(module, name)
     for name in solution.__all__:
         namespace[name] = getattr(solution, name)
     if residual.get("support"):
