@@ -26,6 +26,8 @@ _SPACING = re.compile(r"(?<!\\)\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~")
 _STYLE = re.compile(r"\\(?:displaystyle|textstyle|scriptstyle|limits|nolimits)(?![a-zA-Z])")
 _FRAC_CMDS = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![a-zA-Z])|\\text\{\s*degrees?\s*\}|(?<=\d)\s*degrees?\b")
+# `%` between two operands is the remainder operator (`n % 2`), not a percent sign to drop (`n 2` would be 2n).
+_INFIX_PERCENT = re.compile(r"(?<=[\w)}])\s*\\?%\s*(?=\d|[a-zA-Z](?![a-zA-Z])|\()")
 _PERCENT = re.compile(r"\\?%|\\text\{\s*percent\s*\}|(?<=\d)\s*percent\b")
 PERCENT_MARK = "\\%"
 _PERCENTABLE = re.compile(r"[-+]?(?:\d+(?:\.\d+)?|\\frac\{\d+\}\{\d+\})")
@@ -243,6 +245,7 @@ def normalize(answer: str) -> str:
     text = _DEGREES.sub("", text)
     percent = "%" in text or "percent" in text
     if percent:
+        text = _INFIX_PERCENT.sub(r" \\bmod ", text)
         stripped = _PERCENT.sub("", text)
         percent, text = stripped != text, stripped
     text = _DOLLAR.sub("", text)
