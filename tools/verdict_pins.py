@@ -54,6 +54,7 @@ SOURCES: list[tuple[str, str, Callable[[dict[str, Any], str], dict[str, Any] | N
     ("math", "tasks/arith/*.jsonl", _task),
     ("code", "code/*.jsonl", _plain),
     ("code", "tasks/code/*.jsonl", _task),
+    ("", "kinds/*.jsonl", _plain),  # one file per kind without a fixture folder of its own
     ("", "checks/*_cases.jsonl", _plain),  # `groupscore check` cases: the kind is the file's (math_cases.jsonl)
 ]
 
@@ -83,7 +84,7 @@ def collect(fixtures: Path = FIXTURES) -> FixtureItems:
     found = FixtureItems()
     for kind, pattern, to_item in SOURCES:
         for path in sorted(fixtures.glob(pattern)):
-            file_kind = kind or path.stem.removesuffix("_cases")
+            file_kind = kind or path.stem.removesuffix("_cases")  # kinds/sql.jsonl, checks/sql_cases.jsonl: sql
             for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
                 if not text.strip():
                     continue
