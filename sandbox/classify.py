@@ -14,13 +14,17 @@ def _tail(text: str, n: int = 400) -> str:
 
 
 def classify(out: Outcome, limits: Limits) -> tuple[Status, str | None]:
+    # An OOM kill recorded in the run's own slot comes first, even when nsjail left no exit status: the slot holds
+    # nothing but this run, so the run charged that memory (memfd or tmpfs pages count in no process's RSS, and the
+    # kernel may then pick nsjail itself as the largest process). A sandbox error here would be a masked infra_error
+    # that a program could choose to get instead of its 0.
+    if out.oom_killed:  # also before timeout: an OOM kill explains a run that then hung on its dead children
+        return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.setup_failed:
         errs = [ln for ln in out.log.splitlines() if ln.startswith(("[E]", "[F]", "[W]"))]
         return Status.SANDBOX_ERROR, "jail setup failed: " + (" | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}")
     if out.output_limit:
         return Status.OUTPUT_LIMIT, f"output passed {limits.max_output_bytes} bytes; run stopped"
-    if out.oom_killed:  # before timeout: an OOM kill explains a run that then hung on its dead children
-        return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.timed_out:
         return Status.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
     # SIGXCPU at the soft limit; SIGKILL at the hard one (soft + 1 s) if the program ignored SIGXCPU.

@@ -193,7 +193,8 @@ def judge_stdio(unit: StdioUnit, result: sandbox_jobs.JobResult) -> UnitOutcome:
         return UnitOutcome(False, timed_out=True, why=f"took longer than {unit.time_limit_s:g}s")
     if result.status != "ok":
         detail = f"exit code {result.exit_code}" if result.exit_code is not None else f"signal {result.signal}"
-        return UnitOutcome(False, why=f"{result.status} ({detail}): stderr ends {_echo(result.stderr.rstrip(), tail=True)}")
+        status = getattr(result.status, "value", result.status)  # the word, not the enum's repr
+        return UnitOutcome(False, why=f"{status} ({detail}): stderr ends {_echo(result.stderr.rstrip(), tail=True)}")
     test = unit.test
     if stdout_matches(result.stdout, test.stdout, test.compare, test.float_tol):
         return UnitOutcome(True)
