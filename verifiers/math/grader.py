@@ -234,7 +234,8 @@ class _Judge:
             return self.match(pred.items[0], gold)
         if isinstance(gold, Items) and len(gold.items) == 1 and _unwraps(gold, pred):
             return self.match(pred, gold.items[0])
-        if isinstance(pred, Ratio | ClockTime) and not isinstance(gold, Relation) or isinstance(gold, Ratio | ClockTime):
+        colon = Ratio | ClockTime
+        if isinstance(pred, colon) and not isinstance(gold, Relation) or isinstance(gold, colon):
             return self._colon(pred, gold)
         if isinstance(gold, Interval | Union) or isinstance(pred, Interval | Union):
             return self._intervals(pred, gold)
@@ -420,7 +421,9 @@ def _without_common(preds: Sequence[Node], golds: Sequence[Node]) -> tuple[list[
     return rest_preds, [g for bucket in unmatched.values() for g in bucket]
 
 
-def _sampled_values(a: str, b: str, names: Sequence[str], trials: int) -> Iterator[tuple[complex | None, complex, bool]]:
+def _sampled_values(
+    a: str, b: str, names: Sequence[str], trials: int
+) -> Iterator[tuple[complex | None, complex, bool]]:
     """Both texts evaluated at the same fixed points, and whether both are analytic there (agreement can pay);
     (None, 0, False) where either cannot be evaluated."""
     for trial in range(trials):
@@ -525,7 +528,7 @@ def _as_difference(relation: Relation) -> tuple[str, bool, str]:
 
 def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
     """Whether the prediction hedges against this reference, and why."""
-    single_gold = isinstance(gold, Expr | Choice) or (isinstance(gold, Relation) and gold.op == "=")
+    single_gold = isinstance(gold, Expr | Choice | ClockTime | Ratio) or (isinstance(gold, Relation) and gold.op == "=")
     if isinstance(pred, Items) and len(pred.items) > 1 and single_gold:
         return True, f"hedge: {len(pred.items)} candidate answers against a single reference"
     if (isinstance(pred, Expr) and is_variable(pred.text) and not isinstance(gold, Choice)
@@ -534,7 +537,9 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
     return False, ""
 
 
-def compare_answers(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT) -> Outcome:
+def compare_answers(
+    pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT
+) -> Outcome:
     """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None.
 
     The conventions that rewrite a whole answer act here: the percent reading(s), a decimal comma, a renamed variable.

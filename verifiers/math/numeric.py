@@ -227,7 +227,8 @@ class _Reader:
             self.take("_")
             base = self.group()
             arg = self.power() if self.peek() in ("(", "{") else self.unary()
-            return _div(_apply_function(cmath.log, arg, analytic=False), _apply_function(cmath.log, base, analytic=False))
+            logs = (_apply_function(cmath.log, x, analytic=False) for x in (arg, base))
+            return _div(next(logs), next(logs))
         if tok in _FUNCS:
             exponent = None
             if self.peek() == "^":  # \sin^2 x is (\sin x)^2; \sin^{-1} is arcsin, left to sympy
@@ -407,12 +408,16 @@ def rounds_to(literal: str, exact: Number, min_digits: int) -> bool:
     value = exact.value if isinstance(exact.value, Fraction) else to_complex(exact)
     if value is None or isinstance(value, complex) and (value.imag != 0 or not math.isfinite(value.real)):
         return False
-    target = Decimal(value.numerator) / Decimal(value.denominator) if isinstance(value, Fraction) else Decimal(value.real)
+    if isinstance(value, Fraction):
+        target = Decimal(value.numerator) / Decimal(value.denominator)
+    else:
+        target = Decimal(value.real)
     if target == 0:
         return False
     step = Decimal(1).scaleb(-len(literal.partition(".")[2]))
     try:  # half-even or half-up: either is a correct rounding of a tie
-        return any(target.quantize(step, rounding=mode) == Decimal(literal) for mode in (ROUND_HALF_EVEN, ROUND_HALF_UP))
+        written = Decimal(literal)
+        return any(target.quantize(step, rounding=mode) == written for mode in (ROUND_HALF_EVEN, ROUND_HALF_UP))
     except InvalidOperation:  # more digits than the context holds: not a rounding anyone wrote
         return False
 
