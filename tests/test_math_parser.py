@@ -222,6 +222,9 @@ def test_fallback_off_requires_an_explicit_marker():
         ("$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$", ("(2, 2)", "(6, 2)")),
         ("\\( y_1 = \\boxed{x+1} \\) and \\( y_2 = \\boxed{x-1} \\)", ("x+1", "x-1")),
         ("first \\boxed{6}. Then we check the case n = 3 again and get \\boxed{7}", ()),  # a correction, not a list
+        ("Adding the rows gives \\boxed{3}. Wait, no: \\boxed{4}", ()),  # a word of reasoning: a correction
+        ("\\boxed{3} \\boxed{4}", ("3", "4")),  # whatever the reference: the same text, the same answer
+        ("\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1, 1)}", ("(3, 3)", "(1, 1)")),
         ("\\boxed{5}", ()),
         ("<answer>\\boxed{3}, \\boxed{4}</answer> and later \\boxed{9}", ("3", "4")),
     ],
@@ -255,3 +258,16 @@ def test_reading_a_reference_is_fast_on_one_megabyte(stored):
     started = time.perf_counter()
     parse_gold(stored)
     assert time.perf_counter() - started < 1.5
+
+
+@pytest.mark.parametrize(
+    "completion, expected",
+    [
+        ("Therefore the area is \\(\\frac{9\\pi}{4}\\).", "\\frac{9\\pi}{4}"),
+        ("Therefore the area is\n\\[\\frac{9\\pi}{4}\\]", "\\frac{9\\pi}{4}"),
+        ("Thus the sum is $$\\frac{3}{28}$$ in lowest terms", "\\frac{3}{28}"),
+        ("the area is \\(\\frac{9}{4}\\) and then 7 more", "7"),  # a number after the formula is later
+    ],
+)
+def test_the_last_formula_is_read_whole_not_its_last_digit(completion, expected):
+    assert answer(completion) == expected

@@ -185,12 +185,31 @@ def _joins_boxes(gap: str) -> bool:
     return len(words) <= _GAP_MAX_WORDS and all(_GAP_WORD.fullmatch(w) for w in words)
 
 
-def final_box_group(text: str, spans: list[tuple[int, int, str]]) -> tuple[str, ...]:
-    """The contents of the run of boxes the text ends with, joined only by connectors."""
+def final_box_group(text: str, spans: list[tuple[int, int, str]], joins=_joins_boxes) -> tuple[str, ...]:
+    """The contents of the run of boxes the text ends with, joined only by connectors (`joins` says which gaps are)."""
     start = len(spans) - 1
-    while start > 0 and _joins_boxes(text[spans[start - 1][1] + 1 : spans[start][0]]):
+    while start > 0 and joins(text[spans[start - 1][1] + 1 : spans[start][0]]):
         start -= 1
     return tuple(content for _, _, content in spans[start:])
+
+
+# Between two boxes of a completion's answer list only connectors may stand: words of a list (`and`, `or`,
+# `respectively`, "for part (a) and"), labels (`y_2 =`), spacing, math delimiters and punctuation. Any other word is
+# reasoning ("Wait, no"): the boxes are a correction and the last one is the answer.
+_LIST_WORDS = frozenset({"and", "or", "also", "respectively", "for", "part", "parts", "case", "cases"})
+_GAP_WORDS = re.compile(r"\w+")  # a digit between two boxes is no connector either
+_GAP_WRAPPER = re.compile(r"\\(?:text|mathrm|textbf|textrm|mbox)\s*\{([^{}]{0,60})\}")
+_GAP_CONNECTOR = re.compile(
+    r"\\\\|\\[()\[\]]|\\q?quad(?![a-zA-Z])|\\[,;:! ]|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*=|\([a-z]\)|[$,;.:&]"
+)
+
+
+def _connects_answers(gap: str) -> bool:
+    """Whether the text between two boxes of a completion only lists them (see `_LIST_WORDS`)."""
+    if len(gap) > _GAP_MAX_CHARS:
+        return False
+    gap = _GAP_CONNECTOR.sub(" ", _GAP_WRAPPER.sub(lambda m: f" {m.group(1)} ", gap))
+    return all(word.lower() in _LIST_WORDS for word in _GAP_WORDS.findall(gap))
 
 
 def unescaped(text: str, needle: str, start: int) -> int:
@@ -356,7 +375,8 @@ def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extra
 
 def box_run(completion: str, config: ExtractionConfig = LENIENT) -> tuple[str, ...]:
     """The run of boxes a completion ends with (`\\boxed{1} and \\boxed{-2}`), cleaned, in order; () for fewer than
-    two. Only asked for when the reference has several answers, so single-answer items never pay for it."""
+    two. Read from the completion alone: the same text states the same answer whatever the reference is, so boxing
+    every candidate (`\\boxed{3} \\boxed{4}`) is a list that a single reference does not match, never a hedge."""
     text = completion
     tag_start = completion.rfind("<answer>")
     if tag_start >= 0:
@@ -364,7 +384,7 @@ def box_run(completion: str, config: ExtractionConfig = LENIENT) -> tuple[str, .
         if tag_end > 0 and ("boxed" in completion[tag_start:tag_end] or "fbox" in completion[tag_start:tag_end]):
             text = completion[tag_start + len("<answer>") : tag_end]
     spans, _ = box_spans_from_end(text, config.boxes_considered, config.max_answer_chars + 1)
-    run = final_box_group(text, spans) if len(spans) > 1 else ()
+    run = final_box_group(text, spans, _connects_answers) if len(spans) > 1 else ()
     return tuple(_clean(content) for content in run) if len(run) > 1 else ()
 
 
@@ -449,14 +469,19 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
 
 
 def _last_math_span(text: str, window: int) -> str | None:
-    """The content of the last `$...$` in the final `window` characters, if it is the last thing with a digit."""
-    end = text.rfind("$")
+    """The content of the last `$..$`, `$$..$$`, `\\(..\\)` or `\\[..\\]` in the final `window` characters, if it is the
+    last thing with a digit (so `\\(\\frac{9\\pi}{4}\\)` is read whole, never as its last digit 4)."""
+    end, closer = max((text.rfind("$"), "$"), (text.rfind("\\)"), "\\)"), (text.rfind("\\]"), "\\]"))
     if end <= 0:
         return None
-    start = text.rfind("$", max(0, end - window), end)
+    after = end + len(closer)
+    if closer == "$" and text[end - 1] == "$":
+        end, closer = end - 1, "$$"
+    opener = {"$": "$", "$$": "$$", "\\)": "\\(", "\\]": "\\["}[closer]
+    start = text.rfind(opener, max(0, end - window), end)
     if start < 0:
         return None
-    tail_digits = max(text.rfind(d, end) for d in "0123456789")
-    if tail_digits > end:
+    tail_digits = max(text.rfind(d, after) for d in "0123456789")
+    if tail_digits >= after:
         return None  # a number written after the formula is later than it
-    return text[start + 1 : end].strip() or None
+    return text[start + len(opener) : end].strip() or None
