@@ -250,8 +250,8 @@ def normalize(answer: str) -> str:
         percent, text = stripped != text, stripped
     text = _DOLLAR.sub("", text)
     text = _THIN_GROUP.sub(",", text)
-    if "\\colon" in text or "\\ratio" in text:
-        text = _COLON.sub(":", text)
+    if "\\colon" in text or "\\ratio" in text or "{:}" in text:
+        text = _COLON.sub(":", text).replace("{:}", ":")  # `9{:}00`: a colon braced to keep its spacing
     if "m" in text or "M" in text:
         text = _MERIDIEM.sub(_meridiem, text)
     if "\\" in text:
