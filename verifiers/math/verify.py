@@ -21,7 +21,6 @@ from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer
 from groupscore.verifiers.math.reference import parse_gold
-from groupscore.verifiers.math.structures import Items, parse_structure
 from groupscore.verifiers.schema import Status, Verdict
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
@@ -38,12 +37,6 @@ def gold_answer(answer: str, reference: str = "extract") -> str | None:
 
 _CONFIGS = {(strict, fallback): ExtractionConfig(strict=strict, fallback=fallback)
             for strict in (False, True) for fallback in (False, True)}
-
-
-def _several_answers(gold: str) -> bool:
-    """The reference lists several answers (`1, -2`, `\\{2, 3\\}`, `(2,2), (6,2)`), not one tuple or value."""
-    node = parse_structure(gold)
-    return isinstance(node, Items) and node.kind in ("list", "set", "or") and len(node.items) > 1
 
 
 class _SymbolicCache:
@@ -177,9 +170,11 @@ def _score(item: MathItem) -> Verdict:
     if not gold:
         return Verdict.error(item.id, "the reference answer is empty")
     boxes = extracted.boxes
-    run = box_run(item.completion, config) if extracted.source == "boxed" and _several_answers(gold) else ()
-    if run:
-        # One box per answer (`\\boxed{1} and \\boxed{-2}`) against a reference with several: the run is the answer.
+    run = box_run(item.completion, config) if extracted.source == "boxed" else ()
+    if len(set(map(normalize, run))) > 1:
+        # One box per answer (`\\boxed{1} and \\boxed{-2}`) is a list of answers, whatever the reference: read from
+        # the completion alone, boxing every candidate with the likeliest last cannot pay (it once paid against `4`
+        # and against `3, 4` alike). Boxes with reasoning between them are a correction: the last one counts.
         joined = ", ".join(run)
         boxes = boxes[: max(len(boxes) - len(run), 0)] + (joined,)
         extracted = replace(extracted, text=joined)
