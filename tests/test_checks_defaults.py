@@ -37,7 +37,25 @@ def test_the_math_command_line_check_passes_on_the_bundled_cases_with_defaults(t
     assert check_command("math", CHECKS / "math_cases.jsonl", tmp_path / "report.json") == 0
     rows = {row["name"]: row for row in json.loads((tmp_path / "report.json").read_text())["checks"]}
     assert rows["probe.several_boxed_gold_last"]["status"] == "PASS"
-    assert rows["probe.several_boxed_gold_last"]["data"]["last_answer_policy"] is True
+
+
+def last_box_reward(prompts, completions, answer, **kwargs):
+    """A pure last-box policy: only the last boxed answer counts (a self-correction is allowed)."""
+    rewards = []
+    for completion, gold in zip(completions, answer):
+        boxes = re.findall(r"\\boxed\{([^{}]*)\}", completion if isinstance(completion, str) else "")
+        rewards.append(1.0 if boxes and boxes[-1].strip() == str(gold) else 0.0)
+    return rewards
+
+
+def test_a_last_box_policy_passes_the_probe_with_its_explanation():
+    # The right box last is paid, the right box first is not: extra boxes cannot raise the expected reward.
+    report = check_reward_fn(last_box_reward, CHECKS / "math_cases.jsonl", checks=("probes",), processes=0,
+                             isolation="thread")
+    row = report.result("probe.several_boxed_gold_last")
+    assert row.status is CheckStatus.PASS and "only as the last answer" in row.detail
+    assert row.data["last_answer_policy"] is True and row.data["last_answer_comparisons"] > 0
+    assert report.result("probe.several_boxed_gold_first").status is CheckStatus.PASS
 
 
 def test_a_reward_that_pays_any_box_still_fails_the_last_box_probe():

@@ -69,15 +69,14 @@ def test_the_other_kinds_pass_every_check(kind):
         assert "3 of 3" in report.result("probe.reference").detail
 
 
-def test_the_default_math_kind_is_recognised_as_a_last_box_policy_not_failed_as_a_hedge():
-    # Default settings (not strict): the last box counts. The right box last is paid, the right box first is not, so
-    # extra boxes cannot raise the expected reward; the probe says so instead of failing it.
+def test_the_default_math_kind_passes_the_several_boxes_probes():
+    # Default settings (not strict): whether the math kind takes the last box (the probe recognises a last-answer
+    # policy and explains it) or refuses different boxes as a hedge, neither several-boxes probe may fail.
     cases = [{"prompt": "Sam had three bags of four apples and ate two. How many are left?", "completion": "\\boxed{10}",
               "answer": "10"},
              {"prompt": "What is half of nine?", "completion": "\\boxed{4.5}", "answer": "4.5"}]
     report = check_reward_fn("math", cases, checks=("probes",), processes=0)
     row = report.result("probe.several_boxed_gold_last")
-    assert row.status is CheckStatus.PASS and "only as the last answer" in row.detail
-    assert row.data["last_answer_policy"] is True and row.data["last_answer_comparisons"] == 4
+    assert row.status is CheckStatus.PASS, row.detail
     assert report.result("probe.several_boxed_gold_first").status is CheckStatus.PASS
     assert report.failures == []
