@@ -9,7 +9,10 @@
   items, so only an item that really kills its worker ends with an `infra_error` verdict. Scoring is idempotent, so
   sending a task again is safe.
 - Items not scored by the request's deadline get `infra_error` verdicts (cause "service_deadline": the service ran
-  out of time, the program did not); their tasks are cancelled where not yet started.
+  out of time, the program did not); their tasks are cancelled where not yet started. An item that runs a program is a
+  task of its own, and its worker starts it only while the request has its whole time budget left (the most its own
+  limits allow, `verifiers.budget`): once started it ends before the deadline, so a slow program gets its own
+  `timeout` (0), and whether an item is masked never depends on what its program, or a task-mate's, does.
   A task still running `stuck_grace_s` after its request gave up has a scorer ignoring its own time bound: its
   workers are killed and replaced (other tasks there are sent again), so one degenerate item cannot hold a worker.
 """
@@ -29,6 +32,7 @@ from typing import Any
 from groupscore.service import worker
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.settings import Settings
+from groupscore.verifiers.budget import runs_programs
 from groupscore.verifiers.composite import raw_item_id
 from groupscore.verifiers.schema import Verdict
 
@@ -148,12 +152,36 @@ class ScoringPool:
         # Several tasks per worker keep every worker busy to the end; small tasks also bound what a crash costs.
         return max(1, min(self.settings.chunk_items, math.ceil(n_items / (4 * self.settings.workers))))
 
+    def _split(self, raw_items: list[Any], spec_json: str | None) -> list[list[Any]]:
+        """The request's items as tasks, in order. An item that runs a program is a task of its own: it may take as
+        long as its limits allow, and the items of a task are answered together, so it would hold its task-mates'
+        verdicts (and past the deadline mask them)."""
+        spec = worker._spec(spec_json)
+        size = self._task_size(len(raw_items))
+        tasks: list[list[Any]] = []
+        run: list[Any] = []
+        for raw in raw_items:
+            if runs_programs(raw, spec):
+                if run:
+                    tasks.append(run)
+                    run = []
+                tasks.append([raw])
+                continue
+            run.append(raw)
+            if len(run) == size:
+                tasks.append(run)
+                run = []
+        if run:
+            tasks.append(run)
+        return tasks
+
     async def score(self, raw_items: list[Any], spec_json: str | None, deadline_at: float) -> list[dict[str, Any]]:
         """Verdict dicts for `raw_items`, in order; `deadline_at` is on the event loop's clock."""
         loop = asyncio.get_running_loop()
-        size = self._task_size(len(raw_items))
-        tasks_items = [raw_items[i:i + size] for i in range(0, len(raw_items), size)]
-        tasks = [asyncio.ensure_future(self._run_task(items, spec_json)) for items in tasks_items]
+        deadline_wall = time.time() + (deadline_at - loop.time())  # the workers' clock
+        tasks_items = self._split(raw_items, spec_json)
+        tasks = [asyncio.ensure_future(self._run_task(items, spec_json, deadline_wall=deadline_wall))
+                 for items in tasks_items]
         try:
             if tasks:
                 await asyncio.wait(tasks, timeout=max(0.0, deadline_at - loop.time()))
@@ -164,7 +192,7 @@ class ScoringPool:
         verdicts: list[dict[str, Any]] = []
         for items, task in zip(tasks_items, tasks):
             if not task.done() or task.cancelled():
-                verdicts.extend(_deadline_verdict(raw) for raw in items)
+                verdicts.extend(worker.deadline_verdict(raw) for raw in items)
             elif task.exception() is not None:
                 exc = task.exception()
                 verdicts.extend(Verdict.infra_error(raw_item_id(raw), f"internal error: {type(exc).__name__}: {exc}",
@@ -196,14 +224,16 @@ class ScoringPool:
                 # Not us: the executor was replaced under this task and dropped it before it ran. Send it again.
         raise WorkerDied(f"the worker process died {self.settings.max_attempts} times running this task")
 
-    async def _run_task(self, items: list[Any], spec_json: str | None, may_split: bool = True) -> list[dict[str, Any]]:
+    async def _run_task(self, items: list[Any], spec_json: str | None, may_split: bool = True,
+                        deadline_wall: float | None = None) -> list[dict[str, Any]]:
         started = time.perf_counter()
         try:
-            verdicts = await self.call(worker.score_task, items, spec_json, self.settings.debug)
+            verdicts = await self.call(worker.score_task, items, spec_json, self.settings.debug, deadline_wall)
         except WorkerDied:
             if may_split and len(items) > 1:
                 # Find the item that kills its worker: the others are scored, only it gets the error.
-                parts = await asyncio.gather(*(self._run_task([raw], spec_json, may_split=False) for raw in items))
+                parts = await asyncio.gather(*(self._run_task([raw], spec_json, may_split=False,
+                                                              deadline_wall=deadline_wall) for raw in items))
                 return [verdict for part in parts for verdict in part]
             return [Verdict.infra_error(raw_item_id(raw), f"the scoring process died on this item "
                                         f"{self.settings.max_attempts} times", "worker_died").model_dump(mode="json")
@@ -211,10 +241,3 @@ class ScoringPool:
         self._completed.append((time.monotonic(), len(items)))
         self.metrics.task_latency.observe(time.perf_counter() - started)
         return verdicts
-
-
-def _deadline_verdict(raw: Any) -> dict[str, Any]:
-    # Infra, not timeout: the item waited in the queue or its task was still running when the request's time ran out;
-    # a program that overran its own limit gets `timeout` from its verifier.
-    return Verdict.infra_error(raw_item_id(raw), "not scored before the request's deadline", "service_deadline",
-                               service_deadline=True).model_dump(mode="json")

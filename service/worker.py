@@ -7,6 +7,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
+from groupscore.verifiers.budget import item_time_budget_s
 from groupscore.verifiers.composite import RewardSpec, raw_item_id, score_raw
 from groupscore.verifiers.registry import KINDS
 from groupscore.verifiers.schema import Verdict
@@ -18,6 +19,7 @@ from groupscore.verifiers.workers import cap_address_space
 DEBUG_SLEEP_KEY = "debug_sleep_s"
 DEBUG_ALLOC_KEY = "debug_alloc_mb"
 _MAX_DEBUG_SLEEP_S = 30.0
+START_MARGIN_S = 2.0  # beyond an item's time budget: its verdict's way back to the event loop
 
 
 def cap_memory(memory_mb: int) -> None:
@@ -60,11 +62,18 @@ def _spec(spec_json: str | None) -> RewardSpec | None:
     return None if spec_json is None else RewardSpec.model_validate_json(spec_json)
 
 
-def score_task(raw_items: list[Any], spec_json: str | None, debug: bool) -> list[dict[str, Any]]:
-    """Score raw items in order; every item yields exactly one verdict dict (errors included)."""
+def score_task(raw_items: list[Any], spec_json: str | None, debug: bool,
+               deadline_wall: float | None = None) -> list[dict[str, Any]]:
+    """Score raw items in order; every item yields exactly one verdict dict (errors included).
+
+    deadline_wall: the request's deadline on the wall clock (time.time()). An item whose own limits allow more scoring
+    time than is left is not started (see `fits_before`): it gets the deadline's infra_error at once."""
     spec = _spec(spec_json)
     verdicts = []
     for raw in raw_items:
+        if deadline_wall is not None and not fits_before(raw, spec, deadline_wall):
+            verdicts.append(deadline_verdict(raw, "its tests' limits allow more scoring time than the request had left"))
+            continue
         try:
             held = _debug_hooks(raw) if debug else None
             verdicts.append(score_raw(raw, spec).model_dump(mode="json"))
@@ -73,6 +82,22 @@ def score_task(raw_items: list[Any], spec_json: str | None, debug: bool) -> list
             verdicts.append(Verdict.error(raw_item_id(raw), "scoring this item ran into the scoring process's memory "
                                           "cap (GROUPSCORE_WORKER_MEMORY_MB)").model_dump(mode="json"))
     return verdicts
+
+
+def fits_before(raw: Any, spec: RewardSpec | None, deadline_wall: float) -> bool:
+    """Whether the item can be scored to the end of its own limits before the deadline, with START_MARGIN_S to spare.
+
+    An item is started only then, so a program that runs long always ends with its own `timeout` verdict (a 0 that is
+    trained on), never the deadline's infra_error (masked): whether an item is masked depends on the queue and the
+    item's limits, never on what its program does."""
+    budget = item_time_budget_s(raw, spec)
+    return budget <= 0.0 or budget + START_MARGIN_S <= deadline_wall - time.time()
+
+
+def deadline_verdict(raw: Any, why: str = "") -> dict[str, Any]:
+    """Infra, not timeout: our side did not get to the item (or let it run) before the request's deadline."""
+    reason = "not scored before the request's deadline" + (f": {why}" if why else "")
+    return Verdict.infra_error(raw_item_id(raw), reason, "service_deadline", service_deadline=True).model_dump(mode="json")
 
 
 def _debug_hooks(raw: Any) -> bytearray | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groupscore.sandbox import COMPILE_LIMITS
 from groupscore.verifiers.code import sandbox_jobs
 from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
@@ -34,7 +35,10 @@ RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
 MAX_MESSAGE_CHARS = 300
 MAX_ECHO_CHARS = 64  # of program-produced text, per quoted piece
 MAX_COMPILE_ECHO_CHARS = 200  # of a compiler's message about the program
-MAX_RUNNER_WALL_S = 300.0  # one item's call tests; units not reached by then fail as timed out
+# One item's call tests; units not reached by then fail as timed out. Below the service's default deadline (300 s), so
+# that a started item always ends before it (see time_budget_s).
+MAX_RUNNER_WALL_S = 240.0
+JOB_OVERHEAD_S = 8.0  # per sandboxed run beyond its wall limit, at worst: jail start, after a kill the drain (2 s) and slot check (5 s)
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,28 @@ def _runner_wall_limit(item: CodeItem, plan: Plan) -> float:
     # A unit that times out or crashes costs its limit plus a fresh import for the next one.
     needed = 2.0 + item.time_limit_s + sum(u.time_limit_s + item.time_limit_s for u in plan.call_units)
     return min(needed, MAX_RUNNER_WALL_S)
+
+
+def time_budget_s(item: CodeItem) -> float:
+    """The longest that scoring this item can take by its own limits: compile, the call runner, every stdio run (at
+    the sandbox's parallelism), each with the harness's start and kill overhead.
+
+    What the program may use is set by the item, never by the program; the service starts an item only when its request
+    has this much time left, so a program that runs long ends with its own `timeout`, never a deadline verdict."""
+    tests = [*item.tests, *item.hidden_tests]
+    limit = {id(t): t.time_limit_s or item.time_limit_s for t in tests}
+    call_limits = [limit[id(t)] for t in tests if t.type != "stdio"]
+    walls = [limit[id(t)] + JOB_OVERHEAD_S for t in tests if t.type == "stdio"]
+    if call_limits:
+        needed = 2.0 + item.time_limit_s + sum(t + item.time_limit_s for t in call_limits)
+        walls.append(min(needed, MAX_RUNNER_WALL_S) + JOB_OVERHEAD_S)
+    if not walls:
+        return 0.0
+    # List scheduling on w runners ends within sum/w + the longest job, whatever the order; C and C++ compile first
+    # and run their first job alone (sandbox_jobs.run_jobs).
+    workers = sandbox_jobs.sandbox.default_workers()
+    native = COMPILE_LIMITS.wall_time_s + JOB_OVERHEAD_S + max(walls) if item.language in ("c", "cpp") else 0.0
+    return native + min(sum(walls), sum(walls) / workers + max(walls))
 
 
 def judge_runner(units: list[CallUnit], result: sandbox_jobs.JobResult, marker: str) -> dict[int, UnitOutcome]:
