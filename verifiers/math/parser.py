@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from groupscore.verifiers.math.caching import short_key_cache
 
 
 @dataclass(frozen=True)
