@@ -80,6 +80,9 @@ def run(
         if main not in data:
             raise ValueError(f"{language} run needs its source {main!r} in files")
         compile_result, binary = compile_program(tool, data, main, compile_limits, compile_command)
+        if compile_result.status is Status.SANDBOX_ERROR:  # the compiler's jail failed on our side: not the program's 0
+            return RunResult(status=Status.SANDBOX_ERROR, compile=compile_result, cgroup=cgroup_note(),
+                             error="compile step: jail setup failed")
         if compile_result.status is not Status.OK:
             return RunResult(status=Status.COMPILE_ERROR, compile=compile_result, cgroup=cgroup_note(),
                              error="compile failed" if compile_result.status is Status.RUNTIME_ERROR

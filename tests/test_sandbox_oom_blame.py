@@ -130,3 +130,28 @@ def test_a_call_test_that_fills_the_slot_under_the_runner_is_the_programs_zero(j
     assert verdict.status.value in ("incorrect", "timeout"), verdict.reason
     assert verdict.reward == 0.0
     assert verdict.details["public_passed"] == 1
+
+
+MANY_FUNCTIONS = "int main(void) { return 0; }\n" + "".join(f"int f{i}(int x) {{ return x * {i} + {i}; }}\n"
+                                                         for i in range(3000))
+
+
+def test_a_compile_that_fills_its_slot_is_a_compile_error_of_the_program(jail):
+    # cc1 killed by the compile jail's cgroup limit: the program's compile error (a 0), never a sandbox error.
+    result = run({"main.c": MANY_FUNCTIONS}, language="c",
+                 compile_limits=Limits(wall_time_s=20, memory_mb=16, max_processes=16))
+    assert result.status is Status.COMPILE_ERROR
+    assert result.compile.status is Status.MEMORY_LIMIT
+
+
+def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_error(jail, monkeypatch):
+    # The compiler's jail could not start (our side): before, this came back as the program's compile error, a 0
+    # trained on; now it is a sandbox error, which the code verifier turns into infra_error.
+    from groupscore.sandbox import runner
+    from groupscore.sandbox.result import CompileResult
+
+    monkeypatch.setattr(runner, "compile_program",
+                        lambda *a, **k: (CompileResult(status=Status.SANDBOX_ERROR, exit_code=None), b""))
+    result = run({"main.c": "int main(void) { return 0; }\n"}, language="c")
+    assert result.status is Status.SANDBOX_ERROR
+    assert result.error == "compile step: jail setup failed"
