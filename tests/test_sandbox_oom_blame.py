@@ -155,3 +155,25 @@ def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_
     result = run({"main.c": "int main(void) { return 0; }\n"}, language="c")
     assert result.status is Status.SANDBOX_ERROR
     assert result.error == "compile step: jail setup failed"
+
+
+def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(jail):
+    # tmpfs pages of the work dir are charged to the slot like memfd pages: whichever limit stops the program (the
+    # tmpfs size, or the OOM killer on any process of the slot), it is the program's result, never a sandbox error.
+    fill = ("chunk = b'x' * (1 << 20)\nwith open('/work/big', 'wb') as fh:\n"
+            "    while True:\n        fh.write(chunk)\n        fh.flush()\n")
+    result = run({"main.py": fill}, limits=Limits(wall_time_s=5, memory_mb=32, tmpfs_mb=256))
+    assert result.status in (Status.MEMORY_LIMIT, Status.RUNTIME_ERROR), (result.status, result.error)
+
+
+def test_a_program_that_closes_or_floods_the_runners_output_scores_zero_not_infra(jail):
+    # The runner's answers go out on its own copy of stdout, each line marked with a secret: closing fds 1 and 2 does
+    # not silence it (an honest answer still scores), and unmarked lines that forge records are ignored (a 0).
+    for body, status in (("import os\nos.close(1)\nos.close(2)\ndef add(a, b):\n    return a + b\n", "correct"),
+                         ("import sys\nsys.stdout.write('{\"unit\": 0, \"status\": \"done\"}\\n' * 100000)\n"
+                          "def add(a, b):\n    return 0\n", "incorrect")):
+        item = CodeItem(id="out", completion=f"```python\n{body}```", time_limit_s=3.0,
+                        tests=[{"type": "call", "fn": "add", "args": [1, 2], "expected": 3}],
+                        hidden_tests=[{"type": "call", "fn": "add", "args": [5, 6], "expected": 11}])
+        verdict = score_code(item)
+        assert verdict.status.value == status, verdict.reason
