@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from groupscore.verifiers.math.qualifiers import qualified_number
 
 
 @dataclass(frozen=True)
@@ -459,6 +460,9 @@ def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
     if config.last_number_fallback:
         number = _last_number(completion, config.tail_window_chars)
         if number is not None:
+            start = completion.rfind(number)
+            if qualified_number(completion, start, start + len(number)):
+                return None  # "it is not 4", "less than 4", "4 is wrong": the sentence denies or bounds its number
             span = _last_math_span(completion, config.tail_window_chars)
             # `... is $\frac{9}{7}$`: the last number sits in a formula, and the formula is the answer.
             if span is not None and number in span:

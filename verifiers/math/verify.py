@@ -12,6 +12,8 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import replace
+from fractions import Fraction
+from math import gcd
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventions_of
@@ -20,6 +22,7 @@ from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer
+from groupscore.verifiers.math.qualifiers import different_units, unqualified_in
 from groupscore.verifiers.math.reference import parse_gold
 from groupscore.verifiers.schema import Status, Verdict
 
@@ -124,17 +127,37 @@ def _verdict(item: MathItem, status: Status, extracted: str | None, reason: str,
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_OPERATION = re.compile(r"[-+*/^]|\\(?:frac|cdot|times|div|sqrt)")
-_SPACING = re.compile(r"\s+|\\[,;:! ]|\$")
+_LITERAL = re.compile(r"\d+(?:\.\d+)?|\.\d+")
+_OPERATION = re.compile(r"[-+*/^()]|\\(?:frac|cdot|times|div|sqrt)")
+# Unevaluated arithmetic on numbers: digits, operators, brackets and the arithmetic commands, nothing else.
+_ARITHMETIC = re.compile(r"(?:[\d.\s()+\-*/^{}\[\]]|\\(?:times|cdot|div|frac|sqrt)(?![a-zA-Z]))+")
+# Ways of writing one number that are not arithmetic left to do: a fraction, a mantissa times a power of ten.
+_FRACTION = re.compile(r"-?(?:\\frac\{(\d+)\}\{(\d+)\}|(\d+)/(\d+))")
+_SCIENTIFIC = re.compile(r"-?\d(?:\.\d+)?(?:\\times|\\cdot|\*)10\^\{?-?\d+\}?")
+_QUESTION_GROUPS = re.compile(r"(?<=\d)(?:,|\{,\}|\\[,!])(?=\d{3}(?!\d))")
+_NEUTRAL = frozenset({Fraction(0), Fraction(1)})  # `+ 0`, `1 \cdot (..)`: padding that changes nothing
+
+
+def _literals(text: str) -> set[Fraction]:
+    return {Fraction(m) for m in _LITERAL.findall(text)}
 
 
 def _copies_the_question(pred: str, gold: str, question: str) -> bool:
-    """For a numeric reference: the answer is an unevaluated expression lifted from the question ("3*4-2" for
-    "What is 3*4-2?"), which a symbolic comparison would otherwise pay."""
-    if not _NUMBER.fullmatch(gold) or not _OPERATION.search(pred.lstrip("-")):
+    """For a numeric reference: the answer is unevaluated arithmetic on the question's own numbers ("3*4-2",
+    "(3 \\cdot 4) - 2 + 0", "-2 + 4 \\times 3" for "What is 3*4-2?"), which a symbolic comparison would otherwise
+    pay. Judged by meaning, not spelling: every number of the answer but 0 and 1 appears in the question. A fraction
+    in lowest terms and scientific notation are ways of writing a number, not arithmetic left to do."""
+    if not _NUMBER.fullmatch(gold) or not _OPERATION.search(pred.lstrip("-")) or not _ARITHMETIC.fullmatch(pred):
         return False
-    compact = _SPACING.sub("", pred)
-    return compact in _SPACING.sub("", question) or compact in _SPACING.sub("", normalize(question))
+    fraction = _FRACTION.fullmatch(pred)
+    if fraction is not None:
+        num, den = (int(g) for g in fraction.groups() if g is not None)
+        if den and gcd(num, den) == 1:
+            return False
+    if _SCIENTIFIC.fullmatch(pred):
+        return False
+    asked = _literals(_QUESTION_GROUPS.sub("", question))
+    return _literals(pred) - _NEUTRAL <= asked
 
 
 def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
@@ -187,6 +210,16 @@ def _score(item: MathItem) -> Verdict:
     if item.question and _copies_the_question(pred, gold, item.question):
         return _verdict(item, Status.incorrect, extracted.text, "the answer is an expression copied from the question",
                         source=extracted.source, hedge=True)
+    reference = parse_gold(item.answer, item.reference)
+    denied = unqualified_in(extracted.text, reference)
+    if denied:  # `\\text{not } 3`, `less than 3`, `3 \\text{ is wrong}`: words that make the answer not the number
+        return _verdict(item, Status.incorrect, extracted.text, f"the answer qualifies its value ({', '.join(sorted(denied))})",
+                        source=extracted.source, hedge=True)
+    units = different_units(extracted.text, reference)
+    if units:  # `3 days` against `3 weeks`: a unit on one side only is noise, two different units are two answers
+        return _verdict(item, Status.incorrect, extracted.text,
+                        f"different units: {', '.join(sorted(units[0]))} against {', '.join(sorted(units[1]))}",
+                        source=extracted.source)
     conventions = conventions_of(item)
     outcome = compare_fast(pred, gold, item.rel_tol, conventions)
     if outcome.equal is None and not outcome.too_complex:
