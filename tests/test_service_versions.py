@@ -10,8 +10,14 @@ from groupscore.verifiers.registry import KINDS, VERSIONS
 
 
 @pytest.fixture(scope="module")
-def http():
-    with start_embedded(workers=1) as url, httpx.Client(base_url=url, timeout=120) as client:
+def url():
+    with start_embedded(workers=1) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def http(url):
+    with httpx.Client(base_url=url, timeout=120) as client:
         yield client
 
 
@@ -36,3 +42,15 @@ def test_scored_verdicts_carry_their_verifier_version(http):
                                                  "reward": reward}).json()["groups"]
     assert {r["verifier_version"] for r in groups[0]["results"]} == {
         f"format@{VERSIONS['format']}+math@{VERSIONS['math']}"}
+
+
+def test_the_trainers_scorer_records_the_versions_a_real_service_returns(url):
+    from groupscore.train.scoring import ServiceScorer, wire_group
+
+    scorer = ServiceScorer([url])
+    try:
+        scores = scorer.score_groups([wire_group("g", {"verifier": "math", "answer": "4"}, ["\\boxed{4}", "5"])])
+    finally:
+        scorer.close()
+    assert scores[0].rewards == [1.0, 0.0]
+    assert scorer.versions.summary() == {"math": VERSIONS["math"]}

@@ -44,6 +44,7 @@ def dry_run_report(config: TrainConfig) -> dict:
         say(f"service at {', '.join(scorer.urls)}")
         failures = check_references(train_tasks + eval_tasks, scorer)
         report["verifier_versions"] = scorer.versions.summary()
+        say("verifier versions: " + (", ".join(f"{k}@{v}" for k, v in report["verifier_versions"].items()) or "none"))
         missing = sum(t.solution is None for t in train_tasks + eval_tasks)
         report["reference_failures"] = failures
         if failures:
