@@ -206,7 +206,7 @@ def test_an_item_whose_scoring_process_died_every_time_is_an_infra_error():
 def test_a_task_that_failed_inside_the_service_is_an_infra_error():
     pool = _pool()
 
-    async def broken(items, spec_json, may_split=True):
+    async def broken(items, spec_json, *args, **kwargs):
         raise RuntimeError("the scoring pool is shut down")
 
     pool._run_task = broken
@@ -222,7 +222,7 @@ def test_a_task_that_failed_inside_the_service_is_an_infra_error():
 def test_items_the_request_deadline_left_unscored_are_infra_errors_not_timeouts():
     pool = _pool()
 
-    async def slow(items, spec_json, may_split=True):
+    async def slow(items, spec_json, *args, **kwargs):
         await asyncio.sleep(5)
 
     pool._run_task = slow
