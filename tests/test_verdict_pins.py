@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -121,7 +122,51 @@ def test_pins_file_is_what_the_tool_wrote():
 
 
 def test_fixture_verdicts_are_pinned_to_the_current_versions():
-    """Scores every fixture item of every kind once (one batch, one pool start; ~1,200 math items, most on the
-    string/numeric fast path)."""
-    problems = [drift.message() for drift, _ in verdict_pins.drifts(sorted(KINDS), workers=2) if not drift.ok]
+    """Scores the fixture items of every kind whose inputs changed since its pins (all of them, one batch, with
+    GROUPSCORE_FULL_PIN_CHECK=1)."""
+    full = os.environ.get("GROUPSCORE_FULL_PIN_CHECK") == "1"
+    problems = [drift.message() for drift, _, _ in verdict_pins.drifts(sorted(KINDS), workers=2, full=full)
+                if not drift.ok]
     assert not problems, "\n".join(problems)
+
+
+def _pinned_with_inputs(monkeypatch, tmp_path, inputs: str | None = None):
+    """sql's fixture items pinned (all "correct 1") in a scratch pins file, with `inputs` (default: the real digest)."""
+    found = verdict_pins.collect()
+    monkeypatch.setattr(verdict_pins, "PINS", tmp_path / "pins.json")
+    verdicts = {key: "correct 1" for key in found.items["sql"]}
+    digest = verdict_pins.inputs_digest(found.items["sql"]) if inputs is None else inputs
+    verdict_pins.write_pins({"sql": {**_pins(VERSIONS["sql"], verdicts), "inputs": digest}})
+    return verdicts
+
+
+def test_a_kind_whose_inputs_did_not_change_is_not_scored_again(monkeypatch, tmp_path):
+    verdicts = _pinned_with_inputs(monkeypatch, tmp_path)
+    scored = []
+    monkeypatch.setattr(verdict_pins, "score", lambda found, kinds, workers=None: scored.extend(kinds) or {
+        kind: {} for kind in kinds})
+    [(drift, now, _)] = verdict_pins.drifts(["sql"])
+    assert scored == [] and drift.ok and now == verdicts
+    [(drift, now, _)] = verdict_pins.drifts(["sql"], full=True)  # --full scores regardless
+    assert scored == ["sql"] and drift.removed  # (the stand-in scorer returned nothing)
+
+
+def test_a_kind_whose_inputs_changed_is_scored(monkeypatch, tmp_path):
+    _pinned_with_inputs(monkeypatch, tmp_path, "inputs of an older checkout")
+    monkeypatch.setattr(verdict_pins, "score", lambda found, kinds, workers=None: {
+        kind: {key: "incorrect 0" for key in found.items[kind]} for kind in kinds})
+    [(drift, _, _)] = verdict_pins.drifts(["sql"])
+    assert drift.needs_bump  # the stand-in scorer changed every verdict: caught, though the pins were reused before
+
+
+def test_the_inputs_digest_follows_items_and_sources(tmp_path, monkeypatch):
+    items = {"a": {"verifier": "sql", "completion": "x"}}
+    base = verdict_pins.inputs_digest(items)
+    assert verdict_pins.inputs_digest(items) == base
+    assert verdict_pins.inputs_digest({"a": {"verifier": "sql", "completion": "y"}}) != base
+    (tmp_path / "verifiers").mkdir()
+    (tmp_path / "verifiers" / "m.py").write_text("X = 1\n")
+    monkeypatch.setattr(verdict_pins, "ROOT", tmp_path)
+    first = verdict_pins.inputs_digest(items)
+    (tmp_path / "verifiers" / "m.py").write_text("X = 2\n")
+    assert verdict_pins.inputs_digest(items) != first

