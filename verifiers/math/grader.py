@@ -17,6 +17,7 @@ from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions
 from groupscore.verifiers.math.normalize import PERCENT_MARK
 from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, numbers_equal, rounds_to, to_complex
+from groupscore.verifiers.math.sample_points import IDENTITY_TRIALS, sample_point
 from groupscore.verifiers.math.structures import (
     Choice,
     ClockTime,
@@ -48,8 +49,6 @@ class _TooManyComparisons(Exception):
 def _value(text: str) -> Number | None:
     return evaluate(text)  # cached: order-free matching evaluates each part against every other
 
-# Fixed, irrational-looking sample points: deterministic, and unlikely roots of a non-zero difference.
-_SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775, 0.3183098862, 2.7320508075)
 _CHOICE_PREFIX = re.compile(r"\(?([A-J])\)(?:\s|$|[^a-zA-Z])|([A-J])(?:[.:]|\s)|([A-J])$")
 _CHOICE_WORD = re.compile(r"^(?:option|choice|answer)\s*", re.IGNORECASE)
 _LOWER_CHOICE = re.compile(r"\(?([a-j])\)?")
@@ -141,7 +140,7 @@ class _Judge:
         """False when the texts differ at a sample point; True only when they agree at every point and both are
         analytic in the variables (agreement at a few points proves nothing for `|x-1|` against `1-x`)."""
         decided_equal = True
-        for x, y, sound in _sampled_values(pred, gold, names, trials=3):
+        for x, y, sound in _sampled_values(pred, gold, names, trials=IDENTITY_TRIALS):
             if x is None or cmath.isinf(x) or cmath.isinf(y):
                 return None
             scale = max(abs(x), abs(y), 1e-300)
@@ -194,7 +193,7 @@ class _Judge:
 
     def _ratios(self, p_diff: str, g_diff: str, names: Sequence[str], need_sound: bool) -> list[complex] | None:
         ratios = []
-        for x, y, sound in _sampled_values(p_diff, g_diff, names, trials=4):
+        for x, y, sound in _sampled_values(p_diff, g_diff, names, trials=IDENTITY_TRIALS):
             if x is None or (need_sound and not sound):
                 return None
             if abs(y) < 1e-12 or cmath.isinf(x) or cmath.isinf(y):
@@ -424,11 +423,11 @@ def _without_common(preds: Sequence[Node], golds: Sequence[Node]) -> tuple[list[
 def _sampled_values(
     a: str, b: str, names: Sequence[str], trials: int
 ) -> Iterator[tuple[complex | None, complex, bool]]:
-    """Both texts evaluated at the same fixed points, and whether both are analytic there (agreement can pay);
+    """Both texts evaluated at the same points (drawn from a hash of both, so a completion cannot plant roots at them),
+    and whether both are analytic there (agreement can pay);
     (None, 0, False) where either cannot be evaluated."""
     for trial in range(trials):
-        point = {name: complex(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial), 0.0)
-                 for k, name in enumerate(names)}
+        point = {name: complex(value, 0.0) for name, value in sample_point(a, b, names, trial).items()}
         va, vb = evaluate(a, point), evaluate(b, point)
         x = to_complex(va) if va is not None else None
         y = to_complex(vb) if vb is not None else None
@@ -504,7 +503,26 @@ def _unlabel(node: Node) -> Node:
         return _unlabel(parse_structure(node.rhs)) if node.is_assignment else node
     if not isinstance(node, Items):
         return node
-    return Items(tuple(_unlabel(i) for i in node.items), node.kind)
+    return Items(tuple(_unlabel(i) for i in _by_label(node.items)), node.kind)
+
+
+_LETTER_LABEL = re.compile(r"([a-zA-Z])(?:_\{?(\w{1,3})\}?)?")
+
+
+def _by_label(items: tuple[Node, ...]) -> tuple[Node, ...]:
+    """Values labelled by distinct letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in the order of their labels:
+    x before y, a before b, x_1 before x_2, as an unlabelled tuple lists them. Read in text order, `y=3, x=4` paid
+    against `(3, 4)`, which is (x, y) = (4, 3). Other labels (`AB`, `V_1:V_2`) keep the text's order."""
+    labels = [_LETTER_LABEL.fullmatch(i.lhs.strip()) if isinstance(i, Relation) and i.is_assignment else None
+              for i in items]
+    if len(items) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore[union-attr]
+        return items
+
+    def key(pair: tuple[re.Match[str], Node]) -> tuple:
+        letter, sub = pair[0].group(1), pair[0].group(2) or ""
+        return (letter.lower(), letter, (0, int(sub), "") if sub.isdigit() else (1, 0, sub))
+
+    return tuple(item for _, item in sorted(zip(labels, items), key=key))  # type: ignore[arg-type]
 
 
 def _one_label(node: Node) -> str | None:

@@ -17,6 +17,7 @@ from latex2sympy2_extended.math_normalization import NormalizationConfig
 
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.numeric import free_variables
+from groupscore.verifiers.math.sample_points import IDENTITY_TRIALS, sample_point
 
 MAX_OPS = 400
 
@@ -24,7 +25,6 @@ MAX_OPS = 400
 _NORMALIZATION = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False)
 # Mixed numbers were resolved by our normaliser; `2\frac{\pi}{3}` is a product. Symbols keep their case.
 _CONVERSION = ConversionConfig(interpret_as_mixed_fractions=False, lowercase_symbols=False)
-_SAMPLES = (0.7390851332, 1.3247179572, -0.5671432904, 1.6180339887, -2.2360679775)
 # Functions analytic wherever they are defined: two of them agreeing at generic points is evidence they are equal.
 _ANALYTIC = (sympy.exp, sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc, sympy.sinh, sympy.cosh,
              sympy.tanh)
@@ -125,8 +125,8 @@ def _is_exact(expr: sympy.Expr) -> bool:
 
 
 def _agree_at_samples(a: sympy.Expr, b: sympy.Expr, symbols: list[sympy.Symbol]) -> bool:
-    for trial in range(3):
-        point = {s: sympy.Float(_SAMPLES[(k + 2 * trial) % len(_SAMPLES)] * (1 + trial)) for k, s in enumerate(symbols)}
+    for trial in range(IDENTITY_TRIALS):  # points from a hash of both sides: no completion can plant roots at them
+        point = {s: sympy.Float(v) for s, v in sample_point(str(a), str(b), symbols, trial).items()}
         va, vb = complex(a.evalf(20, subs=point)), complex(b.evalf(20, subs=point))
         if abs(va - vb) > 1e-9 * max(abs(va), abs(vb), 1.0):
             return False
