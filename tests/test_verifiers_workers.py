@@ -152,6 +152,31 @@ def test_waiting_for_a_free_worker_counts_against_the_budget():
         single.shutdown()
 
 
+def test_a_slow_worker_start_is_not_taken_from_the_calls_budget(monkeypatch):
+    # After one call's overrun kills its worker, the next call gets the replacement, which may still be starting on a
+    # loaded machine. That start is the pool's time: the call keeps its whole budget and is scored, never refused as
+    # "no worker started in time" (an infra_error the trainer masks, so one overrun would mask the items after it).
+    single = WorkerPool(size=1)
+    real_wait_ready = workers._Worker.wait_ready
+
+    def slow_start(self, deadline, what):
+        if self.pid is None:
+            time.sleep(0.6)
+        return real_wait_ready(self, deadline, what)
+
+    try:
+        single.warm_up([__name__])
+        with pytest.raises(BudgetExceeded):
+            single.run(nap, 5.0, timeout_s=0.3)  # overruns: its worker is killed and replaced
+        monkeypatch.setattr(workers._Worker, "wait_ready", slow_start)
+        assert single.run(add, 1, 1, timeout_s=0.3) == 2
+        with pytest.raises(BudgetExceeded) as overrun:  # the budget still binds the call itself
+            single.run(nap, 5.0, timeout_s=0.3)
+        assert not isinstance(overrun.value, workers.WorkerUnavailable)
+    finally:
+        single.shutdown()
+
+
 def test_memory_runaway_is_a_memory_error_not_a_swapping_machine(pool):
     with pytest.raises(MemoryError):
         pool.run(allocate, 64, timeout_s=10)

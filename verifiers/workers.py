@@ -9,8 +9,10 @@
 
 - `fn` must be a top-level function of an importable module (not of `__main__`: workers never run the caller's
   script, so an unguarded training script is not re-run in them); its arguments and return value must pickle.
-- The budget covers everything the caller waits for: a free worker, the worker's start, the call itself. When it runs
-  out, `BudgetExceeded` is raised and the worker doing the call is killed and replaced at once.
+- The budget covers waiting for a free worker and the call itself; a worker's start (a replacement forked after a
+  kill) is given up to `WORKER_START_GRACE_S` more and its time is given back to the call, so one item's overrun never
+  costs the next item its budget. When the budget runs out, `BudgetExceeded` is raised and the worker doing the call
+  is killed and replaced at once.
 - `WorkerUnavailable` (a BudgetExceeded) says the budget ran out before the call started: no worker was free or none
   started in time. Callers report that as an infrastructure failure, not as the call's own timeout.
 - An exception raised by `fn` is re-raised in the caller (the worker's traceback is attached as `__cause__`);
@@ -53,6 +55,10 @@ from typing import Any
 SIZE_ENV = "GROUPSCORE_BOUNDED_WORKERS"
 MEMORY_ENV = "GROUPSCORE_WORKER_MEMORY_MB"
 WARM_UP_TIMEOUT_S = 120.0
+# How much longer than its budget a call may wait for its worker to *start* (a fork of the template: milliseconds on an
+# idle machine, longer on a loaded one). A start is the pool's business, not the call's: after one item's overrun
+# killed a worker, the next item must not lose its budget to the replacement's start and come back unscored.
+WORKER_START_GRACE_S = 10.0
 
 
 class BudgetExceeded(TimeoutError):
@@ -312,8 +318,10 @@ class WorkerPool:
         self._remember(getattr(fn, "__module__", None) or "builtins")
         worker = self._acquire(deadline, what)
         try:
-            ready = worker.wait_ready(deadline, what)
+            waited_from = time.monotonic()
+            ready = worker.wait_ready(max(deadline, waited_from) + WORKER_START_GRACE_S, what)
             if ready:
+                deadline += time.monotonic() - waited_from  # the start's time is given back to the call
                 reply = worker.call(payload, deadline, what)
         except BaseException:  # over budget, dead, or the caller was interrupted: the worker's state is unknown
             self._replace(worker)
