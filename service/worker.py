@@ -72,7 +72,7 @@ def score_task(raw_items: list[Any], spec_json: str | None, debug: bool,
     verdicts = []
     for raw in raw_items:
         if deadline_wall is not None and not fits_before(raw, spec, deadline_wall):
-            verdicts.append(deadline_verdict(raw, "its tests' limits allow more scoring time than the request had left"))
+            verdicts.append(deadline_verdict(raw, "its tests' limits allow more scoring time than was left"))
             continue
         try:
             held = _debug_hooks(raw) if debug else None

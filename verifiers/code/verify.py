@@ -38,7 +38,8 @@ MAX_COMPILE_ECHO_CHARS = 200  # of a compiler's message about the program
 # One item's call tests; units not reached by then fail as timed out. Below the service's default deadline (300 s), so
 # that a started item always ends before it (see time_budget_s).
 MAX_RUNNER_WALL_S = 240.0
-JOB_OVERHEAD_S = 8.0  # per sandboxed run beyond its wall limit, at worst: jail start, after a kill the drain (2 s) and slot check (5 s)
+# Per sandboxed run beyond its wall limit, at worst: jail start, and after a kill the drain (2 s) and slot check (5 s).
+JOB_OVERHEAD_S = 8.0
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,9 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     marker = secrets.token_hex(16)
     jobs: list[sandbox_jobs.Job] = []
     if plan.call_units:
-        jobs.append(sandbox_jobs.runner_job(RUNNER_SOURCE, runner_plan(item, plan, marker),
-                                            wall_time_s=_runner_wall_limit(item, plan), memory_mb=item.memory_mb))
+        wall_s = _runner_wall_limit(item, [u.time_limit_s for u in plan.call_units])
+        jobs.append(sandbox_jobs.runner_job(RUNNER_SOURCE, runner_plan(item, plan, marker), wall_time_s=wall_s,
+                                            memory_mb=item.memory_mb))
     jobs.extend(sandbox_jobs.stdio_job(u.test.stdin, time_limit_s=u.time_limit_s, memory_mb=item.memory_mb,
                                        expected_bytes=len(u.test.stdout.encode())) for u in plan.stdio_units)
     results = sandbox_jobs.run_jobs(item.language, program, jobs)
@@ -110,9 +112,9 @@ def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
                           "stop_on_failure": item.stop_on_first_failure, "units": units}, MARSHAL_VERSION)
 
 
-def _runner_wall_limit(item: CodeItem, plan: Plan) -> float:
+def _runner_wall_limit(item: CodeItem, unit_limits: list[float]) -> float:
     # A unit that times out or crashes costs its limit plus a fresh import for the next one.
-    needed = 2.0 + item.time_limit_s + sum(u.time_limit_s + item.time_limit_s for u in plan.call_units)
+    needed = 2.0 + item.time_limit_s + sum(limit + item.time_limit_s for limit in unit_limits)
     return min(needed, MAX_RUNNER_WALL_S)
 
 
@@ -126,9 +128,8 @@ def time_budget_s(item: CodeItem) -> float:
     limit = {id(t): t.time_limit_s or item.time_limit_s for t in tests}
     call_limits = [limit[id(t)] for t in tests if t.type != "stdio"]
     walls = [limit[id(t)] + JOB_OVERHEAD_S for t in tests if t.type == "stdio"]
-    if call_limits:
-        needed = 2.0 + item.time_limit_s + sum(t + item.time_limit_s for t in call_limits)
-        walls.append(min(needed, MAX_RUNNER_WALL_S) + JOB_OVERHEAD_S)
+    if call_limits:  # one call unit per non-stdio test (plan.build_plan), all in one runner job
+        walls.append(_runner_wall_limit(item, call_limits) + JOB_OVERHEAD_S)
     if not walls:
         return 0.0
     # List scheduling on w runners ends within sum/w + the longest job, whatever the order; C and C++ compile first
