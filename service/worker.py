@@ -7,7 +7,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from groupscore.verifiers.budget import item_time_budget_s
+from groupscore.verifiers.budget import item_time_budget_s, runs_programs
 from groupscore.verifiers.composite import RewardSpec, raw_item_id, score_raw
 from groupscore.verifiers.registry import KINDS
 from groupscore.verifiers.schema import Verdict
@@ -90,6 +90,8 @@ def fits_before(raw: Any, spec: RewardSpec | None, deadline_wall: float) -> bool
     An item is started only then, so a program that runs long always ends with its own `timeout` verdict (a 0 that is
     trained on), never the deadline's infra_error (masked): whether an item is masked depends on the queue and the
     item's limits, never on what its program does."""
+    if not runs_programs(raw, spec):
+        return True  # every other kind bounds itself to seconds (its own timeout_s); not parsed twice
     budget = item_time_budget_s(raw, spec)
     return budget <= 0.0 or budget + START_MARGIN_S <= deadline_wall - time.time()
 
