@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from groupscore.verifiers.math.qualifiers import qualified_number
+from groupscore.verifiers.math.qualifiers import qualified_number, qualifiers
 
 
 @dataclass(frozen=True)
@@ -269,8 +269,8 @@ def _sentence_value(span: str) -> str:
     A sentence with two values, or hedging words, is returned whole: it states no single answer.
     """
     outside = _INLINE_MATH.sub(" ", span)
-    if not is_prose(outside) or _HEDGE_WORDS.search(outside):
-        return span
+    if not is_prose(outside) or _HEDGE_WORDS.search(outside) or qualifiers(outside):
+        return span  # "is at least 4" is no statement of 4: kept whole, the qualifier check refuses it
     values: list[tuple[int, str]] = []
     for match in _INLINE_MATH.finditer(span):
         formula = next(g for g in match.groups() if g is not None)
