@@ -16,10 +16,13 @@ class Dispatcher:
         self.settings = settings
         self.pool = pool
         self.metrics = metrics
+        self.math_defaults = settings.math_default_options()
 
     async def score(self, raw_items: list[Any], spec: RewardSpec | None = None,
                     deadline_s: float | None = None) -> list[dict[str, Any]]:
         """Verdict dicts in input order; raises pool.QueueFull when the queue has no room for these items."""
+        if self.math_defaults:
+            raw_items = [self._with_math_defaults(raw) for raw in raw_items]
         self.pool.admit(len(raw_items))
         try:
             budget = min(deadline_s or self.settings.deadline_s, self.settings.deadline_s)
@@ -30,3 +33,9 @@ class Dispatcher:
             self.pool.release(len(raw_items))
         self.metrics.count_verdicts(raw_items, verdicts)
         return verdicts
+
+    def _with_math_defaults(self, raw: Any) -> Any:
+        """A math item with the server's convention defaults under its own options (its own values win)."""
+        if isinstance(raw, dict) and raw.get("verifier") == "math":
+            return {**self.math_defaults, **raw}
+        return raw

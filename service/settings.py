@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 
 MIN_WORKER_MEMORY_MB = 512
+# The math item's conventions and extraction options: what `math_defaults` may set for a whole service.
+MATH_DEFAULTABLE = ("profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",
+                    "reference", "fallback", "strict", "rel_tol", "timeout_s")
 
 
 def _cores() -> int:
@@ -31,6 +35,9 @@ class Settings:
     # the bounded workers (verifiers/workers.py). An item that hits it gets an error verdict; the process lives on.
     worker_memory_mb: int = 4096
     openrlhf_verifier: str = "math"  # kind used by /get_reward for plain-text labels
+    # Server-side defaults of the math item's conventions (README, "Math answers"), as a JSON object, e.g.
+    # '{"profile": "math_verify"}': applied to every math item that leaves the option out; an item's own value wins.
+    math_defaults: str = ""
     debug: bool = False  # test hooks: /debug/workers and metadata["debug_sleep_s"]; never in production
 
     def __post_init__(self) -> None:
@@ -42,9 +49,36 @@ class Settings:
                 or self.max_body_bytes < 1024):
             raise ValueError("deadline_s, stuck_grace_s, chunk_items, max_attempts must be positive and "
                              "max_body_bytes >= 1024")
+        self.math_default_options()  # a bad value fails here, at start-up, in one line
         if self.worker_memory_mb != 0 and self.worker_memory_mb < MIN_WORKER_MEMORY_MB:
             raise ValueError(f"worker_memory_mb must be 0 (no cap) or at least {MIN_WORKER_MEMORY_MB}: a scoring "
                              "process needs that much address space to start")
+
+    def math_default_options(self) -> dict[str, Any]:
+        """`math_defaults` as a dict of math item options, checked against the math item's own schema."""
+        if not self.math_defaults.strip():
+            return {}
+        fix = "set GROUPSCORE_MATH_DEFAULTS to a JSON object of math options, e.g. '{\"profile\": \"math_verify\"}'"
+        try:
+            options = json.loads(self.math_defaults)
+        except ValueError:
+            raise ValueError(f"math_defaults is not JSON: {fix}") from None
+        if not isinstance(options, dict):
+            raise ValueError(f"math_defaults must be a JSON object: {fix}")
+        unknown = sorted(set(options) - set(MATH_DEFAULTABLE))
+        if unknown:
+            raise ValueError(f"math_defaults: {', '.join(unknown)} cannot have a server default; options that can: "
+                             f"{', '.join(MATH_DEFAULTABLE)}")
+        from pydantic import ValidationError
+
+        from groupscore.verifiers.math.item import MathItem
+        from groupscore.verifiers.registry import describe_error
+
+        try:
+            MathItem(completion="", answer="0", **options)
+        except ValidationError as exc:
+            raise ValueError(f"math_defaults: {describe_error(exc)}") from None
+        return options
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
