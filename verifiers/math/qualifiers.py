@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from groupscore.verifiers.math.caching import short_key_cache
+
 # Words that make an answer *not* its number: `\text{not } 3`, `3 \text{ is wrong}`, `less than 3`, `at most 3`.
 QUALIFIER_WORDS = frozenset(
     """not never except but wrong incorrect false neither nor isn't cannot can't without excluding
@@ -24,8 +26,14 @@ def words_of(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(_COMMAND.sub(" ", text))]
 
 
+# A plain word of two letters or more (not a command name): without one there is nothing to look up.
+_PLAIN_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2}")
+
+
 def qualifiers(text: str) -> set[str]:
     """The negation and comparison words of `text` (`up to` counts as one)."""
+    if _PLAIN_WORD.search(text) is None:  # the fast path: `72`, `\\frac{3}{4}`, `x+1`
+        return set()
     found = {w for w in words_of(text) if w in QUALIFIER_WORDS}
     if _PHRASES.search(text):
         found.add("up to")
@@ -166,10 +174,14 @@ def _part_unit(part: str) -> str | None:
     return " ".join(names).replace(" / ", "/") or None
 
 
+_MAYBE_UNIT = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]|\\\$|\\circ|\\degree|\u00b0")
+
+
+@short_key_cache(maxsize=1 << 13)
 def units_of(text: str) -> frozenset[str]:
     """The units an answer states, one name per unit: `3 \\text{ cm}^2` and `3 cm^2` give {'centimeter^2'},
-    `\\$5` gives {'dollar'}, `12 \\text{ square units}` and `5` give nothing."""
-    if not any(c.isalpha() or c in "$\u00b0" for c in text):
+    `\\$5` gives {'dollar'}, `12 \\text{ square units}` and `5` give nothing (cached: batches repeat references)."""
+    if _MAYBE_UNIT.search(text) is None:  # the fast path: `72`, `\\frac{3}{4}`
         return frozenset()
     found = set()
     if "\\$" in text:

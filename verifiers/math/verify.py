@@ -22,7 +22,7 @@ from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer
-from groupscore.verifiers.math.qualifiers import different_units, unqualified_in
+from groupscore.verifiers.math.qualifiers import different_units, units_of, unqualified_in
 from groupscore.verifiers.math.reference import parse_gold
 from groupscore.verifiers.schema import Status, Verdict
 
@@ -116,7 +116,7 @@ def clear_caches() -> None:
     from groupscore.verifiers.math.reference import parse_gold
     from groupscore.verifiers.math.structures import parse_structure
 
-    for cached in (gold_answer, normalize, parse_gold, parse_structure, compare_fast):
+    for cached in (gold_answer, normalize, parse_gold, parse_structure, compare_fast, units_of):
         cached.cache_clear()
     _symbolic_cache.clear()
 
@@ -193,7 +193,8 @@ def _score(item: MathItem) -> Verdict:
     if not gold:
         return Verdict.error(item.id, "the reference answer is empty")
     boxes = extracted.boxes
-    run = box_run(item.completion, config) if extracted.source == "boxed" else ()
+    several = extracted.source == "boxed" and item.completion.count("boxed") + item.completion.count("fbox") > 1
+    run = box_run(item.completion, config) if several else ()
     if len(set(map(normalize, run))) > 1:
         # One box per answer (`\\boxed{1} and \\boxed{-2}`) is a list of answers, whatever the reference: read from
         # the completion alone, boxing every candidate with the likeliest last cannot pay (it once paid against `4`
