@@ -145,8 +145,9 @@ def _literals(text: str) -> set[Fraction]:
 def _copies_the_question(pred: str, gold: str, question: str) -> bool:
     """For a numeric reference: the answer is unevaluated arithmetic on the question's own numbers ("3*4-2",
     "(3 \\cdot 4) - 2 + 0", "-2 + 4 \\times 3" for "What is 3*4-2?"), which a symbolic comparison would otherwise
-    pay. Judged by meaning, not spelling: every number of the answer but 0 and 1 appears in the question. A fraction
-    in lowest terms and scientific notation are ways of writing a number, not arithmetic left to do."""
+    pay. Judged by meaning, not spelling: every number of the answer but 0 and 1, or two of them at least, appear in
+    the question. A fraction in lowest terms and scientific notation are ways of writing a number, not arithmetic
+    left to do."""
     if not _NUMBER.fullmatch(gold) or not _OPERATION.search(pred.lstrip("-")) or not _ARITHMETIC.fullmatch(pred):
         return False
     fraction = _FRACTION.fullmatch(pred)
@@ -157,7 +158,10 @@ def _copies_the_question(pred: str, gold: str, question: str) -> bool:
     if _SCIENTIFIC.fullmatch(pred):
         return False
     asked = _literals(_QUESTION_GROUPS.sub("", question))
-    return _literals(pred) - _NEUTRAL <= asked
+    used = _literals(pred) - _NEUTRAL
+    # Two of the question's numbers in one expression is arithmetic on the question, even with a number of the
+    # answer's own beside them (`123 \\times 457 - 90 + 1`).
+    return used <= asked or len(used & asked) >= 2
 
 
 def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
