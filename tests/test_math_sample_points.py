@@ -29,3 +29,5 @@ def test_labelled_values_follow_their_labels_against_a_tuple():
     assert compare_answers("y=4, x=3", "(3, 4)", 1e-6, False).equal is True
     assert compare_answers("x_2=3, x_1=4", "(3, 4)", 1e-6, False).equal is False
     assert compare_answers("AB=4, CD=5", "4, 5", 1e-6, False).equal is True  # not single letters: text order
+    assert compare_answers("(y,x)=(3,4)", "(3,4)", 1e-6, False).equal is False
+    assert compare_answers("(y,x)=(4,3)", "(3,4)", 1e-6, False).equal is True

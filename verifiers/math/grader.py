@@ -500,7 +500,15 @@ def _unlabel(node: Node) -> Node:
     list of lists 5, 2 and 7, 2 (a tuple on the other side still fixes the order). Only a name (structures.is_name) is
     a label: `7 = 11a+c` keeps its meaning."""
     if isinstance(node, Relation):
-        return _unlabel(parse_structure(node.rhs)) if node.is_assignment else node
+        if not node.is_assignment:
+            return node
+        value = parse_structure(node.rhs)
+        labels = _tuple_labels(node.lhs)
+        if labels and isinstance(value, Items) and value.kind == "tuple" and len(value.items) == len(labels):
+            # `(y, x) = (3, 4)` is (x, y) = (4, 3): the values follow their labels, as for `y=3, x=4`.
+            order = sorted(range(len(labels)), key=lambda k: _label_key(labels[k]))
+            value = Items(tuple(value.items[k] for k in order), value.kind)
+        return _unlabel(value)
     if not isinstance(node, Items):
         return node
     return Items(tuple(_unlabel(i) for i in _by_label(node.items)), node.kind)
@@ -517,12 +525,23 @@ def _by_label(items: tuple[Node, ...]) -> tuple[Node, ...]:
               for i in items]
     if len(items) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore[union-attr]
         return items
+    return tuple(item for _, item in sorted(zip(labels, items), key=lambda pair: _label_key(pair[0])))  # type: ignore
 
-    def key(pair: tuple[re.Match[str], Node]) -> tuple:
-        letter, sub = pair[0].group(1), pair[0].group(2) or ""
-        return (letter.lower(), letter, (0, int(sub), "") if sub.isdigit() else (1, 0, sub))
 
-    return tuple(item for _, item in sorted(zip(labels, items), key=key))  # type: ignore[arg-type]
+def _label_key(label: re.Match[str]) -> tuple:
+    letter, sub = label.group(1), label.group(2) or ""
+    return (letter.lower(), letter, (0, int(sub), "") if sub.isdigit() else (1, 0, sub))
+
+
+def _tuple_labels(lhs: str) -> list[re.Match[str]] | None:
+    """The labels of a tuple of distinct single letters on a left side (`(y, x)`), else None."""
+    lhs = lhs.strip()
+    if not (lhs.startswith("(") and lhs.endswith(")")):
+        return None
+    labels = [_LETTER_LABEL.fullmatch(part.strip()) for part in lhs[1:-1].split(",")]
+    if len(labels) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore
+        return None
+    return labels  # type: ignore[return-value]
 
 
 def _one_label(node: Node) -> str | None:
