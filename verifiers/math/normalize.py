@@ -162,6 +162,11 @@ def _strip_units_per_part(text: str) -> str:
         braces += 1  # `{35 cm,4}`: braces that only group
     if braces and braces * 2 <= len(text):
         return "{" * braces + _strip_units_per_part(text[braces : len(text) - braces]) + "}" * braces
+    return ",".join(p[: len(p) - len(p.lstrip())] + _strip_units(p.strip()) for p in top_level_parts(text))
+
+
+def top_level_parts(text: str) -> list[str]:
+    """`text` split at the commas that sit outside every bracket."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "([{":
@@ -172,7 +177,7 @@ def _strip_units_per_part(text: str) -> str:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    return ",".join(p[: len(p) - len(p.lstrip())] + _strip_units(p.strip()) for p in parts)
+    return parts
 
 
 def _mixed_latex(match: re.Match[str]) -> str:

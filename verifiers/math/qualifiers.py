@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from groupscore.verifiers.math.caching import short_key_cache
+from groupscore.verifiers.math.normalize import top_level_parts
 
 # Words that make an answer *not* its number: `\text{not } 3`, `3 \text{ is wrong}`, `less than 3`, `at most 3`.
 QUALIFIER_WORDS = frozenset(
@@ -127,20 +128,6 @@ def _unit_name(word: str, after_plain_number: bool) -> str | None:
     return single if after_plain_number and len(lower) >= 3 else None
 
 
-def _top_level_parts(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
 def _part_unit(part: str) -> str | None:
     tail = _UNIT_TAIL.search(part)
     if tail is None:
@@ -190,7 +177,7 @@ def units_of(text: str) -> frozenset[str]:
     text = _DEGREE.sub(" degree ", text)
     text = _NOISE.sub(" ", _WRAPPER.sub(lambda m: f" {m.group(1)} ", _WRAPPER.sub(lambda m: f" {m.group(1)} ", text)))
     text = _COMMAND.sub(" # ", text)  # a command is no unit word and ends any run of them
-    for part in _top_level_parts(text.strip()):
+    for part in top_level_parts(text.strip()):
         unit = _part_unit(part.strip())
         if unit:
             found.add(unit)
