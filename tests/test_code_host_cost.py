@@ -66,15 +66,18 @@ def item(program: str, expected=None, tests=None, **extra) -> dict:
 
 
 _SCORE_IN_CHILD = '''
-import json, resource, sys, time
+import json, sys, time
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 item = CodeItem.model_validate_json(sys.stdin.read())
 started = time.process_time()
 verdict = score_code(item)
 cpu_s = time.process_time() - started
+# VmHWM, this process's own peak: ru_maxrss keeps the parent's peak across exec (pytest's, hundreds of MB late in a run)
+with open("/proc/self/status") as status:
+    peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 print(json.dumps({"reward": verdict.reward, "status": verdict.status.value, "reason": verdict.reason,
-                  "cpu_s": cpu_s, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "cpu_s": cpu_s, "peak_mb": peak_kb / 1024}))
 '''
 
 
