@@ -103,10 +103,11 @@ def score_item(item: ItemBase) -> Verdict:
     version; an infra_error verdict (nothing was judged) carries none."""
     kind = KINDS[item.verifier]  # type: ignore[attr-defined]
     verdict = kind.scorer(item)
-    update: dict[str, Any] = {}
-    if verdict.id != item.id:
-        update["id"] = item.id
-    judged = verdict.status != "infra_error"
-    if judged and verdict.verifier_version != kind.version_tag:
-        update["verifier_version"] = kind.version_tag
-    return verdict.model_copy(update=update) if update else verdict
+    if verdict.id != item.id or (verdict.status != "infra_error" and verdict.verifier_version != kind.version_tag):
+        # A copy, not an assignment: scorers may hand out cached verdicts. Plain setattr on the copy (no validation
+        # to rerun: id and version are plain values) costs a third of model_copy(update=...), per item of a batch.
+        verdict = verdict.model_copy()
+        verdict.id = item.id
+        if verdict.status != "infra_error":
+            verdict.verifier_version = kind.version_tag
+    return verdict

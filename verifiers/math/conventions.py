@@ -54,7 +54,10 @@ def conventions_of(item: object) -> Conventions:
     if _ASKED.isdisjoint(getattr(item, "model_fields_set", _ASKED)):
         return PROFILES[profile]  # the common case in a batch: nothing beyond the profile was set
     explicit = {name: getattr(item, name, None) for name in _FIELDS}
-    return conventions_for(profile, getattr(item, "question", None), **explicit)
+    question = getattr(item, "question", None)
+    if question is None and all(value is None for value in explicit.values()):
+        return PROFILES[profile]  # every field set, to None (an item round-tripped through model_dump)
+    return conventions_for(profile, question, **explicit)
 
 
 DEFAULT = Conventions()
