@@ -7,7 +7,7 @@
 Results leave the jail through stdout/stderr and through `collect=[...]` files (RunResult.files).
 """
 
-from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
 from groupscore.sandbox.policy import Policy
 from groupscore.sandbox.pool import RunRequest, default_workers, run_many
@@ -15,7 +15,7 @@ from groupscore.sandbox.result import CompileResult, RunResult, Status
 from groupscore.sandbox.runner import ensure_available, run
 
 __all__ = [
-    "COMPILE_LIMITS", "CompileResult", "Limits", "Policy", "RunRequest", "RunResult", "SandboxUnavailable",
+    "BadRunRequest", "COMPILE_LIMITS", "CompileResult", "Limits", "Policy", "RunRequest", "RunResult", "SandboxUnavailable",
     "Status", "default_workers", "ensure_available", "run", "run_many", "policy_for",
 ]
 

@@ -1,4 +1,4 @@
-"""The one exception the sandbox raises when isolation cannot be set up."""
+"""What the sandbox raises: SandboxUnavailable when isolation cannot be set up, BadRunRequest for a run it refuses."""
 
 from __future__ import annotations
 
@@ -8,3 +8,9 @@ class SandboxUnavailable(RuntimeError):
 
     The message names what is missing and how to get it. Code is never run unsandboxed instead.
     """
+
+
+class BadRunRequest(ValueError):
+    """The run's own arguments are unacceptable (a bad file name, a missing main file, inputs too large, text that
+    cannot be encoded): nothing was run. Only this counts as a refused request; any other exception inside the
+    sandbox is the sandbox's own failure, never the request's."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
 from groupscore.sandbox.result import RunResult, Status
 from groupscore.sandbox.runner import run
@@ -45,7 +45,7 @@ def _one(request: RunRequest | dict[str, Any]) -> RunResult:
         return run(**{name: getattr(req, name) for name in RunRequest.model_fields})
     except SandboxUnavailable:
         raise  # the whole batch cannot run; say so loudly
-    except (ValidationError, ValueError, TypeError) as exc:
+    except (ValidationError, BadRunRequest, UnicodeError) as exc:  # nothing else: our own failures are not the request's
         return RunResult(status=Status.SANDBOX_ERROR, error=f"bad run request: {exc}")
 
 

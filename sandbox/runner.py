@@ -14,7 +14,7 @@ import threading
 from groupscore.sandbox import jail
 from groupscore.sandbox.classify import classify
 from groupscore.sandbox.compiler import BINARY, compile_program
-from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.jail import cgroup_note, decode, execute, nsjail_binary, peak_mb
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
 from groupscore.sandbox.policy import INIT_SHELL, WORK_DIR, build_policy
@@ -33,7 +33,7 @@ def normalise_files(files: dict[str, str | bytes]) -> dict[str, bytes]:
         total += len(data)
         out[check_name(name)] = data
     if total > MAX_INPUT_BYTES:
-        raise ValueError(f"input files total {total} bytes, above {MAX_INPUT_BYTES}")
+        raise BadRunRequest(f"input files total {total} bytes, above {MAX_INPUT_BYTES}")
     return out
 
 
@@ -61,7 +61,7 @@ def run(
         verifier's runner): one process less per run, and no signal sent from inside the jail can kill it (the
         kernel drops those, bar ones it installed a handler for). Without it an init shell is pid 1, which also
         sets the soft CPU limit (SIGXCPU at limits.cpu_seconds); a pid-1 program gets only the hard one (+1 s).
-    Raises SandboxUnavailable when nsjail cannot start; ValueError on bad arguments. Never runs
+    Raises SandboxUnavailable when nsjail cannot start; BadRunRequest (a ValueError) on bad arguments. Never runs
     anything outside the jail.
     """
     tool = toolchain(language)
@@ -70,7 +70,7 @@ def run(
     data = normalise_files(files)
     collect = [check_name(c) for c in collect]
     if clash := sorted(set(collect) & set(data)):
-        raise ValueError(f"collect paths are also input files (inputs are read-only): {clash}")
+        raise BadRunRequest(f"collect paths are also input files (inputs are read-only): {clash}")
     stdin_bytes = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     if isinstance(command, str):
         command = [command]
@@ -78,7 +78,7 @@ def run(
     executable: frozenset[str] = frozenset()
     if language in ("c", "cpp"):
         if main not in data:
-            raise ValueError(f"{language} run needs its source {main!r} in files")
+            raise BadRunRequest(f"{language} run needs its source {main!r} in files")
         compile_result, binary = compile_program(tool, data, main, compile_limits, compile_command)
         if compile_result.status is Status.SANDBOX_ERROR:  # the compiler's jail failed on our side: not the program's 0
             return RunResult(status=Status.SANDBOX_ERROR, compile=compile_result, cgroup=cgroup_note(),
@@ -92,13 +92,13 @@ def run(
         argv = command or [f"{WORK_DIR}/{BINARY}"]
     else:
         if command is None and main not in data:
-            raise ValueError(f"no command given and main file {main!r} is not in files")
+            raise BadRunRequest(f"no command given and main file {main!r} is not in files")
         argv = command or [tool.executable, "-s", "-B", main]
     if not argv or not all(isinstance(a, str) for a in argv):
-        raise ValueError("command must be a non-empty list of strings")
+        raise BadRunRequest("command must be a non-empty list of strings")
     for a in argv:
         if "\x00" in a:
-            raise ValueError("command arguments cannot contain NUL bytes")
+            raise BadRunRequest("command arguments cannot contain NUL bytes")
         a.encode("utf-8")  # surrogates raise UnicodeEncodeError, a ValueError
     policy = build_policy(tool, limits)
     out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)

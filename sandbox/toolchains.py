@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 
 LANGUAGES = ("python", "c", "cpp")
 
@@ -138,5 +138,5 @@ def compiler_toolchain(language: str) -> Toolchain:
 
 def toolchain(language: str) -> Toolchain:
     if language not in LANGUAGES:
-        raise ValueError(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
+        raise BadRunRequest(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
     return python_toolchain() if language == "python" else compiler_toolchain(language)

@@ -32,7 +32,11 @@ _LOCK_DIRS = ("/run/groupscore-sandbox-ids", "/dev/shm/groupscore-sandbox-ids", 
 
 def id_base() -> int:
     env = os.environ.get("GROUPSCORE_SANDBOX_UID_BASE")
-    base = int(env) if env else DEFAULT_BASE
+    try:
+        base = int(env) if env else DEFAULT_BASE
+    except ValueError:
+        raise SandboxUnavailable(f"GROUPSCORE_SANDBOX_UID_BASE={env!r} is not an integer; unset it or give a "
+                                 f"number in 1000..{(1 << 31) - 1 - ID_COUNT}") from None
     if not 1000 <= base <= (1 << 31) - 1 - ID_COUNT:
         raise SandboxUnavailable(f"GROUPSCORE_SANDBOX_UID_BASE={base} is outside 1000..{(1 << 31) - 1 - ID_COUNT}")
     return base

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from groupscore.sandbox.errors import SandboxUnavailable
+from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.policy import WORK_DIR, render_file_mount
 
 
@@ -31,7 +31,7 @@ def run_base() -> str:
 def check_name(name: str) -> str:
     p = PurePosixPath(name)
     if not name or p.is_absolute() or ".." in p.parts or name != str(p) or "\x00" in name:
-        raise ValueError(f"bad file name {name!r}: use a plain relative path inside the work dir")
+        raise BadRunRequest(f"bad file name {name!r}: use a plain relative path inside the work dir")
     return str(p)
 
 

@@ -17,8 +17,8 @@ from groupscore.sandbox.toolchains import toolchain
 JobResult = RunResult
 SOURCE_NAME = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
 RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
-RUNNER_OUTPUT_BYTES = 16 << 20
-BAD_REQUEST = "bad run request"  # how groupscore.sandbox.run_many reports a request it refused to run  # marked result lines; each call result is capped at 8 MiB inside the jail
+RUNNER_OUTPUT_BYTES = 16 << 20  # marked result lines; each call result is capped at 8 MiB inside the jail
+BAD_REQUEST = "bad run request"  # how groupscore.sandbox.run_many reports a request it refused to run
 
 
 class JailFailed(RuntimeError):
@@ -69,17 +69,22 @@ def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
         if language in ("c", "cpp") and len(requests) > 1:
             first = run_many(requests[:1], workers=1)
             _raise_on_compile_error(first)
+            _raise_on_sandbox_error(first)  # the compile's jail failed: the other jobs would fail the same way
             requests = requests[1:]
         results = first + run_many(requests, workers=min(len(requests), sandbox.default_workers()))
     except SandboxUnavailable as exc:
         raise JailFailed(f"sandbox unavailable: {exc}") from exc
     _raise_on_compile_error(results)
+    _raise_on_sandbox_error(results)
+    return results
+
+
+def _raise_on_sandbox_error(results: list[JobResult]) -> None:
     for result in results:
         if result.status == "sandbox_error" and (result.error or "").startswith(BAD_REQUEST):
             raise RunRefused(f"the sandbox refused this item's run: {result.error}")
         if result.status == "sandbox_error":
             raise JailFailed(f"sandbox error: {result.error}")
-    return results
 
 
 def _raise_on_compile_error(results: list[JobResult]) -> None:
