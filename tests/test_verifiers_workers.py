@@ -343,3 +343,14 @@ def test_a_bad_memory_setting_is_a_clear_error_in_the_caller(monkeypatch):
     with pytest.raises(ValueError, match="lots"):
         fresh.run(add, 1, 1, timeout_s=5)
     fresh.shutdown()
+
+
+@pytest.mark.parametrize("value,words", [("100", "below 512"), ("lots", "not an integer")])
+def test_a_bad_worker_memory_cap_fails_in_the_caller_in_one_line(monkeypatch, value, words):
+    # The service's settings refuse these at start-up; the bounded workers read the same variable with the same check
+    # (a cap of 100 MB once started every worker to die, each call then reported as no worker available).
+    monkeypatch.setenv(workers.MEMORY_ENV, value)
+    with pytest.raises(ValueError, match=words):
+        workers.worker_memory_mb()
+    monkeypatch.setenv(workers.MEMORY_ENV, "0")
+    assert workers.worker_memory_mb() == 0

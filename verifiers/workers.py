@@ -61,6 +61,22 @@ WARM_UP_TIMEOUT_S = 120.0
 WORKER_START_GRACE_S = 10.0
 
 
+MIN_WORKER_MEMORY_MB = 512  # below this a worker cannot even import its modules: every call would fail
+
+
+def worker_memory_mb() -> int:
+    """$GROUPSCORE_WORKER_MEMORY_MB (default 4096; 0: no cap), checked as the service's settings check it."""
+    raw = os.environ.get(MEMORY_ENV, "4096")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{MEMORY_ENV}={raw!r} is not an integer: give megabytes, or 0 for no cap") from None
+    if value != 0 and value < MIN_WORKER_MEMORY_MB:
+        raise ValueError(f"{MEMORY_ENV}={value} is below {MIN_WORKER_MEMORY_MB}: a worker needs that much address "
+                         "space to start (0: no cap)")
+    return value
+
+
 class BudgetExceeded(TimeoutError):
     """The call did not finish within its wall-clock budget (the worker running it was killed)."""
 
@@ -206,7 +222,7 @@ class _Template:
     def __init__(self, preload: list[str]) -> None:
         global templates_started
         templates_started += 1
-        memory_mb = str(int(os.environ.get(MEMORY_ENV, "4096")))  # a bad value fails here, in the caller
+        memory_mb = str(worker_memory_mb())  # a bad value fails here, in the caller
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
