@@ -207,30 +207,30 @@ def test_malformed_or_oversized_answers_are_refused(text):
 
 def test_oversized_answers_are_refused_before_they_are_parsed():
     text = '["list", ' + ", ".join(["0"] * 2_700_000) + "]"
-    started = time.process_time()
+    started = time.thread_time()  # this thread only: pytest's other threads are not ours to count
     with pytest.raises(NotPlainData, match="too large"):
         parse_answer(text)
-    assert time.process_time() - started < 0.5
+    assert time.thread_time() - started < HOST_CPU_BOUND_S  # the old readers took seconds to hours
 
 
 def test_sets_and_dicts_with_many_colliding_hashes_are_refused_quickly():
     colliding = ", ".join(str(HASH_MODULUS * k) for k in range(1, 50_001))
     for text in (f'["set", {colliding}]', f'["frozenset", {colliding}]',
                  '["dict", ' + ", ".join(f"[{HASH_MODULUS * k}, 0]" for k in range(1, 50_001)) + "]"):
-        started = time.process_time()
+        started = time.thread_time()  # this thread only: pytest's other threads are not ours to count
         with pytest.raises(NotPlainData, match="hash"):
             parse_answer(text)
-        assert time.process_time() - started < 0.5
+        assert time.thread_time() - started < HOST_CPU_BOUND_S  # the old readers took seconds to hours
 
 
 def test_host_asserts_refuse_to_hash_colliding_values():
     colliding = [HASH_MODULUS * k for k in range(1, 50_001)]
     for expression in ("set(r0)", "frozenset(r0)", "dict(r1)"):
-        started = time.process_time()
+        started = time.thread_time()  # this thread only: pytest's other threads are not ours to count
         with pytest.raises(host_eval.EvalFailed, match="hash"):
             host_eval.evaluate(host_eval.ast.parse(expression, mode="eval").body,
                                {"r0": colliding, "r1": [[k, 0] for k in colliding]})
-        assert time.process_time() - started < 0.5
+        assert time.thread_time() - started < HOST_CPU_BOUND_S  # the old readers took seconds to hours
     assert host_eval.evaluate(host_eval.ast.parse("len(set(r0))", mode="eval").body, {"r0": [1, 2, 2, -1, -2]}) == 4
 
 
@@ -297,10 +297,10 @@ def test_a_host_assert_does_not_read_a_long_digit_string_as_an_int_even_with_the
     previous = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
-        started = time.process_time()
+        started = time.thread_time()  # this thread only: pytest's other threads are not ours to count
         with pytest.raises(host_eval.EvalFailed, match="int"):
             host_eval.evaluate(host_eval.ast.parse("int(r0) == 7", mode="eval").body, {"r0": digits})
-        assert time.process_time() - started < 0.5
+        assert time.thread_time() - started < HOST_CPU_BOUND_S  # the old readers took seconds to hours
     finally:
         sys.set_int_max_str_digits(previous)
     assert host_eval.evaluate(host_eval.ast.parse("int(r0) == 7", mode="eval").body, {"r0": "7"}) is True
