@@ -7,7 +7,7 @@ from typing import Any
 
 from groupscore.verifiers.registry import KINDS
 
-_BASE_FIELDS = frozenset({"id", "completion", "metadata", "verifier"})
+BASE_FIELDS = frozenset({"id", "completion", "metadata", "verifier"})  # every kind has these: no column needed
 # Columns datasets often use for a field under another name: suggested in the mapping that fixes the error.
 _LIKELY_COLUMNS = {"answer": ("solution", "ground_truth", "final_answer", "label", "reference", "target", "gold"),
                    "tests": ("test_cases", "test", "test_list", "input_output"),
@@ -21,7 +21,7 @@ class MissingColumn(ValueError):
 def needed_fields(kind: str) -> list[tuple[str, ...]]:
     """The item fields a kind cannot score without, each as the group of fields any one of which will do."""
     model = KINDS[kind].item_model
-    needs = [(name,) for name, info in model.model_fields.items() if info.is_required() and name not in _BASE_FIELDS]
+    needs = [(name,) for name, info in model.model_fields.items() if info.is_required() and name not in BASE_FIELDS]
     if kind == "code":  # either list of tests will do; an item with neither is an error verdict
         needs.append(("tests", "hidden_tests"))
     return needs

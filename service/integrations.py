@@ -22,12 +22,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupscore.service.client import AsyncScoreClient, ScoreClient
-from groupscore.service.columns import MissingColumn, check_columns  # noqa: F401 - MissingColumn: the adapters' error
+from groupscore.service.columns import BASE_FIELDS, MissingColumn, check_columns  # noqa: F401 - MissingColumn: the adapters' error
 from groupscore.verifiers.composite import RewardSpec
 from groupscore.verifiers.registry import KINDS
+from groupscore.verifiers.schema import Status
 
-_BASE_FIELDS = frozenset({"id", "completion", "metadata", "verifier"})
-INFRA_ERROR = "infra_error"
+INFRA_ERROR = Status.infra_error.value
 
 
 def completion_text(completion: Any) -> str:
@@ -59,7 +59,7 @@ class _ItemBuilder:
         self.kind_column = kind_column
         self.fixed = dict(fixed or {})
         # Item field -> dataset column: every field of the kind that a column of the same name holds, unless renamed.
-        self.item_fields = [f for f in KINDS[verifier].item_model.model_fields if f not in _BASE_FIELDS]
+        self.item_fields = [f for f in KINDS[verifier].item_model.model_fields if f not in BASE_FIELDS]
         self.columns = {f: f for f in self.item_fields}
         self.columns.update(columns or {})
 

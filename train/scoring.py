@@ -7,7 +7,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-INFRA_ERROR = "infra_error"  # the verdict status of a completion the service could not score
+from groupscore.verifiers.schema import Status
+
+INFRA_ERROR = Status.infra_error.value  # the verdict status of a completion the service could not score
 
 
 @dataclass(frozen=True)

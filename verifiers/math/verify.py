@@ -21,7 +21,7 @@ from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_out
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
-from groupscore.verifiers.math.parser import ExtractionConfig, box_run, extract_answer
+from groupscore.verifiers.math.parser import LENIENT, NO_FALLBACK, STRICT, STRICT_NO_FALLBACK, box_run, extract_answer
 from groupscore.verifiers.math.qualifiers import different_units, units_of, unqualified_in
 from groupscore.verifiers.math.reference import parse_gold
 from groupscore.verifiers.schema import Status, Verdict
@@ -38,8 +38,8 @@ def gold_answer(answer: str, reference: str = "extract") -> str | None:
     return normalize(text) if len(text) <= MAX_GOLD_CHARS else None
 
 
-_CONFIGS = {(strict, fallback): ExtractionConfig(strict=strict, fallback=fallback)
-            for strict in (False, True) for fallback in (False, True)}
+_CONFIGS = {(False, True): LENIENT, (True, True): STRICT, (False, False): NO_FALLBACK,  # (strict, fallback)
+            (True, False): STRICT_NO_FALLBACK}
 
 
 class _SymbolicCache:
