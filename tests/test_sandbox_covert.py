@@ -344,15 +344,20 @@ print('self', os.path.isdir('/proc/self/fd'), os.getpid() == int(os.readlink('/p
     assert lines[-1] == "self True True"  # the program's own /proc/<pid> still works
 
 
-def test_fork_count_of_another_jail_is_not_visible():
-    secret = 50 + secret_int(6)
-    _, r = pair(f"""
-for _ in range({secret}):
+def fork_sender(count: int) -> str:
+    """A sender that starts `count` processes: what host-wide process counters would show another jail."""
+    return f"""
+for _ in range({count}):
     pid = os.fork()
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-""", """
+"""
+
+
+def test_fork_count_of_another_jail_is_not_visible():
+    secret = 50 + secret_int(6)
+    _, r = pair(fork_sender(secret), """
 def forks():
     try:
         return int([ln for ln in open('/proc/stat') if ln.startswith('processes')][0].split()[1])
@@ -367,13 +372,7 @@ print(b if isinstance(b, str) else b - a)
 def test_pidfd_inode_numbers_do_not_count_other_jails_processes():
     """A pidfd's inode number is a host-wide count of processes started (pidfs)."""
     secret = 50 + secret_int(6)
-    _, r = pair(f"""
-for _ in range({secret}):
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-""", """
+    _, r = pair(fork_sender(secret), """
 def ino():
     try:
         fd = os.pidfd_open(os.getpid())
