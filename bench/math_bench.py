@@ -23,10 +23,10 @@ import time
 import warnings
 from pathlib import Path
 
-from groupscore.verifiers.batch import score_batch
+from groupscore.runtime.batch import score_batch
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import _ensure_workers, clear_caches, score_math
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "math"
 REASONING = "Let me work through this carefully, one step at a time, checking each step. " * 12

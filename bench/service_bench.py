@@ -22,13 +22,13 @@ import threading
 import time
 from pathlib import Path
 
-from groupscore.service.client import ScoreClient
+from groupscore.client.http import ScoreClient
 from groupscore.service.embedded import start_embedded
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.pool import ScoringPool
 from groupscore.service.settings import Settings
-from groupscore.verifiers.batch import score_batch
-from groupscore.verifiers.composite import score_raw
+from groupscore.runtime.batch import score_batch
+from groupscore.verifiers.scoring import score_raw
 
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
@@ -133,7 +133,7 @@ def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=
     The two runs of a round see the same load on a shared machine, so the per-round overhead is the steadier figure;
     the order alternates between rounds, so neither path always runs first.
     `cli_batch`, when given, is timed too, after the paired rounds (its own pool's processes would otherwise disturb
-    them): the CLI's `verifiers.batch.score_batch`, for reference.
+    them): the CLI's `runtime.batch.score_batch`, for reference.
     """
     inproc(make_batch(-1))  # warm-up every path
     http(make_batch(-2))

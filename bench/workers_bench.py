@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from groupscore.verifiers.workers import BudgetExceeded, WorkerPool
+from groupscore.bounded.workers import BudgetExceeded, WorkerPool
 
 MATH_MODULES = ["groupscore.verifiers.math.verify", "groupscore.verifiers.math.symbolic"]
 
@@ -78,12 +78,12 @@ def main() -> None:
 
     # CPU per item of what a batch worker does for one JSONL line (parse, validate, score, write the record): on a
     # shared machine this is steadier than wall time, which depends on the share of a core the process gets.
-    from groupscore.verifiers import batch
+    from groupscore import score as score_cli
 
     lines = [(number, line.encode()) for number, line in enumerate(rl_lines(6400, seed=4), start=1)]
-    batch._score_lines(lines[:16])  # loads the verifier (and starts its bounded pool) outside the clock
+    score_cli._score_lines(None, lines[:16])  # loads the verifier (and starts its bounded pool) outside the clock
     cpu_started, wall_started = time.process_time(), time.perf_counter()
-    batch._score_lines(lines)
+    score_cli._score_lines(None, lines)
     cpu_us = 1e6 * (time.process_time() - cpu_started) / len(lines)
     wall_us = 1e6 * (time.perf_counter() - wall_started) / len(lines)
     print(f"one JSONL line through a batch worker: {cpu_us:.0f} us CPU, {wall_us:.0f} us wall "

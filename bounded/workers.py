@@ -1,6 +1,6 @@
 """Hard wall-clock bounds for a function call: the call runs in a pool worker process that is killed when it overruns.
 
-    from groupscore.verifiers.workers import BudgetExceeded, run_bounded
+    from groupscore.bounded.workers import BudgetExceeded, run_bounded
 
     try:
         equal = run_bounded(symbolic_equal, gold, predicted, timeout_s=2.0)

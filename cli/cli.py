@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def _score(args: argparse.Namespace) -> int:
-    from groupscore.verifiers.batch import score_jsonl
+    from groupscore.score import score_jsonl
 
     reward = None
     if args.reward is not None:
@@ -30,7 +30,7 @@ def _score_and_compare(args: argparse.Namespace, reward: object) -> int:
     import tempfile
 
     from groupscore.compare import compare, read_records, write_changes, write_report
-    from groupscore.verifiers.batch import score_jsonl
+    from groupscore.score import score_jsonl
 
     old = read_records(args.compare)  # a bad old file stops us before any scoring
     with tempfile.TemporaryDirectory(prefix="groupscore-compare-") as scratch:

@@ -126,7 +126,7 @@ def score_code_fixtures(client: Any, run_dir: Path) -> bool:
 
 def run_demo(run_dir: Path, train: bool = True) -> int:
     """The whole story on embedded defaults: service, math and code scoring, then GRPO training and evaluation."""
-    from groupscore.service.client import ScoreClient
+    from groupscore.client.http import ScoreClient
     from groupscore.service.embedded import start_embedded
 
     run_dir = Path(run_dir).resolve()

@@ -21,11 +21,11 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from groupscore.service.client import AsyncScoreClient, ScoreClient
+from groupscore.client.http import AsyncScoreClient, ScoreClient
 from groupscore.service.columns import BASE_FIELDS, MissingColumn, check_columns  # noqa: F401 - MissingColumn: the adapters' error
-from groupscore.verifiers.composite import RewardSpec
+from groupscore.schema.reward import RewardSpec
 from groupscore.verifiers.registry import KINDS
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 INFRA_ERROR = Status.infra_error.value
 

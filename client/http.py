@@ -24,9 +24,9 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from groupscore.service import codec
-from groupscore.verifiers.composite import RewardSpec
-from groupscore.verifiers.schema import Verdict
+from groupscore.schema import codec
+from groupscore.schema.reward import RewardSpec
+from groupscore.schema.verdict import Verdict
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 

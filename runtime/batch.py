@@ -1,4 +1,4 @@
-"""Scoring many items on all cores: `score_batch` for Python callers, `score_jsonl` for `groupscore score`.
+"""Scoring many items on all cores: `score_batch` for Python callers, and `map_chunks` under `groupscore score`.
 
 Items of any registered kind are validated and scored in a pool of worker processes, a chunk of items per call.
 Order is kept, and one bad item never costs the others: an item that fails validation or whose scorer raises gets an
@@ -14,28 +14,21 @@ import math
 import os
 import sys
 import threading
-import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, nullcontext
 from functools import partial
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from groupscore.verifiers import workers as bounded
+from groupscore.bounded import workers as bounded
 
 if TYPE_CHECKING:
-    from groupscore.verifiers.composite import RewardSpec
-    from groupscore.verifiers.schema import Verdict
+    from groupscore.schema.reward import RewardSpec
+    from groupscore.schema.verdict import Verdict
 
-# The caller's process only reads lines, hands them to the workers and writes what comes back, so the item models,
-# the registry and pydantic are imported where items are validated and scored: in the workers (whose template
-# imports them once, see _started_pool), and here only on a failure path. A one-shot `groupscore score` starts
-# that much faster. The statuses a run counts as failed (schema.Status values):
-FAILED_STATUSES = ("error", "infra_error")
-
+# The caller's process only hands entries to the workers and takes back what they return, so the item models, the
+# registry and pydantic are imported where items are validated and scored: in the workers (whose template imports
+# them once, see _started_pool), and here only on a failure path. A one-shot `groupscore score` starts that much faster.
 MAX_CHUNK = 16
-PROGRESS_DELAY_S = 1.0
 # Outer bound on one chunk. Every kind bounds its own items (math: timeout_s, code: per-test limits), so this only
 # catches a scorer that hangs despite them; it is generous so that slow but legitimate chunks never trip it.
 CHUNK_GUARD_BASE_S = 120.0
@@ -54,82 +47,23 @@ def score_batch(items_or_raw: Iterable[Any], workers: int | None = None, reward:
 
     reward: a composite reward spec applied to every item (default: each item's own verifier)."""
     raws = list(items_or_raw)
-    chunk = _chunk_size(len(raws), _worker_count(workers))
+    chunk = chunk_size(len(raws), worker_count(workers))
     if not raws:
         return []
-    chunks = _map_chunks(partial(_score_chunk, reward), _infra_verdict, raws, workers, chunk)
+    chunks = map_chunks(partial(_score_chunk, reward), _infra_verdict, raws, workers, chunk)
     return [verdict for verdicts in chunks for verdict in verdicts]
-
-
-def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, workers: int | None = None,
-                progress: bool = True, reward: RewardSpec | None = None) -> int:
-    """Score a JSONL file of items into a JSONL file of records (stdout without `output_path`).
-
-    One record per non-blank input line, in input order: id, reward, status, extracted, reason, plus components and
-    details where the verifier gives them. A line that is not valid JSON or not a valid item gets an error record that
-    names its line number. Returns 0, or 1 when any record has status "error" or "infra_error". Input "-" reads stdin. `reward`: a
-    composite reward spec for every item (the service's `reward` field), else each item's own verifier.
-    """
-    input_path = Path(input_path)
-    if str(input_path) != "-" and not input_path.is_file():
-        raise FileNotFoundError(f"no such input file: {input_path}")
-    total = _count_lines(input_path) if progress and str(input_path) != "-" else None
-    chunk = _chunk_size(total, _worker_count(workers)) if total else MAX_CHUNK
-    statuses: Counter[str] = Counter()
-    started = time.monotonic()
-
-    with _open_input(input_path) as source, _open_output(output_path) as sink, \
-            _ProgressBar(total, enabled=progress) as bar:
-        lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
-        for records in _map_chunks(partial(_score_lines, reward), _infra_record, lines, workers, chunk):
-            for status, record in records:
-                statuses[status] += 1
-                sink.write(record + "\n")
-            bar.update(len(records))
-
-    scored = sum(statuses.values())
-    rate = scored / max(time.monotonic() - started, 1e-9)
-    summary = ", ".join(f"{status} {count}" for status, count in sorted(statuses.items()))
-    print(f"groupscore score: {scored} items ({rate:.0f}/s): {summary or 'nothing to score'}", file=sys.stderr)
-    return 1 if any(statuses[status] for status in FAILED_STATUSES) else 0
-
-
-class _ProgressBar:
-    """tqdm's bar on stderr, made only once a run has lasted PROGRESS_DELAY_S (as tqdm's own `delay` would show it):
-    a short run never imports tqdm, which costs a one-shot `groupscore score` about a tenth of a second."""
-
-    def __init__(self, total: int | None, enabled: bool) -> None:
-        self.total, self.enabled, self.done = total, enabled, 0
-        self.started = time.monotonic()
-        self.bar: Any = None
-
-    def update(self, count: int) -> None:
-        self.done += count
-        if self.bar is not None:
-            self.bar.update(count)
-        elif self.enabled and time.monotonic() - self.started >= PROGRESS_DELAY_S:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=self.total, initial=self.done, unit="item", file=sys.stderr, dynamic_ncols=True)
-
-    def __enter__(self) -> _ProgressBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Dispatch: chunks of entries to the pool, results back in order, failures isolated to one entry.
 
 
-def _map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, Exception], Result],
+def map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, Exception], Result],
                 entries: Iterable[Entry], workers: int | None, chunk: int) -> Iterator[list[Result]]:
     """Yield fn(chunk) for consecutive chunks of `entries`, in order, with a bounded number of chunks in flight.
 
     The pool starts at the first chunk: nothing to score (an empty file) starts no process."""
-    size = _worker_count(workers)
+    size = worker_count(workers)
     parts = _chunks(entries, chunk)
     first = next(parts, None)
     if first is None:
@@ -174,7 +108,7 @@ def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
         yield part
 
 
-def _worker_count(workers: int | None) -> int:
+def worker_count(workers: int | None) -> int:
     if workers is None:
         return len(os.sched_getaffinity(0))
     if workers < 1:
@@ -182,7 +116,7 @@ def _worker_count(workers: int | None) -> int:
     return workers
 
 
-def _chunk_size(count: int | None, workers: int) -> int:
+def chunk_size(count: int | None, workers: int) -> int:
     # Big enough to amortise a round trip to the worker, small enough that every worker gets several chunks.
     if not count:
         return MAX_CHUNK
@@ -207,7 +141,7 @@ def _started_pool(size: int) -> bounded.WorkerPool:
     # pool (with sympy) only for an item the fast path cannot decide. A one-shot `groupscore score` on a few numeric
     # items so never pays for sympy, the sandbox or the other kinds (the service preloads everything: it lives long).
     pool = bounded.WorkerPool(size)
-    pool.warm_up([__name__, "groupscore.verifiers.composite"])
+    pool.warm_up([__name__, "groupscore.verifiers.scoring"])
     return pool
 
 
@@ -216,20 +150,16 @@ def _started_pool(size: int) -> bounded.WorkerPool:
 
 
 def _score_chunk(reward: RewardSpec | None, raws: list[Any]) -> list[Verdict]:
-    _prepare_worker()
+    prepare_worker()
     return [score_one(raw, reward) for raw in raws]
-
-
-def _score_lines(reward: RewardSpec | None, lines: list[tuple[int, bytes | str]]) -> list[tuple[str, str]]:
-    _prepare_worker()
-    return [_record(score_one(text, reward), number) for number, text in lines]
 
 
 def score_one(raw: Any, reward: RewardSpec | None = None) -> Verdict:
     """Validate and score one raw item (with `reward`'s components when given); every failure becomes an error
     verdict."""
-    from groupscore.verifiers.composite import score_raw, score_valid
-    from groupscore.verifiers.schema import ItemBase, Verdict
+    from groupscore.schema.item import ItemBase
+    from groupscore.schema.verdict import Verdict
+    from groupscore.verifiers.scoring import score_raw, score_valid
 
     if isinstance(raw, (str, bytes)):
         try:
@@ -241,24 +171,9 @@ def score_one(raw: Any, reward: RewardSpec | None = None) -> Verdict:
     return score_raw(raw, reward)  # as the service's workers do
 
 
-def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]:
-    """The status and the output line for `groupscore score`."""
-    record: dict[str, Any] = {"id": verdict.id, "reward": verdict.reward, "status": verdict.status.value,
-                              "extracted": verdict.extracted, "reason": verdict.reason}
-    if verdict.components is not None:
-        record["components"] = verdict.components
-    if verdict.details:
-        record["details"] = verdict.details
-    if verdict.verifier_version is not None:
-        record["verifier_version"] = verdict.verifier_version
-    if verdict.status.value in FAILED_STATUSES and line_number is not None:
-        record["line"] = line_number
-    return verdict.status.value, json.dumps(record, default=str)
-
-
 def infra_failure(item_id: Any, exc: BaseException) -> Verdict:
     """The verdict for an item whose scoring process died, hung past its guard or never got a worker."""
-    from groupscore.verifiers.schema import Verdict
+    from groupscore.schema.verdict import Verdict
 
     if isinstance(exc, bounded.WorkerCrashed):
         cause = "worker_died"
@@ -270,27 +185,16 @@ def infra_failure(item_id: Any, exc: BaseException) -> Verdict:
 
 
 def _infra_verdict(raw: Any, exc: Exception) -> Verdict:
-    from groupscore.verifiers.composite import raw_item_id
-    from groupscore.verifiers.schema import ItemBase
+    from groupscore.schema.item import ItemBase
+    from groupscore.verifiers.scoring import raw_item_id
 
     return infra_failure(raw.id if isinstance(raw, ItemBase) else raw_item_id(raw), exc)
-
-
-def _infra_record(entry: tuple[int, bytes | str], exc: Exception) -> tuple[str, str]:
-    from groupscore.verifiers.composite import raw_item_id
-
-    number, text = entry
-    try:
-        raw_id = raw_item_id(json.loads(text))
-    except ValueError:
-        raw_id = None
-    return _record(infra_failure(raw_id, exc), number)
 
 
 _prepared = False
 
 
-def _prepare_worker() -> None:
+def prepare_worker() -> None:
     """Once per batch worker: size the worker's own bounded pool, which starts only when an item needs it (math's
     symbolic step calls `warm_up_symbolic` first, outside that item's budget)."""
     global _prepared
@@ -306,19 +210,3 @@ def worker_state() -> dict[str, int | bool]:
     return {"bounded_templates_started": bounded.templates_started, "sympy_imported": "sympy" in sys.modules}
 
 
-# ----------------------------------------------------------------------------------------------------------------------
-# Files.
-
-
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as f:
-        return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
-
-
-def _open_input(path: Path) -> AbstractContextManager[IO[bytes]]:
-    # Bytes, so that a line that is not UTF-8 becomes an error record instead of stopping the run.
-    return nullcontext(sys.stdin.buffer) if str(path) == "-" else path.open("rb")
-
-
-def _open_output(path: Path | str | None) -> AbstractContextManager[IO[str]]:
-    return nullcontext(sys.stdout) if path is None else Path(path).open("w", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The one pydantic schema for a scoring item and its verdict, shared by the CLI, the service and the adapters."""
+"""What scoring one item produces: its `Verdict`, the `Status` values, and the `verifier_version` tags verdicts carry."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from groupscore.schema.item import ItemId
 
 
 class Status(StrEnum):
@@ -26,20 +28,8 @@ class Status(StrEnum):
 INFRA_CAUSES = ("sandbox", "worker_died", "worker_unavailable", "service_deadline", "internal")
 
 
-ItemId = str | int | None
-
 # A verdict's `verifier_version`: "math@2", or for a composite reward "format@1+math@2" (one entry per kind).
 VERSION_TAG_PATTERN = r"^[a-z][a-z0-9_]*@[0-9]+(\+[a-z][a-z0-9_]*@[0-9]+)*$"
-
-
-class ItemBase(BaseModel):
-    """Fields every item carries; each verifier kind adds its own."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: ItemId = None
-    completion: str = Field(description="The model's output to score.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form; echoed nowhere, ignored by scoring.")
 
 
 class Verdict(BaseModel):

@@ -1,37 +1,24 @@
-"""Request and response models of the service's own endpoints (items and verdicts are the verifiers' schema)."""
+"""Request and response models of the scoring service's own endpoints, as the client and the service both see them.
+
+Items travel as plain JSON objects: the service validates each on its own (a bad item gets an error verdict, the
+rest are scored), against the item model of its kind. The service documents that union in its OpenAPI schema and
+checks a reward spec's params against the kinds (`groupscore.service.requests`); this module needs neither.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field
 
-from groupscore.verifiers.composite import RewardSpec
-from groupscore.verifiers.registry import KINDS, Item
-from groupscore.verifiers.schema import ItemId, Verdict
-
-# Items are validated one by one (a bad item gets an error verdict, the rest are scored), so the body model takes
-# any JSON value per item; the documented schema is still the registry's item union (its models are added to the
-# OpenAPI components by `item_component_schemas`).
-ITEM_SCHEMA_REF = "#/components/schemas/{model}"
-RawItem = Annotated[Any, WithJsonSchema({
-    "oneOf": [{"$ref": ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)} for kind in KINDS.values()],
-    "discriminator": {"propertyName": "verifier",
-                      "mapping": {name: ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)
-                                  for name, kind in KINDS.items()}},
-    "description": "An item of a registered verifier kind; one that does not validate gets an error verdict.",
-})]
-
-
-def item_component_schemas() -> dict[str, Any]:
-    """The item models (and the models they use) as OpenAPI component schemas, for RawItem's references."""
-    return TypeAdapter(Item).json_schema(ref_template=ITEM_SCHEMA_REF).get("$defs", {})
-
+from groupscore.schema.item import ItemId
+from groupscore.schema.reward import RewardSpec
+from groupscore.schema.verdict import Verdict
 
 class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    items: list[RawItem] = Field(description="Items in the CLI's schema; each is validated on its own.")
+    items: list[Any] = Field(description="Items in the CLI's schema; each is validated on its own.")
     reward: RewardSpec | None = Field(default=None, description="Composite reward; left out: each item's own verifier.")
     deadline_s: float | None = Field(default=None, gt=0.0, le=3600.0,
                                      description="Answer within this many seconds; unscored items get timeout verdicts.")

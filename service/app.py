@@ -13,18 +13,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from groupscore.service import codec, docs, protocols
+from groupscore.schema import codec
+from groupscore.service import docs, protocols
 from groupscore.service.dispatch import Dispatcher
 from groupscore.service.groups import group_stats
 from groupscore.service.metrics import ServiceMetrics
-from groupscore.service.models import (GroupsRequest, GroupsResponse, ScoreRequest, ScoreResponse, VerifierInfo,
-                                       VerifiersResponse, item_component_schemas)
+from groupscore.schema.wire import GroupsResponse, ScoreResponse, VerifierInfo, VerifiersResponse
+from groupscore.service.requests import GroupsRequest, ScoreRequest, item_component_schemas
 from groupscore.service.pool import QueueFull, ScoringPool
 from groupscore.service.routing import OffloadingRoute, encode_json
 from groupscore.service.settings import Settings
-from groupscore.verifiers.composite import RewardSpec
+from groupscore.schema.reward import RewardSpec
 from groupscore.verifiers.registry import KINDS
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

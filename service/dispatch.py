@@ -8,7 +8,7 @@ from typing import Any
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.pool import ScoringPool
 from groupscore.service.settings import Settings
-from groupscore.verifiers.composite import RewardSpec
+from groupscore.schema.reward import RewardSpec
 
 
 class Dispatcher:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from groupscore.service.models import GroupStats
+from groupscore.schema.wire import GroupStats
 
 # Rewards closer than this are equal for the zero-variance flag (float noise from weighted sums must not count).
 _ZERO_STD = 1e-9

@@ -9,7 +9,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from groupscore.verifiers.registry import KINDS
-from groupscore.verifiers.schema import INFRA_CAUSES
+from groupscore.schema.verdict import INFRA_CAUSES
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 

@@ -33,8 +33,8 @@ from groupscore.service import worker
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.settings import Settings
 from groupscore.verifiers.budget import runs_programs
-from groupscore.verifiers.composite import raw_item_id
-from groupscore.verifiers.schema import Verdict
+from groupscore.verifiers.scoring import raw_item_id
+from groupscore.schema.verdict import Verdict
 
 _RATE_WINDOW_S = 10.0
 

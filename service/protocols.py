@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from groupscore.service.columns import MissingColumn, check_columns
 from groupscore.service.pool import WorkerDied
 from groupscore.service.routing import OffloadingRoute
-from groupscore.verifiers.composite import RewardSpec
+from groupscore.verifiers.composite import CheckedRewardSpec
 
 router = APIRouter(route_class=OffloadingRoute)
 
@@ -39,7 +39,7 @@ class OpenRLHFRequest(BaseModel):
         "or an object / JSON object text with an item's reference fields, "
         "e.g. {\"verifier\": \"code\", \"tests\": [...]}. OpenRLHF sends them with `--label_key`; a request whose "
         "labels hold no reference at all is refused."))
-    reward: RewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
+    reward: CheckedRewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
 
     @model_validator(mode="after")
     def _consistent(self) -> OpenRLHFRequest:

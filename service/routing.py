@@ -10,7 +10,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
-from groupscore.service import codec
+from groupscore.schema import codec
 
 # Below this, decoding takes well under a millisecond: a thread hop would cost more than it saves.
 OFFLOAD_BYTES = 256 * 1024

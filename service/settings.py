@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from groupscore.verifiers.workers import MIN_WORKER_MEMORY_MB  # one floor for both readers
+from groupscore.bounded.workers import MIN_WORKER_MEMORY_MB  # one floor for both readers
 
 # The math item's conventions and extraction options: what `math_defaults` may set for a whole service.
 MATH_DEFAULTABLE = ("profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",

@@ -8,10 +8,11 @@ from functools import lru_cache
 from typing import Any
 
 from groupscore.verifiers.budget import item_time_budget_s, runs_programs
-from groupscore.verifiers.composite import RewardSpec, raw_item_id, score_raw
+from groupscore.schema.reward import RewardSpec
+from groupscore.verifiers.scoring import raw_item_id, score_raw
 from groupscore.verifiers.registry import KINDS
-from groupscore.verifiers.schema import Verdict
-from groupscore.verifiers.workers import cap_address_space
+from groupscore.schema.verdict import Verdict
+from groupscore.bounded.workers import cap_address_space
 
 # Test hooks, honoured only when the service runs with debug on: an item's metadata may ask its worker to sleep first,
 # so tests can hold the queue full or kill a worker in the middle of a batch deterministically, or to allocate that
@@ -117,7 +118,7 @@ def _debug_hooks(raw: Any) -> bytearray | None:
 def run_code_task(fields: dict[str, Any]) -> tuple[str, Any]:
     """One SandboxFusion-style run through the verifiers layer: ("ok", RunResult) or ("sandbox_error", message)."""
     from groupscore.sandbox import SandboxUnavailable
-    from groupscore.verifiers.run_code import ProgramRun, run_program
+    from groupscore.verifiers.code.run_program import ProgramRun, run_program
 
     try:
         return "ok", run_program(ProgramRun(**fields))

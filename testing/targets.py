@@ -250,7 +250,7 @@ class ServiceTarget(Target):
 
     def client(self) -> Any:
         if self._client is None:
-            from groupscore.service.client import RetryPolicy, ScoreClient
+            from groupscore.client.http import RetryPolicy, ScoreClient
 
             # Few retries: a check wants to see a flaky service, not wait it out; the caller bounds the time anyway.
             self._client = ScoreClient(self.url, token=self.token, retry=RetryPolicy(max_retries=2))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.verifiers import workers
-from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, WorkerPool, run_bounded, run_bounded_async
+from groupscore.bounded import workers
+from groupscore.bounded.workers import BudgetExceeded, WorkerCrashed, WorkerPool, run_bounded, run_bounded_async
 
 SLACK_S = 1.0  # scheduling noise on a loaded 2-core machine; a hang would blow far past it
 
@@ -274,8 +274,8 @@ def _run_script(body: str, timeout_s: float = 60) -> subprocess.CompletedProcess
 
 def test_workers_are_gone_after_the_caller_exits():
     done = _run_script("""
-        from groupscore.verifiers.workers import WorkerPool, run_bounded
-        import test_verifiers_workers as t
+        from groupscore.bounded.workers import WorkerPool, run_bounded
+        import test_bounded_workers as t
         print(run_bounded(t.worker_pid, timeout_s=30))
     """)
     assert done.returncode == 0, done.stderr
@@ -285,8 +285,8 @@ def test_workers_are_gone_after_the_caller_exits():
 def test_worker_busy_when_its_caller_is_killed_exits_on_its_own():
     caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import threading
-        from groupscore.verifiers.workers import run_bounded
-        import test_verifiers_workers as t
+        from groupscore.bounded.workers import run_bounded
+        import test_bounded_workers as t
         print(run_bounded(t.worker_pid, timeout_s=30), flush=True)
         run_bounded(t.spin, 60, timeout_s=120)
     """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
@@ -303,7 +303,7 @@ def test_worker_busy_when_its_caller_is_killed_exits_on_its_own():
 
 def test_worker_output_goes_to_stderr_not_the_callers_stdout():
     done = _run_script("""
-        from groupscore.verifiers.workers import run_bounded
+        from groupscore.bounded.workers import run_bounded
         run_bounded(print, "from the worker", timeout_s=30)
         print("from the caller")
     """)

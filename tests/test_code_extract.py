@@ -1,6 +1,7 @@
 """Program extraction from completions: fences, languages, block choice, unfenced code, prompts."""
 
-from groupscore.verifiers.code.extract import ExtractionConfig, extract_program, fenced_blocks
+from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
+from groupscore.verifiers.text import fenced_blocks
 
 PY = ExtractionConfig("python")
 

@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
-from groupscore.service import integrations
-from groupscore.service.client import ScoreClient
+from groupscore.client import adapters
+from groupscore.client.http import ScoreClient
 from groupscore.service.groups import group_stats
-from groupscore.service.integrations import MissingColumn, compute_score, compute_score_batch, trl_reward_func
+from groupscore.client.adapters import MissingColumn, compute_score, compute_score_batch, trl_reward_func
 from groupscore.train.config import MonitorConfig
 from groupscore.train.evaluate import _pass_at
 from groupscore.train.grpo import mask_unscored
@@ -87,8 +87,8 @@ def test_trl_reward_checks_only_the_rows_of_its_own_kind_and_only_the_first_batc
 @pytest.fixture
 def verl_fake(monkeypatch):
     client = FakeClient()
-    monkeypatch.setattr(integrations, "_client_from_env", lambda: client)
-    monkeypatch.setattr(integrations, "_verl_checked", False)
+    monkeypatch.setattr(adapters, "_client_from_env", lambda: client)
+    monkeypatch.setattr(adapters, "_verl_checked", False)
     return client
 
 

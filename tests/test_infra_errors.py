@@ -17,15 +17,18 @@ from groupscore.sandbox import SandboxUnavailable
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.pool import ScoringPool, WorkerDied
 from groupscore.service.settings import Settings
-from groupscore.verifiers import batch, workers
+from groupscore.bounded import workers
+from groupscore import score as score_cli
+from groupscore.runtime import batch
 from groupscore.verifiers.code import sandbox_jobs
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
-from groupscore.verifiers.composite import RewardSpec, score_raw
+from groupscore.schema.reward import RewardSpec
+from groupscore.verifiers.scoring import score_raw
 from groupscore.verifiers.math import verify as math_verify
 from groupscore.verifiers.math.grader import Outcome
 from groupscore.verifiers.math.item import MathItem
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 
 def py(source: str) -> str:
@@ -164,18 +167,18 @@ def doubled_or_die(entries):
 def test_a_batch_item_that_kills_its_worker_gets_an_infra_error_verdict():
     failed = batch.infra_failure("x", workers.WorkerCrashed("bounded worker pid 7 died during f()"))
     assert failed.status is Status.infra_error and failed.details["infra"] == "worker_died" and failed.id == "x"
-    results = [r for part in batch._map_chunks(doubled_or_die, batch._infra_verdict, range(16), workers=2, chunk=4)
+    results = [r for part in batch.map_chunks(doubled_or_die, batch._infra_verdict, range(16), workers=2, chunk=4)
                for r in part]
     assert results[13].status is Status.infra_error and results[13].details["infra"] == "worker_died"
     assert [r for i, r in enumerate(results) if i != 13] == [2 * i for i in range(16) if i != 13]
 
 
 def test_groupscore_score_exits_1_when_an_item_was_not_scored(tmp_path, monkeypatch):
-    monkeypatch.setattr(batch, "_score_lines", _die_on_lines)
+    monkeypatch.setattr(score_cli, "_score_lines", _die_on_lines)
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "a", "verifier": "math", "completion": "1", "answer": "1"}\n')
     out = tmp_path / "out.jsonl"
-    assert batch.score_jsonl(source, out, workers=1, progress=False) == 1
+    assert score_cli.score_jsonl(source, out, workers=1, progress=False) == 1
     assert '"status": "infra_error"' in out.read_text() and '"line": 1' in out.read_text()
 
 

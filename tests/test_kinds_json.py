@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from groupscore.verifiers.registry import describe_error, parse_item, score_item
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 PERSON = {
     "type": "object",

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from groupscore.verifiers.registry import describe_error, parse_item, score_item
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 
 def score(completion: str, **fields):

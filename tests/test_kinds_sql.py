@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from groupscore.verifiers.registry import describe_error, parse_item, score_item
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 NEW_YORKERS = "SELECT name FROM customers WHERE city = 'New York'"
 

@@ -50,7 +50,7 @@ def run_python(code: str) -> list:
 def test_items_the_fast_path_decides_start_no_symbolic_pool_and_a_symbolic_item_starts_one():
     numeric, symbolic = run_python(f"""
         import json, os
-        from groupscore.verifiers.batch import score_batch
+        from groupscore.runtime.batch import score_batch
         verdicts = score_batch([{NUMERIC!r}, {FORMAT!r}], workers=1)
         assert [v.status.value for v in verdicts] == ["correct", "correct"], verdicts
         numeric = templates_below(os.getpid())
@@ -64,7 +64,7 @@ def test_items_the_fast_path_decides_start_no_symbolic_pool_and_a_symbolic_item_
 def test_batch_workers_report_no_bounded_pool_and_no_sympy_until_needed():
     before, after = run_python(f"""
         import json
-        from groupscore.verifiers import batch
+        from groupscore.runtime import batch
         batch.score_batch([{NUMERIC!r}], workers=1)
         pool = batch._batch_pool(1)
         before = pool.run(batch.worker_state, timeout_s=60)
@@ -80,7 +80,7 @@ def test_cli_process_on_an_empty_file_starts_nothing_and_imports_no_item_models(
     started, loaded = run_python(f"""
         import json, os, sys
         from groupscore.cli import main
-        from groupscore.verifiers import workers
+        from groupscore.bounded import workers
         assert main(["score", {str(tmp_path / "empty.jsonl")!r}, "-o", {str(tmp_path / "out.jsonl")!r}]) == 0
         print(json.dumps([workers.templates_started + templates_below(os.getpid(), min_depth=1),
                           sorted(m for m in ("pydantic", "tqdm", *{HEAVY!r}) if m in sys.modules)]))
@@ -104,7 +104,8 @@ def test_cli_process_scoring_items_imports_no_heavy_module(tmp_path):
 def test_service_scoring_process_starts_its_symbolic_pool_at_warm_up():
     before, after, state = run_python("""
         import json
-        from groupscore.verifiers import batch, workers
+        from groupscore.bounded import workers
+        from groupscore.runtime import batch
         from groupscore.service.worker import warm
         before = workers.templates_started
         pid, problems = warm()

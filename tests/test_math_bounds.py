@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from groupscore.verifiers import workers
+from groupscore.bounded import workers
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.registry import score_item
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 BUDGET_S = 2.0  # the default MathItem.timeout_s
 SLACK_S = 1.0  # scheduling noise on a shared 2-core machine; a hang overshoots by far more

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groupscore.verifiers import workers
+from groupscore.bounded import workers
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.registry import score_item
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 # Short budgets keep the suite fast; the properties hold for any budget.
 BUDGET_S = 1.0

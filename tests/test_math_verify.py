@@ -9,7 +9,7 @@ import pytest
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import score_math
 from groupscore.verifiers.registry import parse_item, score_item
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 
 def score(completion: str, answer: str, **knobs):

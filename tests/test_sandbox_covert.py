@@ -18,7 +18,7 @@ import pytest
 
 from groupscore.sandbox import Limits, RunResult, Status, ensure_available, run
 from groupscore.sandbox.toolchains import toolchain
-from groupscore.verifiers.batch import score_batch
+from groupscore.runtime.batch import score_batch
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.verifiers import batch, registry
-from groupscore.verifiers.composite import RewardSpec
+from groupscore import score as score_cli
+from groupscore.runtime import batch
+from groupscore.verifiers import registry
+from groupscore.schema.reward import RewardSpec
 from groupscore.verifiers.math.item import MathItem
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 RECORD_FIELDS = {"id", "reward", "status", "extracted", "reason"}
 
@@ -91,7 +93,7 @@ def test_score_jsonl_in_process_matches_score_batch(tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(item) + "\n" for item in items))
     out = tmp_path / "out.jsonl"
-    assert batch.score_jsonl(source, out, workers=2, progress=False) == 0
+    assert score_cli.score_jsonl(source, out, workers=2, progress=False) == 0
     from_file = [(r["id"], r["status"], r["reward"]) for r in read_records(out)]
     from_batch = [(v.id, v.status.value, v.reward) for v in batch.score_batch(items, workers=2)]
     assert from_file == from_batch
@@ -148,7 +150,7 @@ def test_a_worker_dying_or_hanging_on_one_entry_costs_only_that_entry(monkeypatc
     monkeypatch.setattr(batch, "CHUNK_GUARD_BASE_S", 1.0)
     monkeypatch.setattr(batch, "CHUNK_GUARD_PER_ITEM_S", 0.1)
     monkeypatch.setattr(batch, "ITEM_GUARD_S", 2.0)
-    results = [r for part in batch._map_chunks(doubled_or_die, lambda entry, exc: (entry, f"{type(exc).__name__}"),
+    results = [r for part in batch.map_chunks(doubled_or_die, lambda entry, exc: (entry, f"{type(exc).__name__}"),
                                                 range(40), workers=2, chunk=8) for r in part]
     assert len(results) == 40
     for entry, result in enumerate(results):

@@ -9,9 +9,9 @@ import inspect
 import httpx
 import pytest
 
-from groupscore.service import integrations
+from groupscore.client import adapters
 from groupscore.service.embedded import start_embedded
-from groupscore.service.integrations import compute_score, compute_score_batch, trl_reward_func
+from groupscore.client.adapters import compute_score, compute_score_batch, trl_reward_func
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_trl_plain_text_completions_and_renamed_columns(url):
 
 def test_verl_compute_score_math_and_code(url, monkeypatch):
     monkeypatch.setenv("GROUPSCORE_URL", url)
-    monkeypatch.setattr(integrations, "_verl_client", None)
+    monkeypatch.setattr(adapters, "_verl_client", None)
     assert compute_score("openai/gsm8k", "so #### \\boxed{72}", "72", {"split": "train"}) == \
         {"score": 1.0, "acc": 1.0, "infra_error": 0.0}
     assert compute_score("openai/gsm8k", "\\boxed{71}", "72")["score"] == 0.0

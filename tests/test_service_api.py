@@ -10,7 +10,7 @@ import threading
 import httpx
 import pytest
 
-from groupscore.service.client import ScoreClient, ServiceError
+from groupscore.client.http import ScoreClient, ServiceError
 from groupscore.service.embedded import start_embedded
 
 MAX_BODY = 4 * 1024 * 1024
@@ -274,7 +274,7 @@ def test_concurrent_clients_each_get_their_own_answers_in_order(url):
 def test_async_client_and_sharding_over_two_urls_keep_order(url):
     import asyncio
 
-    from groupscore.service.client import AsyncScoreClient
+    from groupscore.client.http import AsyncScoreClient
 
     items = [math_item(i, str(i), str(i)) for i in range(101)]
 
@@ -292,7 +292,7 @@ def test_async_client_and_sharding_over_two_urls_keep_order(url):
 
 
 def test_client_fails_over_from_a_dead_url(url):
-    from groupscore.service.client import RetryPolicy
+    from groupscore.client.http import RetryPolicy
     from groupscore.service.embedded import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"
@@ -302,7 +302,7 @@ def test_client_fails_over_from_a_dead_url(url):
 
 
 def test_client_gives_up_after_its_retries_with_a_service_error():
-    from groupscore.service.client import RetryPolicy
+    from groupscore.client.http import RetryPolicy
     from groupscore.service.embedded import free_port
 
     with ScoreClient(f"http://127.0.0.1:{free_port()}", retry=RetryPolicy(max_retries=2, backoff_s=0.01)) as client:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from groupscore.service import codec
+from groupscore.schema import codec
 from groupscore.service.metrics import ServiceMetrics
 
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from groupscore.service.embedded import start_embedded
-from groupscore.service.integrations import trl_reward_func
+from groupscore.client.adapters import trl_reward_func
 
 DEADLINE_S = 1.0
 SLEEP_S = 2.5  # past the deadline, short enough to free the worker soon after

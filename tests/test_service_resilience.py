@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from groupscore.service.client import RetryPolicy, ScoreClient
+from groupscore.client.http import RetryPolicy, ScoreClient
 from groupscore.service.embedded import start_embedded
 
 QUEUE = 8

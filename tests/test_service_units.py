@@ -9,12 +9,14 @@ import pytest
 from pydantic import ValidationError
 
 from groupscore.sandbox import CompileResult, RunResult, Status
-from groupscore.service.client import RetryPolicy, _shards
+from groupscore.client.http import RetryPolicy, _shards
 from groupscore.service.groups import group_stats
-from groupscore.service.integrations import completion_text, verl_item
+from groupscore.client.adapters import completion_text, verl_item
 from groupscore.service.protocols import label_item, response_text, sandbox_fusion_response
 from groupscore.service.settings import Settings
-from groupscore.verifiers.composite import RewardSpec, total_reward
+from groupscore.schema.reward import RewardSpec
+from groupscore.verifiers.composite import CheckedRewardSpec
+from groupscore.verifiers.composite import total_reward
 
 
 # -- group statistics, by hand ------------------------------------------------------------------------------------
@@ -91,7 +93,7 @@ def test_clipped_sum_and_gate():
 ])
 def test_bad_reward_specs_are_refused_with_the_reason(components, message):
     with pytest.raises(ValidationError, match=message):
-        RewardSpec.model_validate({"components": components})
+        CheckedRewardSpec.model_validate({"components": components})
 
 
 # -- client --------------------------------------------------------------------------------------------------------------

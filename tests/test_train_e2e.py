@@ -126,7 +126,7 @@ def test_dry_run_reports_a_reference_that_does_not_score_1(service_url, tmp_path
 
 
 def test_code_taskset_references_pass_their_hidden_tests_through_the_service(service_url):
-    from groupscore.service.client import ScoreClient
+    from groupscore.client.http import ScoreClient
     from groupscore.train.commands import check_references
     from groupscore.train.scoring import ServiceScorer, wire_group
     from groupscore.train.taskset import load_tasks

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.verifiers.batch import score_one
-from groupscore.verifiers.composite import RewardSpec
+from groupscore.runtime.batch import score_one
+from groupscore.schema.reward import RewardSpec
 from groupscore.verifiers.registry import KINDS, VERSIONS
-from groupscore.verifiers.schema import Verdict, join_versions, split_versions
+from groupscore.schema.verdict import Verdict, join_versions, split_versions
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -62,7 +62,7 @@ def test_version_tags_round_trip_and_malformed_tags_are_refused():
 
 
 def test_cli_records_carry_the_version(tmp_path):
-    from groupscore.verifiers.batch import score_jsonl
+    from groupscore.score import score_jsonl
 
     source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     source.write_text(json.dumps(MATH) + "\n")

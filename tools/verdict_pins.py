@@ -108,7 +108,7 @@ def verdict_text(reward: float, status: str) -> str:
 
 def score(found: FixtureItems, kinds: list[str], workers: int | None = None) -> dict[str, dict[str, str]]:
     """kind -> key -> verdict_text, for `kinds`; one batch for all of them, so the worker pool starts once."""
-    from groupscore.verifiers.batch import score_batch
+    from groupscore.runtime.batch import score_batch
 
     keys = [(kind, key) for kind in kinds for key in found.items.get(kind, {})]
     verdicts = score_batch([found.items[kind][key] for kind, key in keys], workers=workers)

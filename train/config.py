@@ -9,7 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from groupscore.train.tiny_model import TinyModelSpec
-from groupscore.verifiers.composite import RewardSpec
+from groupscore.verifiers.composite import CheckedRewardSpec
 
 
 class _Section(BaseModel):
@@ -51,7 +51,7 @@ class ServiceConfig(_Section):
     urls: list[str] = Field(default_factory=list, description="External service URL(s); empty = start one embedded.")
     token: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
-    reward: RewardSpec | None = Field(default=None, description="Composite reward (components, weights, gate); "
+    reward: CheckedRewardSpec | None = Field(default=None, description="Composite reward (components, weights, gate); "
                                       "left out: each item's own verifier.")
     allow_mixed_verifier_versions: bool = Field(
         default=False, description="Train on after the service's verifier versions change mid-run (a service "

@@ -7,7 +7,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from groupscore.verifiers.schema import Status
+from groupscore.schema.verdict import Status
 
 INFRA_ERROR = Status.infra_error.value  # the verdict status of a completion the service could not score
 
@@ -48,7 +48,7 @@ class ServiceScorer:
 
     def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0, reward: Any = None,
                  allow_mixed_versions: bool = False):
-        from groupscore.service.client import ScoreClient
+        from groupscore.client.http import ScoreClient
         from groupscore.train.versions import VersionLedger
 
         self.urls, self.token, self.timeout_s, self.reward = urls, token, timeout_s, reward
@@ -67,7 +67,7 @@ class ServiceScorer:
     async def ascore_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
         import asyncio
 
-        from groupscore.service.client import AsyncScoreClient
+        from groupscore.client.http import AsyncScoreClient
 
         loop = asyncio.get_running_loop()
         if self._async is None or self._async_loop is not loop:  # a new trainer brings a new loop

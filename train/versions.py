@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from groupscore.verifiers.schema import split_versions
+from groupscore.schema.verdict import split_versions
 
 ALLOW_FLAG = "service.allow_mixed_verifier_versions"
 

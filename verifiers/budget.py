@@ -6,9 +6,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from groupscore.verifiers.composite import RewardSpec, component_item
+from groupscore.schema.item import ItemBase
+from groupscore.schema.reward import RewardSpec
+from groupscore.verifiers.composite import component_item
 from groupscore.verifiers.registry import parse_item
-from groupscore.verifiers.schema import ItemBase
 
 
 def item_time_budget_s(raw: Any, spec: RewardSpec | None = None) -> float:
@@ -36,7 +37,7 @@ def runs_programs(raw: Any, spec: RewardSpec | None = None) -> bool:
 
 
 def _budget(item: ItemBase) -> float:
-    if item.verifier != "code":  # type: ignore[attr-defined]
+    if item.verifier != "code":
         return 0.0
     from groupscore.verifiers.code.verify import time_budget_s  # the sandbox only where code items come
 

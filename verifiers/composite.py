@@ -1,109 +1,53 @@
 """Composite rewards: several verifier components scored on one completion, weighted, gated, folded into [0, 1].
 
-A `RewardSpec` names components. Each component scores the same completion with one verifier kind:
-
-- `verifier` left out (or equal to the item's own kind): the item itself, with `params` overriding its fields
-  (e.g. `{"name": "strict", "params": {"strict": true}}`);
-- another kind: a fresh item of that kind built from the item's `id` and `completion` plus `params`
-  (e.g. `{"name": "format", "verifier": "format", "params": {...}}`).
-
-The total is folded into [0, 1] so that it is still a valid `Verdict.reward`:
-
-- `weighted_mean` (default): sum(w_i * s_i) / sum(w_i). "correctness 1.0 + format 0.2" gives (c + 0.2 f) / 1.2,
-  so a correct, well-formatted answer scores 1 and the ratio between components is what the weights say.
-- `clipped_sum`: min(1, sum(w_i * s_i)), for weights that already sum to 1 ("0.7 outcome + 0.3 format") or
-  for bonuses meant to saturate.
-
-A component marked `gate` must score at least its `gate_threshold` (default 1.0), otherwise the total is 0
-whatever the other components say ("format required, else 0"). Every component's own score is kept in
-`Verdict.components`, gated or not, so a trainer can log each one.
+The spec itself (components, weights, gates, normalisation) is wire schema: `groupscore.schema.reward`, whose
+docstring says how the total is formed. Here: the kind-level check of a spec (`CheckedRewardSpec`: do the params fit
+the kind's item model?), the item each component scores, and the folding of their verdicts into one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError, model_validator
 
-from groupscore.verifiers.registry import KINDS, describe_error, parse_item, score_item
-from groupscore.verifiers.schema import ItemBase, Status, Verdict, join_versions, split_versions
+from groupscore.schema.item import ItemBase
+from groupscore.schema.reward import Component, RewardSpec
+from groupscore.schema.verdict import Status, Verdict, join_versions, split_versions
+from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
-# Fields a component may not set through params: they always come from the item being scored.
-_RESERVED = frozenset({"id", "completion", "verifier"})
-
-
-class Component(BaseModel):
-    """One scored part of a composite reward."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
-                      description="Label of this component in results and logs (letters, digits, _ . -).")
-    weight: float = Field(default=1.0, ge=0.0, le=1e6, description="Relative weight in the total.")
-    verifier: str | None = Field(default=None, description="Verifier kind; left out: the item's own kind.")
-    params: dict[str, Any] = Field(default_factory=dict,
-                                   description="The kind's item fields (all but id, completion and verifier).")
-    gate: bool = Field(default=False, description="When true, the total is 0 unless this component reaches the threshold.")
-    gate_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
-
-    @field_validator("verifier")
-    @classmethod
-    def _verifier_is_known(cls, verifier: str | None) -> str | None:
-        if verifier is not None and verifier not in KINDS:
-            raise ValueError(f"unknown verifier kind {verifier!r}; known: {', '.join(sorted(KINDS))}")
-        return verifier
-
-    @field_validator("params")
-    @classmethod
-    def _params_leave_item_fields_alone(cls, params: dict[str, Any]) -> dict[str, Any]:
-        reserved = sorted(_RESERVED & params.keys())
-        if reserved:
-            raise ValueError(f"params may not set {', '.join(reserved)}: they come from the item")
-        return params
-
-
-class RewardSpec(BaseModel):
-    """Components, their weights and gates, and how the total is normalised into [0, 1]."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    components: list[Component] = Field(min_length=1, max_length=16)
-    normalise: Literal["weighted_mean", "clipped_sum"] = "weighted_mean"
+class CheckedRewardSpec(RewardSpec):
+    """A RewardSpec whose components' params are checked against their kinds' item models when it is parsed, so a bad
+    spec fails the request (or the config) with the field path, not every item it would score."""
 
     @model_validator(mode="after")
-    def _consistent(self) -> RewardSpec:
-        names = [c.name for c in self.components]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"component names must be unique; repeated: {', '.join(duplicates)}")
-        if sum(c.weight for c in self.components) <= 0.0:
-            raise ValueError("at least one component needs a positive weight")
-        # Params of a named kind can be checked now, so a bad spec fails the request, not every item. Missing fields
-        # are not errors here: when the item is of the same kind, they come from the item.
+    def _params_fit_their_kinds(self) -> CheckedRewardSpec:
+        # Missing fields are not errors here: when the item is of the same kind, they come from the item.
         for index, component in enumerate(self.components):
-            if component.verifier is not None:
-                try:
-                    parse_item({"verifier": component.verifier, "completion": "", **component.params})
-                except ValidationError as exc:
-                    problems = [e for e in exc.errors(include_url=False) if e["type"] != "missing"]
-                    if problems:
-                        # loc[0] is the union's tag (the kind); the rest is the path inside params.
-                        raise ValueError("; ".join(
-                            f"components.{index}.params.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
-                            for e in problems)) from None
+            if component.verifier is None:
+                continue
+            try:
+                parse_item({"verifier": component.verifier, "completion": "", **component.params})
+            except ValidationError as exc:
+                problems = [e for e in exc.errors(include_url=False) if e["type"] != "missing"]
+                if problems:
+                    # loc[0] is the union's tag (the kind); the rest is the path inside params.
+                    raise ValueError("; ".join(
+                        f"components.{index}.params.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
+                        for e in problems)) from None
         return self
 
 
-def load_reward_spec(path: Path | str) -> RewardSpec:
+def load_reward_spec(path: Path | str) -> CheckedRewardSpec:
     """A RewardSpec from a JSON file; ValueError says what is wrong (the file, its JSON, or which field)."""
     try:
         text = Path(path).read_text()
     except OSError as exc:
         raise ValueError(f"cannot read the reward spec {path}: {exc.strerror or exc}") from None
     try:
-        return RewardSpec.model_validate_json(text)
+        return CheckedRewardSpec.model_validate_json(text)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<spec>'}: {e['msg']}"
                              for e in exc.errors(include_url=False))
@@ -112,8 +56,7 @@ def load_reward_spec(path: Path | str) -> RewardSpec:
 
 def component_item(item: ItemBase, component: Component) -> ItemBase:
     """The item one component scores (raises ValidationError when the params do not fit the kind)."""
-    own_kind = item.verifier  # type: ignore[attr-defined]
-    if component.verifier is None or component.verifier == own_kind:
+    if component.verifier is None or component.verifier == item.verifier:
         if not component.params:
             return item
         return parse_item({**item.model_dump(), **component.params})
@@ -178,31 +121,3 @@ def combined_version(verdicts: Iterable[Verdict]) -> str | None:
         if verdict.verifier_version is not None:
             versions.update(split_versions(verdict.verifier_version))
     return join_versions(versions) if versions else None
-
-
-def raw_item_id(raw: Any) -> str | int | None:
-    """The id of a raw item when it has a usable one, so an error verdict still lines up with its input."""
-    if isinstance(raw, dict):
-        candidate = raw.get("id")
-        if isinstance(candidate, (str, int)) and not isinstance(candidate, bool):
-            return candidate
-    return None
-
-
-def score_raw(raw: Any, spec: RewardSpec | None = None) -> Verdict:
-    """Validate and score one raw item (a dict); a bad item or a failing verifier yields an error verdict."""
-    if not isinstance(raw, dict):
-        return Verdict.error(None, f"invalid item: <item>: must be a JSON object, not {type(raw).__name__}")
-    try:
-        item = parse_item(raw)
-    except ValidationError as exc:
-        return Verdict.error(raw_item_id(raw), f"invalid item: {describe_error(exc)}")
-    return score_valid(item, spec)
-
-
-def score_valid(item: ItemBase, spec: RewardSpec | None = None) -> Verdict:
-    """Score a validated item; a failing verifier yields an error verdict."""
-    try:
-        return score_item(item) if spec is None else score_composite(item, spec)
-    except Exception as exc:  # noqa: BLE001 - one failing item must not take the batch down
-        return Verdict.error(item.id, f"verifier {item.verifier!r} failed: {type(exc).__name__}: {exc}")  # type: ignore[attr-defined]

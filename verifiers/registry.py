@@ -12,13 +12,15 @@ from typing import Annotated, Any, Callable, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from groupscore.schema.item import ItemBase
+from groupscore.schema.reward import KIND_NAMES
+from groupscore.schema.verdict import Verdict, join_versions
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.format.item import FormatItem
 from groupscore.verifiers.json_schema.item import JsonItem
 from groupscore.verifiers.length.item import LengthItem
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.sql.item import SqlItem
-from groupscore.verifiers.schema import ItemBase, Verdict, join_versions
 
 # The version of each kind's verdicts; every verdict carries it as `verifier_version` ("math@2").
 #
@@ -80,6 +82,9 @@ KINDS: dict[str, VerifierKind] = {
     )
 }
 
+if tuple(KINDS) != KIND_NAMES or set(VERSIONS) != set(KIND_NAMES):  # the wire's vocabulary and ours must agree
+    raise RuntimeError(f"registry kinds {tuple(KINDS)} differ from groupscore.schema.reward.KIND_NAMES {KIND_NAMES}")
+
 Item = Annotated[Union[tuple(k.item_model for k in KINDS.values())], Field(discriminator="verifier")]
 _item_adapter: TypeAdapter[Any] = TypeAdapter(Item)
 
@@ -101,7 +106,7 @@ def describe_error(exc: ValidationError) -> str:
 def score_item(item: ItemBase) -> Verdict:
     """Score one validated item in this process (each kind enforces its own time bound), stamped with the kind's
     version; an infra_error verdict (nothing was judged) carries none."""
-    kind = KINDS[item.verifier]  # type: ignore[attr-defined]
+    kind = KINDS[item.verifier]
     verdict = kind.scorer(item)
     if verdict.id != item.id or (verdict.status != "infra_error" and verdict.verifier_version != kind.version_tag):
         # A copy, not an assignment: scorers may hand out cached verdicts. Plain setattr on the copy (no validation

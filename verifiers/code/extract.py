@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from groupscore.verifiers.text import fenced_blocks
+
 Language = Literal["python", "c", "cpp"]
 BlockChoice = Literal["last", "first", "longest", "all"]
 
@@ -18,7 +20,6 @@ LANGUAGE_TAGS: dict[str, frozenset[str]] = {
     "cpp": frozenset({"cpp", "c++", "cc", "cxx", "hpp", "h++"}),
 }
 
-_FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)[ \t]*([^\s`{]*)[^\n]*$")
 _C_LIKE = re.compile(r"#\s*include\s*[<\"]|\bint\s+main\s*\(|\bvoid\s+main\s*\(")
 
 
@@ -27,38 +28,6 @@ class ExtractionConfig:
     language: Language = "python"
     block: BlockChoice = "last"
     prompt: str | None = None  # prepended to what is extracted (HumanEval-style body completions)
-
-
-@dataclass(frozen=True)
-class FencedBlock:
-    tag: str  # the info string's first word, lowercased ("" when untagged)
-    code: str
-    terminated: bool
-
-
-def fenced_blocks(text: str) -> list[FencedBlock]:
-    """Every fenced block in order; a fence left open at the end runs to the end of the text (a cut-off generation)."""
-    blocks: list[FencedBlock] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        opening = _FENCE.match(lines[i])
-        if not opening:
-            i += 1
-            continue
-        fence, tag = opening.group(1), opening.group(2).lower()
-        body: list[str] = []
-        i += 1
-        while i < len(lines):
-            closing = _FENCE.match(lines[i])
-            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) and not closing.group(2):
-                break
-            body.append(lines[i])
-            i += 1
-        terminated = i < len(lines)
-        blocks.append(FencedBlock(tag=tag, code="\n".join(body) + "\n" if body else "", terminated=terminated))
-        i += 1
-    return blocks
 
 
 def looks_like_program(code: str, language: Language, prompt: str | None = None) -> bool:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from groupscore.verifiers.schema import ItemBase
+from groupscore.schema.item import ItemBase
 
 
 class _Test(BaseModel):

@@ -29,7 +29,7 @@ from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.jail_runner import MARSHAL_VERSION, NotPlainData, encode_value, parse_answer
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
 MAX_MESSAGE_CHARS = 300

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from groupscore.verifiers.schema import ItemBase
+from groupscore.schema.item import ItemBase
 
 _TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,31}$")
 
@@ -42,7 +42,7 @@ class FormatItem(ItemBase):
     @classmethod
     def _regex_is_linear(cls, regex: str | None) -> str | None:
         if regex is not None:
-            from groupscore.verifiers.linear_regex import compile_linear
+            from groupscore.verifiers.text import compile_linear
 
             compile_linear(regex)  # raises ValueError, which pydantic reports at the field path `regex`
         return regex

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from groupscore.verifiers.format.item import FormatItem
-from groupscore.verifiers.linear_regex import compile_linear
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.verifiers.text import compile_linear
+from groupscore.schema.verdict import Status, Verdict
 
 
 @dataclass(frozen=True)

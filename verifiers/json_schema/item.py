@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from groupscore.verifiers.schema import ItemBase
+from groupscore.schema.item import ItemBase
 
 
 class JsonItem(ItemBase):

@@ -13,9 +13,9 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from groupscore.verifiers.fenced_document import find_document
+from groupscore.verifiers.text import find_document
 from groupscore.verifiers.json_schema.item import JsonItem
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 MAX_MESSAGES = 5
 IN_PROCESS_MAX_CHARS = 100_000
@@ -77,7 +77,7 @@ def score_json(item: JsonItem) -> Verdict:
 
     try:
         if len(text) > IN_PROCESS_MAX_CHARS or _uses_slow_keywords(item.json_schema):
-            from groupscore.verifiers.workers import (BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded,
+            from groupscore.bounded.workers import (BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded,
                                                       start_once)
 
             start_once([__name__])  # the pool's cold start is not this item's time: it happens once, outside it

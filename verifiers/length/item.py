@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from groupscore.verifiers.schema import ItemBase
+from groupscore.schema.item import ItemBase
 
 
 class LengthItem(ItemBase):

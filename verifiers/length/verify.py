@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from groupscore.verifiers.length.item import LengthItem
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 
 def measure(text: str, unit: str) -> int:

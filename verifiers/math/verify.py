@@ -24,7 +24,7 @@ from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.parser import LENIENT, NO_FALLBACK, STRICT, STRICT_NO_FALLBACK, box_run, extract_answer
 from groupscore.verifiers.math.qualifiers import different_units, units_of, unqualified_in
 from groupscore.verifiers.math.reference import parse_gold
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.schema.verdict import Status, Verdict
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
 MAX_GOLD_CHARS = 4000
@@ -77,7 +77,7 @@ def warm_up_symbolic() -> None:
     `_symbolic` calls it before the first comparison the fast path cannot decide, so a process that never meets one
     (`groupscore score` on numeric answers) never starts them; the service calls it when a scoring process starts,
     so that no request waits for sympy."""
-    from groupscore.verifiers.workers import start_once
+    from groupscore.bounded.workers import start_once
 
     start_once(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
 
@@ -87,7 +87,7 @@ _ensure_workers = warm_up_symbolic  # what the scorer calls (tests replace it)
 
 def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Outcome | None:
     """The worker's outcome, or None if the budget ran out."""
-    from groupscore.verifiers.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
+    from groupscore.bounded.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
 
     key = (pred, gold, rel_tol, conventions)
     cached = _symbolic_cache.get(key)
@@ -175,7 +175,7 @@ def score_math(item: MathItem) -> Verdict:
     try:
         return _score(item)
     except Exception as exc:  # noqa: BLE001 - one item's failure is that item's error verdict, not the batch's
-        from groupscore.verifiers.workers import WorkerCrashed, WorkerUnavailable
+        from groupscore.bounded.workers import WorkerCrashed, WorkerUnavailable
 
         if isinstance(exc, (WorkerCrashed, WorkerUnavailable)):  # not cached: the next try may well work
             cause = "worker_died" if isinstance(exc, WorkerCrashed) else "worker_unavailable"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from groupscore.verifiers.schema import ItemBase
+from groupscore.schema.item import ItemBase
 
 
 class SqlItem(ItemBase):

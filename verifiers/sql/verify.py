@@ -11,8 +11,8 @@ import sqlite3
 from collections import Counter
 from typing import Any
 
-from groupscore.verifiers.fenced_document import find_document
-from groupscore.verifiers.schema import Status, Verdict
+from groupscore.verifiers.text import find_document
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.sql.databases import SetupError, deadline, read_only_copy, script_for
 from groupscore.verifiers.sql.item import SqlItem
 
