@@ -1,4 +1,5 @@
-# Two entry points: `make demo` and `make test`. Both build the environment first.
+# Two entry points: `make demo` and `make test`. Both build the environment first. `make lint` checks the code's
+# form and structure (ruff, mypy, the import contracts); CI (.ci/run) runs lint, then test.
 PYTHON312 := $(shell tools/find-python312)
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -7,14 +8,14 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test bench install clean
+.PHONY: demo test lint bench install clean
 
 $(STAMP): pyproject.toml tools/install-system-deps
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found" >&2; exit 1; }
 	tools/install-system-deps
 	test -x $(VENV)/bin/python || $(PYTHON312) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
-	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench]'
+	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench,lint]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -24,6 +25,21 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+# Every step runs, and the target fails if any failed. mypy and lint-imports read the package through a view of the
+# installed layout (package-dir maps folders to names, which neither can follow): tools/import_graph.py --view.
+LINT_VIEW := build/import-view
+lint: $(STAMP)
+	@fail=0; \
+	echo "== ruff check"; $(VENV)/bin/ruff check . || fail=1; \
+	echo "== ruff format --check"; $(VENV)/bin/ruff format --check . || fail=1; \
+	$(VENV)/bin/python tools/import_graph.py --view $(LINT_VIEW) >/dev/null || fail=1; \
+	echo "== mypy"; $(VENV)/bin/mypy > $(LINT_VIEW)/mypy.txt; status=$$?; \
+	sed -E 's#^$(LINT_VIEW)/groupscore/([a-z_]+)/#\1/#; s#^$(LINT_VIEW)/groupscore/#cli/#' $(LINT_VIEW)/mypy.txt; \
+	test $$status -eq 0 || fail=1; \
+	echo "== lint-imports"; PYTHONPATH=$(LINT_VIEW) $(VENV)/bin/lint-imports --no-cache || fail=1; \
+	echo "== tools/import_graph.py"; $(VENV)/bin/python tools/import_graph.py || fail=1; \
+	exit $$fail
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py

@@ -214,3 +214,44 @@ def test_import_linter_contracts_say_what_the_flow_table_says() -> None:
     for i, layer in enumerate(order):  # a layer never imports one above it, nor a sibling
         for package in layer:
             assert not import_graph.FLOW[package] & set().union(*order[: i + 1]), package
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter on a tree, through the view (as `make lint` runs it), with the repository's own contracts."""
+    pytest.importorskip("importlinter")
+    with open(REPO / "pyproject.toml", "rb") as f:
+        contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    known = {"groupscore.verifiers", "groupscore.sandbox", "groupscore.schema"}
+    lines = ["[importlinter]", "root_package = groupscore"]
+    for c in contracts:  # the contracts about the packages the synthetic tree has, as an .ini file
+        forbidden = [m for m in c.get("forbidden_modules", ()) if m in known]
+        if c["type"] == "forbidden" and c["source_modules"][0] in known and forbidden:
+            lines += [
+                f"[importlinter:contract:{c['id']}]",
+                f"name = {c['name']}",
+                "type = forbidden",
+                f"source_modules = {c['source_modules'][0]}",
+                "forbidden_modules =",
+                *(f"    {m}" for m in forbidden),
+                "allow_indirect_imports = true",
+            ]
+    (root / ".importlinter").write_text("\n".join(lines) + "\n")
+    view = import_graph.build_view(root, root / "view").parent
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    return subprocess.run(
+        [str(lint_imports), "--config", ".importlinter", "--no-cache"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(view), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_import_linter_sees_the_mapped_packages_and_fails_on_a_planted_arrow(tmp_path: Path) -> None:
+    clean = _lint_imports(_tree(tmp_path / "clean", {}))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "KEPT" in clean.stdout and "BROKEN" not in clean.stdout
+    bad = _lint_imports(_tree(tmp_path / "bad", {"schema/verdict.py": "from groupscore.sandbox import jail\n"}))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "groupscore.schema is not allowed to import groupscore.sandbox" in bad.stdout
