@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from groupscore.sandbox import Limits, Status, ensure_available, run
+from groupscore.sandbox import Limits, RunStatus, ensure_available, run
 from groupscore.sandbox.jail import cgroup_note
 from groupscore.sandbox.toolchains import toolchain
 
@@ -47,7 +47,7 @@ def plain_no_site(exe: str, path: str) -> None:
 
 def jailed_once(_: str, __: str) -> None:
     r = run({"main.py": PROGRAM}, stdin=STDIN, limits=Limits(wall_time_s=10))
-    assert r.status is Status.OK and r.stdout == EXPECTED, r
+    assert r.status is RunStatus.OK and r.stdout == EXPECTED, r
 
 
 def _cpu_s() -> float:

@@ -2,21 +2,23 @@
 
     from groupscore.sandbox import run, run_many, Limits, RunResult, SandboxUnavailable
     r = run({"main.py": "print(input())"}, stdin="hi", limits=Limits(wall_time_s=2))
-    r.status, r.stdout            # Status.OK, "hi\\n"
+    r.status, r.stdout            # RunStatus.OK, "hi\\n"
 
 Results leave the jail through stdout/stderr and through `collect=[...]` files (RunResult.files).
 """
 
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
+from groupscore.sandbox.parallel import BAD_REQUEST, RunRequest, default_workers, run_many
 from groupscore.sandbox.policy import Policy
-from groupscore.sandbox.pool import RunRequest, default_workers, run_many
-from groupscore.sandbox.result import CompileResult, RunResult, Status
+from groupscore.sandbox.result import CompileResult, RunResult, RunStatus
 from groupscore.sandbox.runner import ensure_available, run
+from groupscore.sandbox.toolchains import LANGUAGES, MAIN_FILE
 
 __all__ = [
-    "BadRunRequest", "COMPILE_LIMITS", "CompileResult", "Limits", "Policy", "RunRequest", "RunResult", "SandboxUnavailable",
-    "Status", "default_workers", "ensure_available", "run", "run_many", "policy_for",
+    "BAD_REQUEST", "BadRunRequest", "COMPILE_LIMITS", "CompileResult", "LANGUAGES", "Limits", "MAIN_FILE", "Policy", "RunRequest",
+    "RunResult", "RunStatus", "SandboxUnavailable", "default_workers", "ensure_available", "run", "run_many",
+    "policy_for",
 ]
 
 

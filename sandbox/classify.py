@@ -4,43 +4,43 @@ from __future__ import annotations
 
 import signal
 
-from groupscore.sandbox.jail import TIME_LIMIT_RE, Outcome
+from groupscore.sandbox.jail import TIME_LIMIT_RE, RawRun
 from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.result import Status
+from groupscore.sandbox.result import RunStatus
 
 
 def _tail(text: str, n: int = 400) -> str:
     return text[-n:]
 
 
-def classify(out: Outcome, limits: Limits) -> tuple[Status, str | None]:
+def classify(out: RawRun, limits: Limits) -> tuple[RunStatus, str | None]:
     # An OOM kill recorded in the run's own slot comes first, even when nsjail left no exit status: the slot holds
     # nothing but this run, so the run charged that memory (memfd or tmpfs pages count in no process's RSS, and the
     # kernel may then pick nsjail itself as the largest process). A sandbox error here would be a masked infra_error
     # that a program could choose to get instead of its 0.
     if out.oom_killed:  # also before timeout: an OOM kill explains a run that then hung on its dead children
-        return Status.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
+        return RunStatus.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.setup_failed:
         errs = [ln for ln in out.log.splitlines() if ln.startswith(("[E]", "[F]", "[W]"))]
-        return Status.SANDBOX_ERROR, "jail setup failed: " + (" | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}")
+        return RunStatus.SANDBOX_ERROR, "jail setup failed: " + (" | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}")
     if out.output_limit:
-        return Status.OUTPUT_LIMIT, f"output passed {limits.max_output_bytes} bytes; run stopped"
+        return RunStatus.OUTPUT_LIMIT, f"output passed {limits.max_output_bytes} bytes; run stopped"
     if out.timed_out:
-        return Status.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
+        return RunStatus.TIMEOUT, f"wall clock limit {limits.wall_time_s}s"
     # SIGXCPU at the soft limit; SIGKILL at the hard one (soft + 1 s) if the program ignored SIGXCPU.
     # The kernel's CPU clock for rlimits runs a little ahead of wait4's accounting, hence the margin.
     if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds * 0.9):
-        return Status.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
+        return RunStatus.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
     if TIME_LIMIT_RE.search(out.log):
-        return Status.TIMEOUT, "nsjail time limit"
+        return RunStatus.TIMEOUT, "nsjail time limit"
     if out.exit_code not in (None, 0) or out.signal is not None:
         tail = _tail(out.stderr.decode(errors="replace")).rstrip().splitlines()
         last = tail[-1] if tail else ""
         if last.startswith("MemoryError") or "std::bad_alloc" in last:
-            return Status.MEMORY_LIMIT, f"out of memory (address space {limits.address_space_mb} MB)"
+            return RunStatus.MEMORY_LIMIT, f"out of memory (address space {limits.address_space_mb} MB)"
         if out.signal == signal.SIGXFSZ:
-            return Status.RUNTIME_ERROR, f"file size limit {limits.max_file_bytes} bytes"
+            return RunStatus.RUNTIME_ERROR, f"file size limit {limits.max_file_bytes} bytes"
         if out.pids_limit_hit:
-            return Status.RUNTIME_ERROR, f"process limit {limits.max_processes} reached"
-        return Status.RUNTIME_ERROR, None
-    return Status.OK, None
+            return RunStatus.RUNTIME_ERROR, f"process limit {limits.max_processes} reached"
+        return RunStatus.RUNTIME_ERROR, None
+    return RunStatus.OK, None

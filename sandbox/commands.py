@@ -6,9 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from groupscore.sandbox import Limits, SandboxUnavailable, policy_for, run
+from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run
 from groupscore.sandbox.jail import cgroup_note
-from groupscore.sandbox.runner import DEFAULT_MAIN
 
 
 def run_file(file: Path, language: str = "python", time_limit_s: float = 5.0, memory_mb: int = 512,
@@ -17,7 +16,7 @@ def run_file(file: Path, language: str = "python", time_limit_s: float = 5.0, me
     source = Path(file).read_bytes()
     stdin = Path(stdin_path).read_bytes() if stdin_path else b""
     try:
-        result = run({DEFAULT_MAIN[language]: source}, language=language, stdin=stdin,
+        result = run({MAIN_FILE[language]: source}, language=language, stdin=stdin,
                      limits=Limits(wall_time_s=time_limit_s, memory_mb=memory_mb))
     except SandboxUnavailable as exc:
         print(f"sandbox unavailable: {exc}", file=sys.stderr)

@@ -11,7 +11,7 @@ from groupscore.sandbox.classify import classify
 from groupscore.sandbox.jail import decode, execute, peak_mb
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.policy import WORK_DIR, build_policy
-from groupscore.sandbox.result import CompileResult, Status
+from groupscore.sandbox.result import CompileResult, RunStatus
 from groupscore.sandbox.toolchains import Toolchain
 
 BINARY = "prog"  # compiled C/C++ program, in the work dir
@@ -68,7 +68,7 @@ def compile_program(tool: Toolchain, files: dict[str, bytes], main: str, limits:
         if (hit := COMPILED.get(key)) is not None:
             return hit[0].model_copy(update={"cached": True}), hit[1]
         result = _compile_inrun_jail(tool, files, argv, limits)
-        if result[0].status is Status.OK:
+        if result[0].status is RunStatus.OK:
             COMPILED.put(key, result)
         return result
 
@@ -79,8 +79,8 @@ def _compile_inrun_jail(tool: Toolchain, files: dict[str, bytes], argv: list[str
     out, got, _ = execute(policy, files, argv, b"", limits, [BINARY])
     status, _ = classify(out, limits)
     binary = got.get(BINARY, b"")
-    if status is Status.OK and not binary:
-        status = Status.RUNTIME_ERROR
+    if status is RunStatus.OK and not binary:
+        status = RunStatus.RUNTIME_ERROR
     return CompileResult(status=status, exit_code=out.exit_code, signal=out.signal, stdout=decode(out.stdout),
                          stderr=decode(out.stderr), wall_time_s=round(out.wall_time_s, 4),
                          cpu_time_s=round(out.cpu_time_s, 4), peak_memory_mb=peak_mb(out), command=argv), binary

@@ -2,7 +2,7 @@
 
 `execute` is the single way code runs: it builds the per-run dir, starts nsjail (inside a cgroup
 slot when the host has one), reads stdout/stderr up to their caps, kills the jail at the wall clock,
-and returns what happened as an `Outcome`; `classify` turns that into a status.
+and returns what happened as a `RawRun`; `classify` turns that into a status.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def nsjail_binary() -> str:
 
 
 @dataclass
-class Outcome:
+class RawRun:
     """What one nsjail run did, as the harness saw it (raw; `classify` reads it)."""
 
     stdout: bytearray = field(default_factory=bytearray)
@@ -90,12 +90,12 @@ def measure_loader_noise(nsjail_stderr: bytes) -> None:
     _loader_noise = noise.group(0) if noise else b""
 
 
-def _strip_loader_noise(out: Outcome) -> None:
+def _strip_loader_noise(out: RawRun) -> None:
     if _loader_noise and out.stderr.startswith(_loader_noise):
         del out.stderr[:len(_loader_noise)]
 
 
-def peak_mb(out: Outcome) -> float | None:
+def peak_mb(out: RawRun) -> float | None:
     if out.peak_memory_bytes is not None:
         return round(out.peak_memory_bytes / (1 << 20), 2)
     return round(out.maxrss_kb / 1024, 2) if out.maxrss_kb else None
@@ -157,7 +157,7 @@ def _prepared_slot(limits: Limits) -> Slot | None:
 
 
 def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits,
-             as_init: bool = False) -> Outcome:
+             as_init: bool = False) -> RawRun:
     """One nsjail process from start to reap, as the host ids of `rundir`. Kills it at the wall clock or the output cap.
 
     as_init: argv itself is the jail's pid 1 instead of the init shell's child (see `run`).
@@ -168,7 +168,7 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
     slot = _prepared_slot(limits)
-    out = Outcome()
+    out = RawRun()
     # nsjail reads its config from a pipe that is written only once nsjail is in the run's cgroup slot: it cannot
     # clone the jail before that, so the whole jail is charged to the slot (no shell to join it first, no config file).
     config_r, config_w = os.pipe()
@@ -258,7 +258,7 @@ def _send_config(fd: int, config: bytes) -> None:
         os.close(fd)
 
 
-def _collect_output(proc: subprocess.Popen, out: Outcome, limits: Limits, start: float) -> None:
+def _collect_output(proc: subprocess.Popen, out: RawRun, limits: Limits, start: float) -> None:
     caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
@@ -291,7 +291,7 @@ def _collect_output(proc: subprocess.Popen, out: Outcome, limits: Limits, start:
     sel.close()
 
 
-def _await_exit(proc: subprocess.Popen, out: Outcome, deadline: float) -> None:
+def _await_exit(proc: subprocess.Popen, out: RawRun, deadline: float) -> None:
     """Both pipes are closed; a program can close them and keep running, so the wall clock still applies."""
     if out.timed_out or out.output_limit:
         return
@@ -315,7 +315,7 @@ def _kill(proc: subprocess.Popen) -> float:
     return time.monotonic()
 
 
-def _read_exit(out: Outcome, as_init: bool = False) -> None:
+def _read_exit(out: RawRun, as_init: bool = False) -> None:
     statuses = _STATUS_RE.findall(out.log)
     if statuses:
         exited, signalled = statuses[-1]
@@ -338,7 +338,7 @@ def _read_exit(out: Outcome, as_init: bool = False) -> None:
 
 def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes, limits: Limits,
             collect: list[str], executable: frozenset[str] = frozenset(),
-            as_init: bool = False) -> tuple[Outcome, dict[str, bytes], list[str]]:
+            as_init: bool = False) -> tuple[RawRun, dict[str, bytes], list[str]]:
     """Run argv in a fresh jail under `policy` with `files` in its work dir.
 
     Returns the outcome, the collected files and the names of those cut at the size cap.

@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
-from groupscore.sandbox.result import RunResult, Status
+from groupscore.sandbox.result import RunResult, RunStatus
 from groupscore.sandbox.runner import run
 
+BAD_REQUEST = "bad run request"  # how run_many's sandbox_error result for a request it refused to run begins
 
 class RunRequest(BaseModel):
     """The arguments of one `run` call, as data."""
@@ -46,7 +47,7 @@ def _one(request: RunRequest | dict[str, Any]) -> RunResult:
     except SandboxUnavailable:
         raise  # the whole batch cannot run; say so loudly
     except (ValidationError, BadRunRequest, UnicodeError) as exc:  # nothing else: our own failures are not the request's
-        return RunResult(status=Status.SANDBOX_ERROR, error=f"bad run request: {exc}")
+        return RunResult(status=RunStatus.SANDBOX_ERROR, error=f"{BAD_REQUEST}: {exc}")
 
 
 def run_many(requests: list[RunRequest | dict[str, Any]], workers: int | None = None) -> list[RunResult]:

@@ -7,7 +7,7 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Status(str, Enum):
+class RunStatus(str, Enum):
     OK = "ok"
     RUNTIME_ERROR = "runtime_error"  # non-zero exit or killed by a signal we did not send for a limit
     TIMEOUT = "timeout"  # wall clock or CPU time limit
@@ -22,7 +22,7 @@ class CompileResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: Status
+    status: RunStatus
     exit_code: int | None = None
     signal: int | None = None
     stdout: str = ""
@@ -39,7 +39,7 @@ class RunResult(BaseModel):
 
     model_config = ConfigDict(frozen=True, ser_json_bytes="base64", val_json_bytes="base64")
 
-    status: Status
+    status: RunStatus
     exit_code: int | None = None  # set when the program exited by itself
     signal: int | None = None  # set when it was killed by a signal (ours or its own)
     stdout: str = ""
@@ -57,4 +57,4 @@ class RunResult(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.status is Status.OK
+        return self.status is RunStatus.OK

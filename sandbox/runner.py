@@ -18,15 +18,14 @@ from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.jail import cgroup_note, decode, execute, nsjail_binary, peak_mb
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
 from groupscore.sandbox.policy import INIT_SHELL, WORK_DIR, build_policy
-from groupscore.sandbox.result import RunResult, Status
-from groupscore.sandbox.toolchains import toolchain
+from groupscore.sandbox.result import RunResult, RunStatus
+from groupscore.sandbox.toolchains import MAIN_FILE, toolchain
 from groupscore.sandbox.workdir import check_name
 
-DEFAULT_MAIN = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
 MAX_INPUT_BYTES = 64 << 20
 
 
-def normalise_files(files: dict[str, str | bytes]) -> dict[str, bytes]:
+def normalize_files(files: dict[str, str | bytes]) -> dict[str, bytes]:
     out, total = {}, 0
     for name, content in files.items():
         data = content.encode() if isinstance(content, str) else bytes(content)
@@ -66,8 +65,8 @@ def run(
     """
     tool = toolchain(language)
     ensure_available(language)
-    main = main or DEFAULT_MAIN[language]
-    data = normalise_files(files)
+    main = main or MAIN_FILE[language]
+    data = normalize_files(files)
     collect = [check_name(c) for c in collect]
     if clash := sorted(set(collect) & set(data)):
         raise BadRunRequest(f"collect paths are also input files (inputs are read-only): {clash}")
@@ -80,12 +79,12 @@ def run(
         if main not in data:
             raise BadRunRequest(f"{language} run needs its source {main!r} in files")
         compile_result, binary = compile_program(tool, data, main, compile_limits, compile_command)
-        if compile_result.status is Status.SANDBOX_ERROR:  # the compiler's jail failed on our side: not the program's 0
-            return RunResult(status=Status.SANDBOX_ERROR, compile=compile_result, cgroup=cgroup_note(),
+        if compile_result.status is RunStatus.SANDBOX_ERROR:  # the compiler's jail failed on our side: not the program's 0
+            return RunResult(status=RunStatus.SANDBOX_ERROR, compile=compile_result, cgroup=cgroup_note(),
                              error="compile step: jail setup failed")
-        if compile_result.status is not Status.OK:
-            return RunResult(status=Status.COMPILE_ERROR, compile=compile_result, cgroup=cgroup_note(),
-                             error="compile failed" if compile_result.status is Status.RUNTIME_ERROR
+        if compile_result.status is not RunStatus.OK:
+            return RunResult(status=RunStatus.COMPILE_ERROR, compile=compile_result, cgroup=cgroup_note(),
+                             error="compile failed" if compile_result.status is RunStatus.RUNTIME_ERROR
                              else f"compile step: {compile_result.status.value}")
         data = {**data, BINARY: binary}
         executable = frozenset({BINARY})

@@ -18,6 +18,8 @@ from pathlib import Path
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 
 LANGUAGES = ("python", "c", "cpp")
+# The file a run of each language starts from when no command names one (C/C++: the source that is compiled).
+MAIN_FILE = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
 
 
 @dataclass(frozen=True)

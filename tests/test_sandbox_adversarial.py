@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.sandbox import Limits, RunResult, Status, run, run_many
+from groupscore.sandbox import Limits, RunResult, RunStatus, run, run_many
 from groupscore.sandbox.toolchains import toolchain
 
 PRELUDE = """\
@@ -92,7 +92,7 @@ def jail_proven() -> dict:
         time.sleep(0.05)
     t.join(30)
     result = box.get("r")
-    if result is None or result.status is not Status.OK:
+    if result is None or result.status is not RunStatus.OK:
         pytest.fail(f"jail probe did not run cleanly; refusing destructive tests: {result}")
     pid, uid, visible = result.stdout.split(" ", 2)
     if int(pid) != 2 or visible.strip() != "[1, 2]":  # pid 1 is the jail's init shell
@@ -152,7 +152,7 @@ except OSError as e:
             listener.accept()  # nothing ever arrived from the jail
     finally:
         listener.close()
-    assert r.status is Status.OK and r.stdout.strip() == "ENETUNREACH"
+    assert r.status is RunStatus.OK and r.stdout.strip() == "ENETUNREACH"
 
 
 def test_egress_to_internet_fails():
@@ -164,7 +164,7 @@ for addr in [("1.1.1.1", 443), ("8.8.8.8", 53)]:
     except OSError as e:
         print(name(e))
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["ENETUNREACH", "ENETUNREACH"]
+    assert r.status is RunStatus.OK and r.stdout.split() == ["ENETUNREACH", "ENETUNREACH"]
 
 
 def test_udp_and_raw_dns_fail():
@@ -179,7 +179,7 @@ try:
 except socket.gaierror as e:
     print("gaierror")
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["ENETUNREACH", "gaierror"]
+    assert r.status is RunStatus.OK and r.stdout.split() == ["ENETUNREACH", "gaierror"]
 
 
 def test_only_a_down_loopback_interface_exists():
@@ -187,7 +187,7 @@ def test_only_a_down_loopback_interface_exists():
 print(sorted(n for _, n in socket.if_nameindex()))
 print(open("/sys/class/net/lo/operstate").read().strip() if os.path.exists("/sys/class/net/lo") else "nosys")
 """)
-    assert r.status is Status.OK and r.stdout.split("\n")[:2] == ["['lo']", "nosys"]
+    assert r.status is RunStatus.OK and r.stdout.split("\n")[:2] == ["['lo']", "nosys"]
 
 
 # ---- host files, environment, fds -----------------------------------------------------------------
@@ -200,7 +200,7 @@ for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
     except OSError as e:
         print(name(e))
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["ENOENT"] * 4
+    assert r.status is RunStatus.OK and r.stdout.split() == ["ENOENT"] * 4
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="uid mapping to nobody applies when started as root")
@@ -216,7 +216,7 @@ def test_etc_shadow_unreadable_even_when_bind_mounted():
     code = ("import errno\ntry:\n    open('/etc/shadow').read(); print('READ')\n"
             "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
     out, _, _ = execute(policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", FAST, [])
-    assert classify(out, FAST)[0] is Status.OK and out.stdout.decode().strip() == "EACCES"
+    assert classify(out, FAST)[0] is RunStatus.OK and out.stdout.decode().strip() == "EACCES"
 
 
 def test_host_world_readable_file_is_invisible(tmp_path):
@@ -229,7 +229,7 @@ try:
 except OSError as e:
     print(name(e))
 """)
-    assert r.status is Status.OK and r.stdout.strip() == "ENOENT" and "s3cret" not in r.stdout
+    assert r.status is RunStatus.OK and r.stdout.strip() == "ENOENT" and "s3cret" not in r.stdout
 
 
 def test_host_env_secret_never_reaches_the_jail(monkeypatch):
@@ -239,7 +239,7 @@ print(sorted(os.environ))
 print(open("/proc/1/environ", "rb").read().replace(b"\\0", b" ").decode())
 print(open("/proc/self/environ", "rb").read().replace(b"\\0", b" ").decode())
 """)
-    assert r.status is Status.OK
+    assert r.status is RunStatus.OK
     assert "hunter2" not in r.stdout and "GS_TEST_SECRET" not in r.stdout
     # PWD comes from the init shell
     assert r.stdout.splitlines()[0] == str(sorted(["PATH", "PWD", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONHASHSEED",
@@ -255,7 +255,7 @@ def test_inherited_host_fds_are_closed(tmp_path):
         r, _ = jailed("print(sorted(int(f) for f in os.listdir('/proc/self/fd')))")
     finally:
         os.close(fd)
-    assert r.status is Status.OK
+    assert r.status is RunStatus.OK
     # 0,1,2 and the fd listdir itself holds open
     assert eval(r.stdout)[:3] == [0, 1, 2] and len(eval(r.stdout)) == 4
 
@@ -278,7 +278,7 @@ for where in ["/dev/gsnull", "/work/gsnull"]:
         print(name(e))
 """)
     lines = r.stdout.splitlines()
-    assert r.status is Status.OK
+    assert r.status is RunStatus.OK
     assert lines[0] == str(sorted(["fd", "null", "random", "stderr", "stdin", "stdout", "urandom", "zero"]))
     assert lines[1:] == ["ENOENT"] * 5 + ["16", "EROFS", "EPERM"]
 
@@ -294,7 +294,7 @@ for p in [{target!r}, "/gs-root-file", "/proc/sys/kernel/hostname", "/etc/gs"]:
 open("/work/fine.txt", "w").write("ok"); open("/tmp/also.txt", "w").write("ok")
 print(sorted(os.listdir("/work")))
 """)
-    assert r.status is Status.OK
+    assert r.status is RunStatus.OK
     # /proc/sys is not there at all (the jail's /proc holds only its own processes)
     assert r.stdout.splitlines()[:4] == ["EROFS", "EROFS", "ENOENT", "ENOENT"]
     assert r.stdout.splitlines()[4] == "['also.txt', 'fine.txt', 'main.py']"
@@ -320,7 +320,7 @@ except OSError as e:
     print(name(e))
 """)
     # root-owned, mode 0644 to the jail's uid (EACCES), on a read-only bind (EROFS otherwise)
-    assert r.status is Status.OK and r.stdout.split() == ["EACCES" if IS_ROOT else "EROFS", "EBUSY"]
+    assert r.status is RunStatus.OK and r.stdout.split() == ["EACCES" if IS_ROOT else "EROFS", "EBUSY"]
 
 
 def test_symlink_tricks_stay_inside_the_jail():
@@ -333,7 +333,7 @@ for p in ["s1", "s2", "s3", "/proc/1/root/root", "/proc/self/root/../../etc/shad
     except OSError as e:
         print(name(e))
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["ENOENT"] * 5
+    assert r.status is RunStatus.OK and r.stdout.split() == ["ENOENT"] * 5
 
 
 def test_collected_file_cannot_be_swapped_for_a_symlink():
@@ -345,7 +345,7 @@ for f in (lambda: os.unlink("out.txt"), lambda: os.rename("out.txt", "x"), lambd
     except OSError as e:
         print(name(e))
 """, collect=["out.txt"])
-    assert r.status is Status.OK and r.stdout.split() == ["EBUSY", "EBUSY", "EEXIST"]
+    assert r.status is RunStatus.OK and r.stdout.split() == ["EBUSY", "EBUSY", "EEXIST"]
     assert r.files == {"out.txt": b"result"}
 
 
@@ -360,7 +360,7 @@ while True:
     except OSError:
         pass
 """, limits=Limits(wall_time_s=2, memory_mb=256, max_processes=32))
-    assert r.status is Status.TIMEOUT and r.wall_time_s < 4
+    assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 4
 
 
 @destructive
@@ -377,7 +377,7 @@ except OSError as e:
     print(n, name(e))
 """, limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16))
     n, err = r.stdout.split()
-    assert r.status is Status.OK and err == "EAGAIN" and 8 <= int(n) < 16
+    assert r.status is RunStatus.OK and err == "EAGAIN" and 8 <= int(n) < 16
 
 
 @destructive
@@ -393,14 +393,14 @@ except RuntimeError as e:
 os._exit(0)
 """, limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16))
     n, err = r.stdout.split()
-    assert r.status is Status.OK and err == "RuntimeError" and int(n) < 16
+    assert r.status is RunStatus.OK and err == "RuntimeError" and int(n) < 16
 
 
 @destructive
 def test_memory_bomb_one_process():
     r, _ = jailed("a = []\nwhile True: a.append(bytearray(8 << 20)); a[-1][::4096] = b'x' * len(a[-1][::4096])",
                   limits=Limits(wall_time_s=10, memory_mb=128))
-    assert r.status is Status.MEMORY_LIMIT
+    assert r.status is RunStatus.MEMORY_LIMIT
     assert r.peak_memory_mb is None or r.peak_memory_mb <= 128 + 8
 
 
@@ -419,26 +419,26 @@ for k in kids:
 """, limits=Limits(wall_time_s=4, memory_mb=128))
     if "memory" not in r.cgroup:
         pytest.skip(f"no cgroup memory limit on this host: {r.cgroup}")
-    assert r.status is Status.MEMORY_LIMIT
+    assert r.status is RunStatus.MEMORY_LIMIT
 
 
 @destructive
 def test_busy_loop_times_out():
     r, _ = jailed("while True: pass", limits=Limits(wall_time_s=1, memory_mb=128))
-    assert r.status is Status.TIMEOUT and 1.0 <= r.wall_time_s < 2.5 and r.signal == 9
+    assert r.status is RunStatus.TIMEOUT and 1.0 <= r.wall_time_s < 2.5 and r.signal == 9
 
 
 @destructive
 def test_cpu_limit_below_wall_limit():
     r, _ = jailed("while True: pass", limits=Limits(wall_time_s=30, cpu_time_s=1, memory_mb=128))
     # SIGXCPU at the soft CPU limit (the kernel's CPU clock runs a little ahead of wait4's)
-    assert (r.status, r.signal, r.error) == (Status.TIMEOUT, 24, "cpu time limit 1s") and r.cpu_time_s >= 0.8
+    assert (r.status, r.signal, r.error) == (RunStatus.TIMEOUT, 24, "cpu time limit 1s") and r.cpu_time_s >= 0.8
 
 
 @destructive
 def test_sleep_past_the_limit_times_out():
     r, _ = jailed("time.sleep(30)", limits=Limits(wall_time_s=1, memory_mb=128))
-    assert r.status is Status.TIMEOUT and r.wall_time_s < 2.5 and r.cpu_time_s < 1
+    assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 2.5 and r.cpu_time_s < 1
 
 
 @destructive
@@ -452,13 +452,13 @@ for s in signal.valid_signals():
 print("ignoring", flush=True)
 while True: pass
 """, limits=Limits(wall_time_s=1, memory_mb=128))
-    assert r.status is Status.TIMEOUT and r.stdout == "ignoring\n" and r.wall_time_s < 2.5
+    assert r.status is RunStatus.TIMEOUT and r.stdout == "ignoring\n" and r.wall_time_s < 2.5
 
 
 @destructive
 def test_closing_stdout_and_stderr_then_spinning_still_times_out():
     r, _ = jailed("os.close(1); os.close(2)\nwhile True: pass", limits=Limits(wall_time_s=1, memory_mb=128))
-    assert r.status is Status.TIMEOUT and r.wall_time_s < 2.5
+    assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 2.5
 
 
 @destructive
@@ -473,7 +473,7 @@ if os.fork() == 0:
 time.sleep(0.3)
 print("parent done")
 """)
-    assert r.status is Status.OK and r.stdout == "parent done\n"  # jailed() already checked no survivor
+    assert r.status is RunStatus.OK and r.stdout == "parent done\n"  # jailed() already checked no survivor
 
 
 @destructive
@@ -483,7 +483,7 @@ if os.fork() == 0:
     os.setsid(); time.sleep(60)
 time.sleep(60)
 """, limits=Limits(wall_time_s=1, memory_mb=128))
-    assert r.status is Status.TIMEOUT
+    assert r.status is RunStatus.TIMEOUT
 
 
 @destructive
@@ -495,7 +495,7 @@ if os.fork() == 0:
 time.sleep(2)
 print("program survived")
 """)
-    assert (r.status, r.signal, r.stdout) == (Status.RUNTIME_ERROR, 9, "")
+    assert (r.status, r.signal, r.stdout) == (RunStatus.RUNTIME_ERROR, 9, "")
 
 
 @destructive
@@ -510,7 +510,7 @@ for pid in [{os.getpid()}, {canary.pid}, 1]:
 os.kill(os.getppid(), signal.SIGKILL)  # the init shell: the kernel shields it from its own namespace
 print("still here")
 """)
-    assert r.status is Status.OK
+    assert r.status is RunStatus.OK
     assert r.stdout.split("\n") == ["1", "ESRCH", "ESRCH", "SENT 1", "still here", ""]
 
 
@@ -518,7 +518,7 @@ print("still here")
 def test_output_flood_is_capped():
     r, _ = jailed("while True: sys.stdout.write('x' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128,
                                                                             max_output_bytes=100_000))
-    assert r.status is Status.OUTPUT_LIMIT and r.stdout_truncated and len(r.stdout) == 100_000
+    assert r.status is RunStatus.OUTPUT_LIMIT and r.stdout_truncated and len(r.stdout) == 100_000
     assert r.wall_time_s < 5
 
 
@@ -526,7 +526,7 @@ def test_output_flood_is_capped():
 def test_stderr_flood_is_capped():
     r, _ = jailed("while True: os.write(2, b'e' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128,
                                                                          max_output_bytes=50_000))
-    assert r.status is Status.OUTPUT_LIMIT and r.stderr_truncated and len(r.stderr) == 50_000
+    assert r.status is RunStatus.OUTPUT_LIMIT and r.stderr_truncated and len(r.stderr) == 50_000
     assert not r.stdout_truncated
 
 
@@ -543,7 +543,7 @@ except OSError as e:
     print(n, name(e))
 """, limits=Limits(wall_time_s=10, memory_mb=256, tmpfs_mb=8, max_file_bytes=64 << 20))
     n, err = r.stdout.split()
-    assert r.status is Status.OK and err == "ENOSPC" and 6 <= int(n) <= 8
+    assert r.status is RunStatus.OK and err == "ENOSPC" and 6 <= int(n) <= 8
     assert shutil.disk_usage(tempfile.gettempdir()).free > before - (4 << 20)
 
 
@@ -555,7 +555,7 @@ try:
 except OSError as e:
     print(name(e))
 """, limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=2 << 20))
-    assert r.status is Status.OK and r.stdout.strip() == "EFBIG"
+    assert r.status is RunStatus.OK and r.stdout.strip() == "EFBIG"
 
 
 @destructive
@@ -569,7 +569,7 @@ except OSError as e:
     print(n, name(e))
 """, limits=Limits(wall_time_s=10, memory_mb=256))
     n, err = r.stdout.split()
-    assert r.status is Status.OK and err == "ENOSPC" and 4000 <= int(n) <= 4096
+    assert r.status is RunStatus.OK and err == "ENOSPC" and 4000 <= int(n) <= 4096
 
 
 @destructive
@@ -583,7 +583,7 @@ except OSError as e:
     print(len(fs), name(e))
 """, limits=Limits(wall_time_s=5, memory_mb=256, max_open_files=40))
     n, err = r.stdout.split()
-    assert r.status is Status.OK and err == "EMFILE" and int(n) < 40
+    assert r.status is RunStatus.OK and err == "EMFILE" and int(n) < 40
 
 
 # ---- kernel interfaces (seccomp, privileges) -------------------------------------------------------
@@ -598,7 +598,7 @@ if pid == 0:
 print(name(ctypes.get_errno()) if libc.ptrace(16, pid, 0, 0) < 0 else "ATTACHED")
 os.kill(pid, 9)
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["EPERM", "EPERM"]
+    assert r.status is RunStatus.OK and r.stdout.split() == ["EPERM", "EPERM"]
 
 
 @destructive
@@ -610,7 +610,7 @@ print(name(ctypes.get_errno()) if libc.unshare(0x00020000) < 0 else "UNSHARED")
 print(sys_call(56, 0x10000000 | 17, 0, 0, 0, 0))  # clone(CLONE_NEWUSER|SIGCHLD)
 print(sys_call(308, -1, 0))  # setns
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["EPERM"] * 5
+    assert r.status is RunStatus.OK and r.stdout.split() == ["EPERM"] * 5
 
 
 @destructive
@@ -626,7 +626,7 @@ print([l for l in open("/proc/self/status") if l.startswith("CapEff")][0].split(
 """)
     lines = r.stdout.splitlines()
     # uid/gid 0 are not mapped in the jail's user namespace (EINVAL); setgroups is off there (EPERM)
-    assert r.status is Status.OK and lines[:4] == ["EINVAL", "EINVAL", "EPERM", "EINVAL"]
+    assert r.status is RunStatus.OK and lines[:4] == ["EINVAL", "EINVAL", "EPERM", "EINVAL"]
     assert lines[5] == "0000000000000000"
     if IS_ROOT:
         assert lines[4] == "65534 65534"
@@ -639,7 +639,7 @@ print(sys_call(250, 0, -3, 0, 0, 0))  # keyctl(KEYCTL_GET_KEYRING_ID, session)
 print(sys_call(248, b"user", b"gs", b"x", 1, -3))  # add_key
 print(sys_call(249, b"user", b"gs", None, 0))  # request_key
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["EPERM"] * 3
+    assert r.status is RunStatus.OK and r.stdout.split() == ["EPERM"] * 3
 
 
 @destructive
@@ -652,37 +652,37 @@ except OSError as e:
 print(sys_call(425, 8, ctypes.create_string_buffer(256)))  # io_uring_setup
 print(sys_call(321, 0, 0, 0))  # bpf
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["EAFNOSUPPORT", "EPERM", "EPERM"]
+    assert r.status is RunStatus.OK and r.stdout.split() == ["EAFNOSUPPORT", "EPERM", "EPERM"]
 
 
 @destructive
 def test_process_is_pid_two_under_init_with_its_own_hostname():
     r, _ = jailed("print(os.getpid(), socket.gethostname(), sorted(p for p in os.listdir('/proc') if p.isdigit()))")
-    assert r.status is Status.OK and r.stdout.strip() == "2 sandbox ['1', '2']"
+    assert r.status is RunStatus.OK and r.stdout.strip() == "2 sandbox ['1', '2']"
 
 
 # ---- outcomes ------------------------------------------------------------------------------------------
 
 def test_exit_code_and_exception_are_runtime_errors():
     r, _ = jailed("sys.exit(3)")
-    assert (r.status, r.exit_code, r.signal) == (Status.RUNTIME_ERROR, 3, None)
+    assert (r.status, r.exit_code, r.signal) == (RunStatus.RUNTIME_ERROR, 3, None)
     r, _ = jailed("raise ValueError('boom')")
-    assert r.status is Status.RUNTIME_ERROR and r.exit_code == 1 and "ValueError: boom" in r.stderr
+    assert r.status is RunStatus.RUNTIME_ERROR and r.exit_code == 1 and "ValueError: boom" in r.stderr
 
 
 def test_self_sent_signals_kill_the_program():
     """The program is not pid 1 (which ignores default-action signals from its own namespace)."""
     r, _ = jailed("os.abort()")
-    assert (r.status, r.exit_code, r.signal) == (Status.RUNTIME_ERROR, None, 6)
+    assert (r.status, r.exit_code, r.signal) == (RunStatus.RUNTIME_ERROR, None, 6)
     r, _ = jailed("print('err', file=sys.stderr, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)")
-    assert (r.status, r.signal, r.stderr) == (Status.RUNTIME_ERROR, 9, "err\n")  # no "Killed" from the init shell
+    assert (r.status, r.signal, r.stderr) == (RunStatus.RUNTIME_ERROR, 9, "err\n")  # no "Killed" from the init shell
     r, _ = jailed("import faulthandler\nfaulthandler._sigsegv()")
-    assert (r.status, r.exit_code, r.signal) == (Status.RUNTIME_ERROR, None, 11)
+    assert (r.status, r.exit_code, r.signal) == (RunStatus.RUNTIME_ERROR, None, 11)
 
 
 def test_stdin_reaches_the_program_and_output_comes_back():
     r, _ = jailed("print(sum(map(int, sys.stdin.read().split())))", stdin="1 2 3\n4")
-    assert r.status is Status.OK and r.stdout == "10\n" and r.exit_code == 0
+    assert r.status is RunStatus.OK and r.stdout == "10\n" and r.exit_code == 0
 
 
 def test_run_many_in_parallel_keeps_order_and_isolation():
@@ -692,9 +692,9 @@ def test_run_many_in_parallel_keeps_order_and_isolation():
              "command": [exe, "main.py"], "limits": Limits(wall_time_s=10, max_processes=8)} for i in range(8)]
     reqs.insert(3, {"files": {"../escape.py": "x"}})
     results = run_many(reqs, workers=4)
-    assert results[3].status is Status.SANDBOX_ERROR and "bad file name" in results[3].error
+    assert results[3].status is RunStatus.SANDBOX_ERROR and "bad file name" in results[3].error
     ok = [r for i, r in enumerate(results) if i != 3]
-    assert [r.stdout for r in ok] == [f"{i}\n" for i in range(8)] and all(r.status is Status.OK for r in ok)
+    assert [r.stdout for r in ok] == [f"{i}\n" for i in range(8)] and all(r.status is RunStatus.OK for r in ok)
 
 
 # ---- C and C++ -----------------------------------------------------------------------------------------
@@ -704,25 +704,25 @@ C_ECHO = "#include <stdio.h>\nint main(void){int a,b; if(scanf(\"%d %d\",&a,&b)!
 
 def test_c_compiles_and_runs():
     r = run({"main.c": C_ECHO}, language="c", stdin="40 2", limits=FAST)
-    assert r.status is Status.OK and r.stdout == "42\n"
-    assert r.compile is not None and r.compile.status is Status.OK and r.compile.wall_time_s > 0
+    assert r.status is RunStatus.OK and r.stdout == "42\n"
+    assert r.compile is not None and r.compile.status is RunStatus.OK and r.compile.wall_time_s > 0
 
 
 def test_c_compile_error_is_reported_separately():
     r = run({"main.c": "int main(void){ return undefined_name; }"}, language="c", limits=FAST)
-    assert r.status is Status.COMPILE_ERROR and r.compile.status is Status.RUNTIME_ERROR
+    assert r.status is RunStatus.COMPILE_ERROR and r.compile.status is RunStatus.RUNTIME_ERROR
     assert "undefined_name" in r.compile.stderr and r.stdout == ""
 
 
 def test_cpp_compiles_and_runs():
     src = "#include <iostream>\n#include <vector>\nint main(){std::vector<int> v{1,2,3}; int s=0; for(int x: v) s+=x; std::cout<<s<<std::endl;}\n"
     r = run({"main.cpp": src}, language="cpp", limits=FAST)
-    assert r.status is Status.OK and r.stdout == "6\n"
+    assert r.status is RunStatus.OK and r.stdout == "6\n"
 
 
 def test_cpp_compile_error():
     r = run({"main.cpp": "int main(){ std::cout << 1; }"}, language="cpp", limits=FAST)
-    assert r.status is Status.COMPILE_ERROR and "cout" in r.compile.stderr
+    assert r.status is RunStatus.COMPILE_ERROR and "cout" in r.compile.stderr
 
 
 @destructive
@@ -730,25 +730,25 @@ def test_compile_step_has_its_own_time_limit():
     """`#include "/dev/zero"` makes the preprocessor read forever; the compile limit ends it."""
     r = run({"main.c": '#include "/dev/zero"\nint main(void){return 0;}\n'}, language="c", limits=FAST,
             compile_limits=Limits(wall_time_s=2, memory_mb=256, max_processes=16, tmpfs_mb=64))
-    assert r.status is Status.COMPILE_ERROR and r.compile.status in (Status.TIMEOUT, Status.MEMORY_LIMIT)
+    assert r.status is RunStatus.COMPILE_ERROR and r.compile.status in (RunStatus.TIMEOUT, RunStatus.MEMORY_LIMIT)
 
 
 @destructive
 def test_c_segfault_and_c_memory_bomb():
     r = run({"main.c": "int main(void){ volatile int *p = 0; return *p; }"}, language="c", limits=FAST)
-    assert (r.status, r.signal) == (Status.RUNTIME_ERROR, 11)
+    assert (r.status, r.signal) == (RunStatus.RUNTIME_ERROR, 11)
     bomb = ("#include <stdlib.h>\n#include <string.h>\n"
             "int main(void){ for(;;){ char *p = malloc(1<<20); if(!p) return 3; memset(p, 1, 1<<20);} }\n")
     r = run({"main.c": bomb}, language="c", limits=Limits(wall_time_s=10, memory_mb=64))
     # cgroup OOM kill, or malloc fails at the address-space limit and the program exits 3
-    assert r.status is Status.MEMORY_LIMIT or (r.status, r.exit_code) == (Status.RUNTIME_ERROR, 3)
+    assert r.status is RunStatus.MEMORY_LIMIT or (r.status, r.exit_code) == (RunStatus.RUNTIME_ERROR, 3)
 
 
 @destructive
 def test_c_fork_bomb(canary):
     bomb = "#include <unistd.h>\nint main(void){ for(;;) fork(); }\n"
     r = run({"main.c": bomb}, language="c", limits=Limits(wall_time_s=2, memory_mb=128, max_processes=32))
-    assert r.status is Status.TIMEOUT
+    assert r.status is RunStatus.TIMEOUT
 
 
 @destructive
@@ -768,9 +768,9 @@ def test_bombs_in_parallel_jails_do_not_starve_their_neighbours():
         reqs.append({"files": {"main.py": src}, "command": [exe, "-s", "-B", "main.py", marker],
                      "limits": bomb_limits if i < 2 else Limits(wall_time_s=20, memory_mb=128, max_processes=8)})
     results = run_many(reqs, workers=6)
-    assert results[0].status is Status.TIMEOUT
-    assert results[1].status is Status.MEMORY_LIMIT
-    assert [(r.status, r.stdout) for r in results[2:]] == [(Status.OK, "fine 6\n")] * 4
+    assert results[0].status is RunStatus.TIMEOUT
+    assert results[1].status is RunStatus.MEMORY_LIMIT
+    assert [(r.status, r.stdout) for r in results[2:]] == [(RunStatus.OK, "fine 6\n")] * 4
     assert host_pids_with(marker) == []
 
 
@@ -802,9 +802,9 @@ def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
         return classify(out, limits)[0], out
 
     status, out = go("a = []\nwhile True: a.append(bytearray(8 << 20))")
-    assert status is Status.MEMORY_LIMIT and b"MemoryError" in out.stderr
+    assert status is RunStatus.MEMORY_LIMIT and b"MemoryError" in out.stderr
     status, out = go("n = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n"
                      "        n += 1\nexcept OSError as e:\n    print(n, name(e))\n")
     n, err = out.stdout.decode().split()
-    assert status is Status.OK and err == "EAGAIN" and int(n) < 16
+    assert status is RunStatus.OK and err == "EAGAIN" and int(n) < 16
     assert jail.cgroup_note() == "none: test: no cgroups"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.sandbox import COMPILE_LIMITS, Limits, RunRequest, Status, jail, run, run_many
+from groupscore.sandbox import COMPILE_LIMITS, Limits, RunRequest, RunStatus, jail, run, run_many
 from groupscore.sandbox.policy import host_cgroups
 from groupscore.sandbox.toolchains import toolchain
 
@@ -22,7 +22,7 @@ QUICK = Limits(wall_time_s=5, memory_mb=256)
 
 def test_result_carries_times_and_memory():
     r = run({"main.py": "x = bytearray(30 << 20)\nx[::4096] = b'1' * len(x[::4096])\nprint('done')"}, limits=QUICK)
-    assert r.status is Status.OK and r.ok and r.stdout == "done\n" and r.exit_code == 0 and r.signal is None
+    assert r.status is RunStatus.OK and r.ok and r.stdout == "done\n" and r.exit_code == 0 and r.signal is None
     assert 0 < r.wall_time_s < 5 and 0 < r.cpu_time_s < 5
     assert r.peak_memory_mb is not None and r.peak_memory_mb >= 25
     assert r.cgroup
@@ -40,7 +40,7 @@ def test_collect_returns_written_files_capped_by_the_file_size_limit():
             "    print(errno.errorcode[e.errno])\n")
     r = run({"main.py": prog}, collect=["results.jsonl", "big.bin", "never.txt"],
             limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=1 << 20))
-    assert r.status is Status.OK and r.stdout == "EFBIG\n"
+    assert r.status is RunStatus.OK and r.stdout == "EFBIG\n"
     assert r.files["results.jsonl"] == b'{"a": 1}\n' and r.files["never.txt"] == b""
     assert len(r.files["big.bin"]) == 1 << 20 and r.files_truncated == []
 
@@ -48,7 +48,7 @@ def test_collect_returns_written_files_capped_by_the_file_size_limit():
 def test_files_can_be_nested_and_binary():
     r = run({"main.py": "import pkg.mod\nprint(open('data/blob', 'rb').read()[:3])",
              "pkg/__init__.py": "", "pkg/mod.py": "print('mod')", "data/blob": b"\x00\x01\x02\xff"}, limits=QUICK)
-    assert r.status is Status.OK and r.stdout == "mod\nb'\\x00\\x01\\x02'\n"
+    assert r.status is RunStatus.OK and r.stdout == "mod\nb'\\x00\\x01\\x02'\n"
 
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "../up.py", "a/../../b", "", "a//b"])
@@ -68,12 +68,12 @@ def test_command_runs_any_file_with_arguments_and_text_stdin():
     exe = toolchain("python").executable
     r = run({"tool.py": "import sys\nprint(sys.argv[1:], input())"}, [exe, "tool.py", "a", "b c"], stdin="héllo",
             limits=QUICK)
-    assert r.status is Status.OK and r.stdout == "['a', 'b c'] héllo\n"
+    assert r.status is RunStatus.OK and r.stdout == "['a', 'b c'] héllo\n"
 
 
 def test_unknown_command_is_a_runtime_error_not_a_sandbox_error():
     r = run({"main.py": "pass"}, ["/no/such/binary"], limits=QUICK)
-    assert r.status is Status.RUNTIME_ERROR and r.exit_code == 127
+    assert r.status is RunStatus.RUNTIME_ERROR and r.exit_code == 127
 
 
 def test_c_compile_happens_once_for_many_runs():
@@ -82,7 +82,7 @@ def test_c_compile_happens_once_for_many_runs():
                         for i in range(4)], workers=2)
     assert [r.stdout for r in results] == ["0\n", "1\n", "4\n", "9\n"]
     assert sorted(r.compile.cached for r in results) == [False, True, True, True]
-    assert all(r.compile.status is Status.OK for r in results)
+    assert all(r.compile.status is RunStatus.OK for r in results)
 
 
 def test_run_request_model_and_defaults():
@@ -164,9 +164,9 @@ def test_as_init_runs_the_program_as_pid_1_and_reports_its_own_exit_code():
     tool = toolchain("python")
     r = run({"main.py": prog}, [tool.executable, "main.py", "130"], limits=QUICK, as_init=True)
     # 130 is the program's own status: no init shell in between, so not read as "killed by signal 2"
-    assert r.status is Status.RUNTIME_ERROR and r.stdout == "1\n" and r.exit_code == 130 and r.signal is None
+    assert r.status is RunStatus.RUNTIME_ERROR and r.stdout == "1\n" and r.exit_code == 130 and r.signal is None
     shell = run({"main.py": prog}, [tool.executable, "main.py", "0"], limits=QUICK)
-    assert shell.status is Status.OK and shell.stdout == "2\n"  # under the init shell the program is pid 2
+    assert shell.status is RunStatus.OK and shell.stdout == "2\n"  # under the init shell the program is pid 2
 
 
 def test_as_init_program_killed_by_the_wall_clock_leaves_nothing():
@@ -174,7 +174,7 @@ def test_as_init_program_killed_by_the_wall_clock_leaves_nothing():
     prog = "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\ntime.sleep(60)\n"
     r = run({"main.py": prog}, [toolchain("python").executable, "main.py", marker],
             limits=Limits(wall_time_s=1, memory_mb=256), as_init=True)
-    assert r.status is Status.TIMEOUT and r.wall_time_s < 5
+    assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 5
     deadline = time.monotonic() + 5
     while _host_pids_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -200,7 +200,7 @@ def test_v1_runs_start_inside_their_slot_and_the_slot_never_lists_this_process()
     # Born in the slot (no move): the slot's thread is in its tasks, the run is charged there, and this process, which
     # v1 lists because one of its threads is inside, is never among the slot's processes (kill_all would kill it).
     r = run({"main.py": "x = bytearray(40 << 20)\nx[::4096] = b'1' * len(x[::4096])\n"}, limits=QUICK)
-    assert r.status is Status.OK and r.peak_memory_mb >= 38
+    assert r.status is RunStatus.OK and r.peak_memory_mb >= 38
     pool = jail.slot_pool()
     slot = next(s for s in pool._free if s._launcher is not None)
     own_threads = {str(t.native_id) for t in threading.enumerate()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupscore.sandbox import BadRunRequest, SandboxUnavailable, Status, run_many
+from groupscore.sandbox import BadRunRequest, RunStatus, SandboxUnavailable, run_many
 from groupscore.sandbox import runner as sandbox_runner
 from groupscore.sandbox import uids
 
@@ -13,8 +13,8 @@ from groupscore.sandbox import uids
 def test_a_bad_argument_is_a_refused_request_for_that_run_only():
     results = run_many([{"files": {"../x.py": "print(1)"}, "language": "python"},
                         {"files": {"main.py": "print(1)"}, "language": "python"}], workers=1)
-    assert results[0].status is Status.SANDBOX_ERROR and results[0].error.startswith("bad run request")
-    assert results[1].status is Status.OK and results[1].stdout == "1\n"
+    assert results[0].status is RunStatus.SANDBOX_ERROR and results[0].error.startswith("bad run request")
+    assert results[1].status is RunStatus.OK and results[1].stdout == "1\n"
 
 
 def test_bad_arguments_raise_bad_run_request_which_is_still_a_value_error():

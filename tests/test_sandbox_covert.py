@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from groupscore.sandbox import Limits, RunResult, Status, ensure_available, run
+from groupscore.sandbox import Limits, RunResult, RunStatus, ensure_available, run
 from groupscore.sandbox.toolchains import toolchain
 from groupscore.runtime.batch import score_batch
 from groupscore.verifiers.code.item import CodeItem
@@ -56,8 +56,8 @@ def pair(sender: str, receiver: str, *, receiver_collect=(), sender_collect=()) 
     recv = _run(f"time.sleep({WAIT_S})\n" + receiver, collect=list(receiver_collect))
     send.join(30)
     s = box["s"]
-    assert s.status is Status.OK and "SENT" in s.stdout, s
-    assert recv.status is Status.OK, recv
+    assert s.status is RunStatus.OK and "SENT" in s.stdout, s
+    assert recv.status is RunStatus.OK, recv
     return s, recv
 
 
@@ -166,7 +166,7 @@ with open('/work/f', 'w') as fh:
     fcntl.lockf(fh, fcntl.LOCK_EX); fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB); fcntl.lockf(fh, fcntl.LOCK_UN)
     print('locked')
 """)
-    assert r.status is Status.OK, r
+    assert r.status is RunStatus.OK, r
     assert r.stdout.split("\n")[:3] == ["delete 4950", "wal 4950", "locked"]
 
 
@@ -213,9 +213,9 @@ threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
 [t.start() for t in threads]; [t.join() for t in threads]
 print(len(results))
 """)
-    assert r.status is Status.OK and r.stdout.split() == ["4"], r
+    assert r.status is RunStatus.OK and r.stdout.split() == ["4"], r
     c = run({"main.c": C_THREADS}, language="c", limits=LIMITS)
-    assert c.status is Status.OK and c.stdout.split() == ["4", "4"], c
+    assert c.status is RunStatus.OK and c.stdout.split() == ["4", "4"], c
 
 
 C_THREADS = r"""
@@ -534,7 +534,7 @@ for advice in (20, 21):  # MADV_COLD, MADV_PAGEOUT
         print(name(e))
 print('done')
 """.replace("import pydoc", "import mmap\nimport pydoc"))
-    assert r.status is Status.OK and r.stdout.split()[-1] == "done", r
+    assert r.status is RunStatus.OK and r.stdout.split()[-1] == "done", r
     assert _resident_pages(path) == pages
 
 
@@ -573,7 +573,7 @@ m = mmap.mmap(-1, 1 << 20)
 m.madvise(mmap.MADV_MERGEABLE)
 print(libc.prctl(68, 0, 0, 0, 0), open('/proc/self/ksm_merging_pages').read().strip())  # PR_GET_MEMORY_MERGE
 """.replace("import pydoc", "import mmap\nimport pydoc"))
-    assert r.status is Status.OK, r
+    assert r.status is RunStatus.OK, r
     assert r.stdout.split() == ["ENOSYS", "ENOSYS", "ENOSYS", "EINVAL", "0", "0"]
 
 
@@ -695,7 +695,7 @@ def test_the_32_bit_syscall_abis_cannot_bypass_the_rules():
     if os.uname().machine != "x86_64":
         pytest.skip("x86-64 only")
     x32 = _run("print(libc.syscall(0x40000000 | 73, 0, 1), name(ctypes.get_errno()))\n")  # x32 flock(0, LOCK_SH)
-    assert x32.status is Status.OK and x32.stdout.split() == ["-1", "ENOSYS"], x32
+    assert x32.status is RunStatus.OK and x32.stdout.split() == ["-1", "ENOSYS"], x32
     i386 = _run("""
 import mmap
 code = b"\\x53\\xb8" + (143).to_bytes(4, "little") + b"\\xbb\\x00\\x00\\x00\\x00\\xb9\\x01\\x00\\x00\\x00\\xcd\\x80\\x5b\\xc3"
@@ -703,4 +703,4 @@ m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
 m.write(code)
 print('ran', ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))(), flush=True)
 """)  # i386 flock(0, LOCK_SH)
-    assert (i386.status, i386.signal, i386.stdout) == (Status.RUNTIME_ERROR, 31, ""), i386
+    assert (i386.status, i386.signal, i386.stdout) == (RunStatus.RUNTIME_ERROR, 31, ""), i386

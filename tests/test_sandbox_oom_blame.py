@@ -11,9 +11,9 @@ import signal
 
 import pytest
 
-from groupscore.sandbox import Limits, Status, ensure_available, run
+from groupscore.sandbox import Limits, RunStatus, ensure_available, run
 from groupscore.sandbox.classify import classify
-from groupscore.sandbox.jail import Outcome
+from groupscore.sandbox.jail import RawRun
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 
@@ -22,21 +22,21 @@ LIMITS = Limits(wall_time_s=5, memory_mb=64)
 
 def test_an_oom_kill_in_the_slot_with_no_exit_status_is_the_runs_memory_limit():
     # What run_jail reports when the OOM killer took nsjail: no status line (setup_failed), the slot's OOM counter up.
-    out = Outcome(setup_failed=True, oom_killed=True, nsjail_status=-signal.SIGKILL)
+    out = RawRun(setup_failed=True, oom_killed=True, nsjail_status=-signal.SIGKILL)
     status, note = classify(out, LIMITS)
-    assert status is Status.MEMORY_LIMIT
+    assert status is RunStatus.MEMORY_LIMIT
     assert "64 MB" in note
 
 
 def test_an_oom_kill_outranks_the_output_and_time_limits_it_explains():
-    assert classify(Outcome(oom_killed=True, timed_out=True, signal=9), LIMITS)[0] is Status.MEMORY_LIMIT
-    assert classify(Outcome(oom_killed=True, output_limit=True, signal=9), LIMITS)[0] is Status.MEMORY_LIMIT
+    assert classify(RawRun(oom_killed=True, timed_out=True, signal=9), LIMITS)[0] is RunStatus.MEMORY_LIMIT
+    assert classify(RawRun(oom_killed=True, output_limit=True, signal=9), LIMITS)[0] is RunStatus.MEMORY_LIMIT
 
 
 def test_a_setup_failure_without_an_oom_kill_stays_a_sandbox_error():
     # Our side's failure (nsjail could not start the jail): still infra, never blamed on the program.
-    status, _ = classify(Outcome(setup_failed=True, nsjail_status=255), LIMITS)
-    assert status is Status.SANDBOX_ERROR
+    status, _ = classify(RawRun(setup_failed=True, nsjail_status=255), LIMITS)
+    assert status is RunStatus.SANDBOX_ERROR
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +68,8 @@ os.execv(sh, ["sh", "-c", "for f in 3 4 5 6; do while echo %s >&$f 2>/dev/null; 
 @pytest.mark.parametrize("attempt", range(3))
 def test_a_memfd_bomb_is_a_memory_limit_whichever_process_the_oom_killer_takes(jail, attempt):
     result = run({"main.py": MEMFD_BOMB}, limits=LIMITS)
-    assert result.status in (Status.MEMORY_LIMIT, Status.TIMEOUT), (result.status, result.error)
-    assert result.status is not Status.SANDBOX_ERROR
+    assert result.status in (RunStatus.MEMORY_LIMIT, RunStatus.TIMEOUT), (result.status, result.error)
+    assert result.status is not RunStatus.SANDBOX_ERROR
 
 
 C_MEMFD_BOMB = r"""
@@ -140,8 +140,8 @@ def test_a_compile_that_fills_its_slot_is_a_compile_error_of_the_program(jail):
     # cc1 killed by the compile jail's cgroup limit: the program's compile error (a 0), never a sandbox error.
     result = run({"main.c": MANY_FUNCTIONS}, language="c",
                  compile_limits=Limits(wall_time_s=20, memory_mb=16, max_processes=16))
-    assert result.status is Status.COMPILE_ERROR
-    assert result.compile.status is Status.MEMORY_LIMIT
+    assert result.status is RunStatus.COMPILE_ERROR
+    assert result.compile.status is RunStatus.MEMORY_LIMIT
 
 
 def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_error(jail, monkeypatch):
@@ -151,9 +151,9 @@ def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_
     from groupscore.sandbox.result import CompileResult
 
     monkeypatch.setattr(runner, "compile_program",
-                        lambda *a, **k: (CompileResult(status=Status.SANDBOX_ERROR, exit_code=None), b""))
+                        lambda *a, **k: (CompileResult(status=RunStatus.SANDBOX_ERROR, exit_code=None), b""))
     result = run({"main.c": "int main(void) { return 0; }\n"}, language="c")
-    assert result.status is Status.SANDBOX_ERROR
+    assert result.status is RunStatus.SANDBOX_ERROR
     assert result.error == "compile step: jail setup failed"
 
 
@@ -163,7 +163,7 @@ def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(ja
     fill = ("chunk = b'x' * (1 << 20)\nwith open('/work/big', 'wb') as fh:\n"
             "    while True:\n        fh.write(chunk)\n        fh.flush()\n")
     result = run({"main.py": fill}, limits=Limits(wall_time_s=5, memory_mb=32, tmpfs_mb=256))
-    assert result.status in (Status.MEMORY_LIMIT, Status.RUNTIME_ERROR), (result.status, result.error)
+    assert result.status in (RunStatus.MEMORY_LIMIT, RunStatus.RUNTIME_ERROR), (result.status, result.error)
 
 
 def test_a_program_that_closes_or_floods_the_runners_output_scores_zero_not_infra(jail):

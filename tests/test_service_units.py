@@ -8,7 +8,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from groupscore.sandbox import CompileResult, RunResult, Status
+from groupscore.sandbox import CompileResult, RunResult, RunStatus
 from groupscore.client.http import RetryPolicy, _shards
 from groupscore.service.groups import group_stats
 from groupscore.client.adapters import completion_text, verl_item
@@ -148,22 +148,22 @@ def test_openrlhf_labels_and_queries():
 
 
 def test_sandbox_fusion_status_mapping():
-    ok = RunResult(status=Status.OK, exit_code=0, stdout="hi\n", wall_time_s=0.1)
+    ok = RunResult(status=RunStatus.OK, exit_code=0, stdout="hi\n", wall_time_s=0.1)
     assert sandbox_fusion_response(ok)["status"] == "Success"
     assert sandbox_fusion_response(ok)["run_result"] == {"status": "Finished", "execution_time": 0.1,
                                                          "return_code": 0, "stdout": "hi\n", "stderr": ""}
-    slow = sandbox_fusion_response(RunResult(status=Status.TIMEOUT, signal=9, wall_time_s=1.0, error="wall time"))
+    slow = sandbox_fusion_response(RunResult(status=RunStatus.TIMEOUT, signal=9, wall_time_s=1.0, error="wall time"))
     assert slow["status"] == "Failed" and slow["run_result"]["status"] == "TimeLimitExceeded"
-    crashed = sandbox_fusion_response(RunResult(status=Status.RUNTIME_ERROR, exit_code=1, stderr="Traceback"))
+    crashed = sandbox_fusion_response(RunResult(status=RunStatus.RUNTIME_ERROR, exit_code=1, stderr="Traceback"))
     assert crashed["status"] == "Failed" and crashed["run_result"]["return_code"] == 1
-    broken = sandbox_fusion_response(RunResult(status=Status.SANDBOX_ERROR, error="nsjail failed"))
+    broken = sandbox_fusion_response(RunResult(status=RunStatus.SANDBOX_ERROR, error="nsjail failed"))
     assert broken["status"] == "SandboxError" and broken["message"] == "nsjail failed"
-    compile_error = RunResult(status=Status.COMPILE_ERROR, compile=CompileResult(status=Status.RUNTIME_ERROR,
+    compile_error = RunResult(status=RunStatus.COMPILE_ERROR, compile=CompileResult(status=RunStatus.RUNTIME_ERROR,
                                                                                  exit_code=1, stderr="error: x"))
     answer = sandbox_fusion_response(compile_error)
     assert answer["status"] == "Failed" and answer["run_result"] is None
     assert answer["compile_result"]["return_code"] == 1
-    files = sandbox_fusion_response(RunResult(status=Status.OK, exit_code=0, files={"out.txt": b"data"}))
+    files = sandbox_fusion_response(RunResult(status=RunStatus.OK, exit_code=0, files={"out.txt": b"data"}))
     assert files["files"] == {"out.txt": "ZGF0YQ=="}
 
 

@@ -24,7 +24,9 @@ _C_LIKE = re.compile(r"#\s*include\s*[<\"]|\bint\s+main\s*\(|\bvoid\s+main\s*\("
 
 
 @dataclass(frozen=True)
-class ExtractionConfig:
+class ProgramExtraction:
+    """Which program to take from a completion."""
+
     language: Language = "python"
     block: BlockChoice = "last"
     prompt: str | None = None  # prepended to what is extracted (HumanEval-style body completions)
@@ -39,7 +41,7 @@ def looks_like_program(code: str, language: Language, prompt: str | None = None)
     return bool(_C_LIKE.search(code))
 
 
-def extract_program(completion: str, config: ExtractionConfig = ExtractionConfig()) -> str | None:
+def extract_program(completion: str, config: ProgramExtraction = ProgramExtraction()) -> str | None:
     """The program to run, or None when the completion holds none (status no_answer)."""
     blocks = [b for b in fenced_blocks(completion) if b.code.strip()]
     tags = LANGUAGE_TAGS[config.language]

@@ -36,7 +36,6 @@ _MATH: dict[str, Any] = {name: getattr(math, name) for name in (
 _METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "split", "keys", "values", "items", "count",
                       "startswith", "endswith", "index", "get"})
 _TYPE_NAMES = frozenset({"int", "float", "str", "bool", "list", "tuple", "dict", "set", "frozenset", "bytes", "complex"})
-BUILTIN_NAMES = frozenset(_FUNCTIONS)  # names a test may call without them being the candidate's functions
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
            ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from groupscore.schema.item import ItemBase
+from groupscore.verifiers.code.extract import BlockChoice, Language
 
 
 class _Test(BaseModel):
@@ -47,10 +48,10 @@ CodeTest = Annotated[StdioTest | CallTest | AssertTest | HumanEvalTest, Field(di
 
 class CodeItem(ItemBase):
     verifier: Literal["code"] = "code"
-    language: Literal["python", "c", "cpp"] = "python"
+    language: Language = "python"
     tests: list[CodeTest] = Field(default_factory=list, description="Public tests.")
     hidden_tests: list[CodeTest] = Field(default_factory=list, description="Only counts of these ever leave the verifier.")
-    block: Literal["last", "first", "longest", "all"] = Field(
+    block: BlockChoice = Field(
         default="last", description="Which fenced block of the language is the program ('all': every one, in order).")
     prompt: str | None = Field(default=None, description="Prepended to the program (HumanEval-style completions of a function body).")
     time_limit_s: float = Field(default=5.0, gt=0.0, le=60.0, description="Per-test wall-clock limit.")

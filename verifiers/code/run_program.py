@@ -10,11 +10,8 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 
-from groupscore.sandbox import Limits, RunResult, run
-from groupscore.sandbox.limits import COMPILE_LIMITS
+from groupscore.sandbox import COMPILE_LIMITS, LANGUAGES, MAIN_FILE, Limits, RunResult, run
 
-LANGUAGES = ("python", "c", "cpp")
-MAIN_FILE = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
 DEFAULT_MEMORY_MB = 512
 
 

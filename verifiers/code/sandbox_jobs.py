@@ -10,15 +10,20 @@ import functools
 import subprocess
 from dataclasses import dataclass
 
-import groupscore.sandbox as sandbox
-from groupscore.sandbox import Limits, RunResult, SandboxUnavailable, run_many
+from groupscore.sandbox import (
+    BAD_REQUEST,
+    MAIN_FILE,
+    Limits,
+    RunResult,
+    RunStatus,
+    SandboxUnavailable,
+    default_workers,
+    run_many,
+)
 from groupscore.sandbox.toolchains import toolchain
 
-JobResult = RunResult
-SOURCE_NAME = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
 RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
 RUNNER_OUTPUT_BYTES = 16 << 20  # marked result lines; each call result is capped at 8 MiB inside the jail
-BAD_REQUEST = "bad run request"  # how groupscore.sandbox.run_many reports a request it refused to run
 
 
 class JailFailed(RuntimeError):
@@ -56,22 +61,22 @@ def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes
     return Job(None, stdin.encode(), Limits(wall_time_s=time_limit_s, memory_mb=memory_mb, max_output_bytes=output_cap))
 
 
-def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
+def run_jobs(language: str, program: str, jobs: list[Job]) -> list[RunResult]:
     """Results in job order, all jobs of the item in parallel.
 
     C and C++: the first job runs alone, so the program is compiled once (the sandbox caches a successful compile by
     source) and a compile error ends the item after one compile instead of one per test.
     """
-    source = SOURCE_NAME[language]
+    source = MAIN_FILE[language]
     try:
         requests = [_request(language, source, program, job) for job in jobs]
-        first: list[JobResult] = []
+        first: list[RunResult] = []
         if language in ("c", "cpp") and len(requests) > 1:
             first = run_many(requests[:1], workers=1)
             _raise_on_compile_error(first)
             _raise_on_sandbox_error(first)  # the compile's jail failed: the other jobs would fail the same way
             requests = requests[1:]
-        results = first + run_many(requests, workers=min(len(requests), sandbox.default_workers()))
+        results = first + run_many(requests, workers=min(len(requests), default_workers()))
     except SandboxUnavailable as exc:
         raise JailFailed(f"sandbox unavailable: {exc}") from exc
     _raise_on_compile_error(results)
@@ -79,16 +84,16 @@ def run_jobs(language: str, program: str, jobs: list[Job]) -> list[JobResult]:
     return results
 
 
-def _raise_on_sandbox_error(results: list[JobResult]) -> None:
+def _raise_on_sandbox_error(results: list[RunResult]) -> None:
     for result in results:
-        if result.status == "sandbox_error" and (result.error or "").startswith(BAD_REQUEST):
+        if result.status is RunStatus.SANDBOX_ERROR and (result.error or "").startswith(BAD_REQUEST):
             raise RunRefused(f"the sandbox refused this item's run: {result.error}")
-        if result.status == "sandbox_error":
+        if result.status is RunStatus.SANDBOX_ERROR:
             raise JailFailed(f"sandbox error: {result.error}")
 
 
-def _raise_on_compile_error(results: list[JobResult]) -> None:
-    failed = next((r for r in results if r.status == "compile_error"), None)
+def _raise_on_compile_error(results: list[RunResult]) -> None:
+    failed = next((r for r in results if r.status is RunStatus.COMPILE_ERROR), None)
     if failed is not None:
         raise CompileFailed(_compile_message(failed))
 
@@ -97,7 +102,7 @@ def _compile_message(result: RunResult) -> str:
     step = result.compile
     if step is None:
         return result.error or "compile failed"
-    if step.status != "runtime_error":
+    if step.status is not RunStatus.RUNTIME_ERROR:
         return f"the compile step ended with {step.status.value}"
     return step.stderr.strip() or f"the compiler exited with {step.exit_code}"
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groupscore.sandbox import COMPILE_LIMITS
+from groupscore.sandbox import COMPILE_LIMITS, RunResult, default_workers
 from groupscore.verifiers.code import sandbox_jobs
 from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
-from groupscore.verifiers.code.extract import ExtractionConfig, extract_program
+from groupscore.verifiers.code.extract import ProgramExtraction, extract_program
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.jail_runner import MARSHAL_VERSION, NotPlainData, encode_value, parse_answer
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
@@ -50,7 +50,7 @@ class UnitOutcome:
 
 
 def score_code(item: CodeItem) -> Verdict:
-    program = extract_program(item.completion, ExtractionConfig(item.language, item.block, item.prompt))
+    program = extract_program(item.completion, ProgramExtraction(item.language, item.block, item.prompt))
     try:
         plan = build_plan(item)
     except PlanError as exc:
@@ -134,12 +134,12 @@ def time_budget_s(item: CodeItem) -> float:
         return 0.0
     # List scheduling on w runners ends within sum/w + the longest job, whatever the order; C and C++ compile first
     # and run their first job alone (sandbox_jobs.run_jobs).
-    workers = sandbox_jobs.sandbox.default_workers()
+    workers = default_workers()
     native = COMPILE_LIMITS.wall_time_s + JOB_OVERHEAD_S + max(walls) if item.language in ("c", "cpp") else 0.0
     return native + min(sum(walls), sum(walls) / workers + max(walls))
 
 
-def judge_runner(units: list[CallUnit], result: sandbox_jobs.JobResult, marker: str) -> dict[int, UnitOutcome]:
+def judge_runner(units: list[CallUnit], result: RunResult, marker: str) -> dict[int, UnitOutcome]:
     records: dict[int, dict[str, Any]] = {}
     prefix = marker + " "
     for line in result.stdout.splitlines():
@@ -157,7 +157,7 @@ def judge_runner(units: list[CallUnit], result: sandbox_jobs.JobResult, marker: 
             for position, unit in enumerate(units)}
 
 
-def _run_end_reason(result: sandbox_jobs.JobResult) -> str:
+def _run_end_reason(result: RunResult) -> str:
     return {"timeout": "the run hit its wall-clock limit", "memory_limit": "the run hit its memory limit",
             "output_limit": "the run hit its output limit"}.get(result.status, "the runner ended before this test")
 
@@ -215,7 +215,7 @@ def _assert_failure(check: ConvertedAssert, unit: CallUnit, results: list[Any], 
 
 # -- stdio units --------------------------------------------------------------------------------------------------
 
-def judge_stdio(unit: StdioUnit, result: sandbox_jobs.JobResult) -> UnitOutcome:
+def judge_stdio(unit: StdioUnit, result: RunResult) -> UnitOutcome:
     if result.status == "timeout":
         return UnitOutcome(False, timed_out=True, why=f"took longer than {unit.time_limit_s:g}s")
     if result.status != "ok":
