@@ -26,7 +26,7 @@ from groupscore.verifiers.code.verify import score_code
 from groupscore.schema.reward import RewardSpec
 from groupscore.verifiers.scoring import score_raw
 from groupscore.verifiers.math import verify as math_verify
-from groupscore.verifiers.math.grader import Outcome
+from groupscore.verifiers.math.grader import Comparison
 from groupscore.verifiers.math.item import MathItem
 from groupscore.schema.verdict import Status, Verdict
 
@@ -117,7 +117,7 @@ def _undecided_math(monkeypatch, failure: Exception) -> Verdict:
         raise failure
 
     math_verify.clear_caches()
-    monkeypatch.setattr(math_verify, "compare_fast", lambda *a: Outcome(None, "fast", "undecided"))
+    monkeypatch.setattr(math_verify, "compare_fast", lambda *a: Comparison(None, "fast", "undecided"))
     monkeypatch.setattr(math_verify, "_ensure_workers", lambda: None)
     monkeypatch.setattr(workers, "run_bounded", fail)
     return math_verify.score_math(MathItem(completion="\\boxed{x^2 - 1}", answer="(x-1)(x+1)"))

@@ -149,7 +149,7 @@ def test_a_verdict_that_runs_out_is_a_timeout_and_later_verdicts_still_work(monk
 
     # Force the symbolic step and make it endless: the verdict must come back as a timeout within the budget,
     # with the worker that was running it killed.
-    monkeypatch.setattr(verify, "compare_fast", lambda pred, gold, *conventions: grader.Outcome(equal=None, method="string"))
+    monkeypatch.setattr(verify, "compare_fast", lambda pred, gold, *conventions: grader.Comparison(equal=None, method="string"))
     real_run_bounded = workers.run_bounded
     def endless_instead(fn, *args, timeout_s):
         return real_run_bounded(endless_symbolic, *args, timeout_s=timeout_s)

@@ -11,8 +11,8 @@ from groupscore.verifiers.math.parser import (
     NO_FALLBACK,
     STRICT,
     box_run,
+    box_spans_from_end,
     boxed_contents,
-    boxes_from_end,
     extract_answer,
 )
 from groupscore.verifiers.math.reference import parse_gold
@@ -83,8 +83,9 @@ def test_an_overlong_answer_is_flagged_not_returned_whole():
 def test_boxed_contents_matches_nested_and_escaped_braces():
     text = r"a \boxed{\frac{1}{2}} b \boxed{\{x \mid x > 0\}} c \fbox{7}"
     assert [c for _, c in boxed_contents(text)] == [r"\frac{1}{2}", r"\{x \mid x > 0\}", "7"]
-    assert boxes_from_end(text, 1, 100) == (["7"], False)
-    assert boxes_from_end(r"\boxed{\boxed{1}} x \boxed{2}", 5, 100) == ([r"\boxed{1}", "2"], False)
+    assert [c for _, _, c in box_spans_from_end(text, 1, 100)[0]] == ["7"]
+    spans, overlong = box_spans_from_end(r"\boxed{\boxed{1}} x \boxed{2}", 5, 100)
+    assert [c for _, _, c in spans] == [r"\boxed{1}", "2"] and not overlong
 
 
 @pytest.mark.parametrize(

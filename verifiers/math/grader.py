@@ -56,7 +56,7 @@ _WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+)*")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Comparison:
     """The result of comparing a predicted answer with the reference."""
 
     equal: Tri  # None: the fast path needs sympy, or (symbolic path) the prediction could not be read
@@ -576,7 +576,7 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
 
 def compare_answers(
     pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions = DEFAULT
-) -> Outcome:
+) -> Comparison:
     """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None.
 
     The conventions that rewrite a whole answer act here: the percent reading(s), a decimal comma, a renamed variable.
@@ -635,7 +635,7 @@ def _renamed(pred: str, gold: str) -> str:
     return re.sub(_LETTER_NAME.format(old), new, pred)
 
 
-def _compare(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions) -> Outcome:
+def _compare(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: Conventions) -> Comparison:
     pred_node, gold_node = parse_structure(pred), parse_structure(gold)
     # A label on one side only (`(p,q)=(3,2)` against `(3,2)`) is dropped; two relations are compared as relations.
     if not _has_relation(gold_node):
@@ -646,34 +646,29 @@ def _compare(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: 
         pred_node, gold_node = _unlabel(pred_node), _unlabel(gold_node)
     hedge, why = _describe(pred_node, gold_node)
     if hedge:
-        return Outcome(False, "structure", why, hedge=True)
+        return Comparison(False, "structure", why, hedge=True)
     judge = _Judge(rel_tol, symbolic, conventions)
     try:
         equal = judge.match(pred_node, gold_node)
     except RecursionError:
-        return Outcome(None, "structure", "answer nested too deeply", too_complex=True)
+        return Comparison(None, "structure", "answer nested too deeply", too_complex=True)
     except _TooManyComparisons:
-        return Outcome(None, "structure", f"more than {MAX_LEAF_COMPARISONS} parts to compare", too_complex=True)
+        return Comparison(None, "structure", f"more than {MAX_LEAF_COMPARISONS} parts to compare", too_complex=True)
     method = next((m for m in ("symbolic", "sample", "numeric", "string") if m in judge.methods), "structure")
     if equal is None and symbolic:
         reason = "expression exceeds the symbolic limits" if judge.too_complex else "could not read the answer"
-        return Outcome(None, method, reason, too_complex=judge.too_complex)
+        return Comparison(None, method, reason, too_complex=judge.too_complex)
     if equal is None:
-        return Outcome(None, method, "needs symbolic comparison")
-    return Outcome(equal, method, f"{method} {'match' if equal else 'mismatch'}")
+        return Comparison(None, method, "needs symbolic comparison")
+    return Comparison(equal, method, f"{method} {'match' if equal else 'mismatch'}")
 
 
 @short_key_cache(maxsize=1 << 14)
-def compare_fast(pred: str, gold: str, rel_tol: float, conventions: Conventions = DEFAULT) -> Outcome:
+def compare_fast(pred: str, gold: str, rel_tol: float, conventions: Conventions = DEFAULT) -> Comparison:
     """The in-process fast path (no sympy); cached because RL batches repeat the same (answer, reference) pairs."""
     return compare_answers(pred, gold, rel_tol, False, conventions)
 
 
-def symbolic_outcome(pred: str, gold: str, rel_tol: float, conventions: Conventions = DEFAULT) -> Outcome:
+def symbolic_outcome(pred: str, gold: str, rel_tol: float, conventions: Conventions = DEFAULT) -> Comparison:
     """Worker entry point: the full comparison, sympy included. Picklable in and out."""
     return compare_answers(pred, gold, rel_tol, True, conventions)
-
-
-def symbolic_equal(pred_repr: str, gold_repr: str, rel_tol: float) -> bool | None:
-    """Worker entry point returning only the verdict: True, False, or None when the prediction cannot be read."""
-    return symbolic_outcome(pred_repr, gold_repr, rel_tol).equal

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import re
 
-from groupscore.verifiers.math.numeric import evaluate
+from groupscore.verifiers.math.numeric import MAX_EXPONENT, MAX_FACTORIAL, evaluate
 
 MAX_CHARS = 1000
 MAX_DEPTH = 30
-MAX_EXPONENT = 10_000
-MAX_FACTORIAL = 1_000
 
 _DIGITS = re.compile(r"\d+")
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from groupscore.verifiers.math.conventions import Order, Percent, Profile
 from groupscore.schema.item import ItemBase
 
 
@@ -15,11 +16,11 @@ class MathItem(ItemBase):
     strict: bool = Field(default=False, description="Several different boxed answers score as a hedge; no last-number fallback.")
     rel_tol: float = Field(default=1e-6, ge=0.0, le=1.0, description="Relative tolerance of the numeric comparison.")
     # Comparison conventions (README, "Math conventions"): None takes the profile's value.
-    profile: Literal["default", "math_verify"] = Field(
+    profile: Profile = Field(
         default="default",
         description="A bundle of the conventions below: default (for RL: the value as written, no second reading), "
                     "math_verify (Math-Verify's choices: percent both, decimal comma on).")
-    percent: Literal["number", "fraction", "both"] | None = Field(
+    percent: Percent | None = Field(
         default=None, description="`10\\%` is 10 (number, default), 0.1 (fraction), or either (both).")
     decimal_comma: bool | None = Field(
         default=None, description="`1,5` is the decimal 1.5 where it cannot be a thousands group (default false: "
@@ -28,7 +29,7 @@ class MathItem(ItemBase):
         default=None, ge=1, le=15,
         description="Also accept a decimal that correctly rounds the exact reference to at least this many "
                     "significant digits (`0.3333` for 1/3 with 4). Default: none, the item's rel_tol only.")
-    order: Literal["written", "any"] | None = Field(
+    order: Order | None = Field(
         default=None, description="written (default): tuples are ordered, lists and sets are not; any: tuples too "
                                   "are compared order-free.")
     rename_variables: bool | None = Field(

@@ -324,11 +324,3 @@ def _compact(text: str) -> str:
                 out.append(" ")
         out.append(part)
     return "".join(out)
-
-
-def fraction_of_literal(text: str) -> Fraction | None:
-    """The exact value of a plain numeric literal ("-12", "3.50", "7/8"), or None."""
-    try:
-        return Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        return None

@@ -20,8 +20,8 @@ from groupscore.verifiers.math.qualifiers import qualified_number, qualifiers
 
 
 @dataclass(frozen=True)
-class ExtractionConfig:
-    """How to read a completion."""
+class AnswerExtraction:
+    """How to read a completion's final answer."""
 
     strict: bool = False  # several different boxed answers are a hedge; no last-number fallback
     fallback: bool = True  # read answers without an explicit marker (steps 5-6 above, prose sentences)
@@ -34,10 +34,10 @@ class ExtractionConfig:
         return self.fallback and not self.strict
 
 
-LENIENT = ExtractionConfig()
-STRICT = ExtractionConfig(strict=True)
-NO_FALLBACK = ExtractionConfig(fallback=False)
-STRICT_NO_FALLBACK = ExtractionConfig(strict=True, fallback=False)
+LENIENT = AnswerExtraction()
+STRICT = AnswerExtraction(strict=True)
+NO_FALLBACK = AnswerExtraction(fallback=False)
+STRICT_NO_FALLBACK = AnswerExtraction(strict=True, fallback=False)
 
 
 @dataclass(frozen=True)
@@ -156,12 +156,6 @@ def box_spans_from_end(text: str, limit: int, window: int) -> tuple[list[tuple[i
             found.pop()  # a box found earlier sits inside this one: only the outer box counts
         found.append((pos, close, text[opener.end() : close]))
     return list(reversed(found)), overlong and not found
-
-
-def boxes_from_end(text: str, limit: int, window: int) -> tuple[list[str], bool]:
-    """The contents of the last `limit` top-level closed boxes, in text order (see `box_spans_from_end`)."""
-    spans, overlong = box_spans_from_end(text, limit, window)
-    return [content for _, _, content in spans], overlong
 
 
 # What may sit between two boxes of one answer list: `\boxed{1}, \boxed{2}`, `\boxed{(2, 2)} \quad \text{and} \quad
@@ -357,7 +351,7 @@ def _last_number(text: str, window: int) -> str | None:
     return match.group(0) if match else None
 
 
-def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extracted | None:
+def extract_answer(completion: str, config: AnswerExtraction = LENIENT) -> Extracted | None:
     """The final answer of a completion, or None when it states none."""
     try:
         found = _find(completion, config)
@@ -373,7 +367,7 @@ def extract_answer(completion: str, config: ExtractionConfig = LENIENT) -> Extra
     return Extracted(text, found.source, found.boxes)
 
 
-def box_run(completion: str, config: ExtractionConfig = LENIENT) -> tuple[str, ...]:
+def box_run(completion: str, config: AnswerExtraction = LENIENT) -> tuple[str, ...]:
     """The run of boxes a completion ends with (`\\boxed{1} and \\boxed{-2}`), cleaned, in order; () for fewer than
     two. Read from the completion alone: the same text states the same answer whatever the reference is, so boxing
     every candidate (`\\boxed{3} \\boxed{4}`) is a list that a single reference does not match, never a hedge."""
@@ -392,7 +386,7 @@ class _OverlongBox(Exception):
     """The last box runs past the answer length limit."""
 
 
-def _box_spans(text: str, config: ExtractionConfig) -> list[tuple[int, int, str]]:
+def _box_spans(text: str, config: AnswerExtraction) -> list[tuple[int, int, str]]:
     # Lenient mode needs the last box only; strict mode looks for a hedge among the last few.
     limit = config.boxes_considered if config.strict else 1
     spans, overlong = box_spans_from_end(text, limit, config.max_answer_chars + 1)
@@ -409,7 +403,7 @@ def _marker_after(text: str, pos: int) -> bool:
     return any(text.find(needle, pos) >= 0 for needle in ("####", "inal", "INAL"))
 
 
-def _from_final(completion: str, final: re.Match[str], config: ExtractionConfig) -> Extracted:
+def _from_final(completion: str, final: re.Match[str], config: AnswerExtraction) -> Extracted:
     if final.group(0) == "####":
         line = completion[final.end() : final.end() + _SPAN_LIMIT].split("\n", 1)[0]
         return Extracted(line, "gsm8k")
@@ -417,7 +411,7 @@ def _from_final(completion: str, final: re.Match[str], config: ExtractionConfig)
     return Extracted(_sentence_value(span) if config.fallback else span, "final_answer")
 
 
-def _find(completion: str, config: ExtractionConfig) -> Extracted | None:
+def _find(completion: str, config: AnswerExtraction) -> Extracted | None:
     tag_start = completion.rfind("<answer>")
     if tag_start >= 0:
         tag_end = completion.find("</answer>", tag_start)

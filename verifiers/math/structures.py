@@ -104,7 +104,6 @@ _CLOCK = re.compile(r"(\d{1,2}):([0-5]\d)(?::([0-5]\d))?(am|pm)?")
 _PM = re.compile(r"\\(?:pm|mp)(?![a-zA-Z])")
 _CHOICE = re.compile(r"\(?([A-J])\)?")
 _MATRIX = re.compile(r"\\begin\{([pbBvV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}", re.DOTALL)
-_OPENERS = {"(": ")", "[": "]", "{": "}"}
 _RELATION_OPS = ("\\leq", "\\geq", "\\neq", "<", ">", "=")
 _LOWER_OPS = {"<": False, "\\leq": True}  # op -> closed, when the left side is the smaller
 _UPPER_OPS = {">": False, "\\geq": True}

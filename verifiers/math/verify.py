@@ -17,7 +17,7 @@ from math import gcd
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventions_of
-from groupscore.verifiers.math.grader import Outcome, compare_fast, symbolic_outcome
+from groupscore.verifiers.math.grader import Comparison, compare_fast, symbolic_outcome
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
@@ -28,7 +28,6 @@ from groupscore.schema.verdict import Status, Verdict
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
 MAX_GOLD_CHARS = 4000
-WARM_UP_TIMEOUT_S = 120.0
 
 
 @short_key_cache(maxsize=1 << 13)
@@ -47,10 +46,10 @@ class _SymbolicCache:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._data: OrderedDict[tuple[str, str, float, Conventions], Outcome] = OrderedDict()
+        self._data: OrderedDict[tuple[str, str, float, Conventions], Comparison] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str, float, Conventions]) -> Outcome | None:
+    def get(self, key: tuple[str, str, float, Conventions]) -> Comparison | None:
         with self._lock:
             outcome = self._data.get(key)
             if outcome is not None:
@@ -61,7 +60,7 @@ class _SymbolicCache:
         with self._lock:
             self._data.clear()
 
-    def put(self, key: tuple[str, str, float, Conventions], outcome: Outcome) -> None:
+    def put(self, key: tuple[str, str, float, Conventions], outcome: Comparison) -> None:
         with self._lock:
             self._data[key] = outcome
             if len(self._data) > self._size:
@@ -79,13 +78,13 @@ def warm_up_symbolic() -> None:
     so that no request waits for sympy."""
     from groupscore.bounded.workers import start_once
 
-    start_once(["groupscore.verifiers.math.symbolic"], timeout_s=WARM_UP_TIMEOUT_S)
+    start_once(["groupscore.verifiers.math.symbolic"])  # within the bounded workers' own start-up allowance
 
 
 _ensure_workers = warm_up_symbolic  # what the scorer calls (tests replace it)
 
 
-def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Outcome | None:
+def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Comparison | None:
     """The worker's outcome, or None if the budget ran out."""
     from groupscore.bounded.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
 
@@ -104,9 +103,9 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions
         return None
     except MemoryError:
         # The worker's address-space cap stopped a runaway expansion: as good as a refusal, and deterministic.
-        outcome = Outcome(None, "symbolic", "expression exceeds the symbolic limits: out of memory", too_complex=True)
+        outcome = Comparison(None, "symbolic", "expression exceeds the symbolic limits: out of memory", too_complex=True)
     except Exception as exc:  # noqa: BLE001 - a sympy failure on one answer must not fail the batch
-        return Outcome(None, "symbolic", f"symbolic step failed: {type(exc).__name__}")
+        return Comparison(None, "symbolic", f"symbolic step failed: {type(exc).__name__}")
     _symbolic_cache.put(key, outcome)
     return outcome
 
