@@ -58,7 +58,7 @@ class Value:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallResult:
     """What one call of the target produced."""
 
     values: tuple[Value, ...] | None  # None when the call as a whole failed
@@ -90,25 +90,25 @@ def classify(value: Any) -> Value:
     return Value("other", detail=f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}")
 
 
-def run_call(target: Target, cases: Sequence[Case]) -> Outcome:
+def run_call(target: Target, cases: Sequence[Case]) -> CallResult:
     """Call the target here and now (no time bound): the body of every caller."""
     start = time.perf_counter()
     try:
         raw = target.score(cases)
     except BaseException as exc:  # SystemExit from a reward is a finding too
         elapsed = time.perf_counter() - start
-        return Outcome(None, _describe_exception(exc), elapsed)
+        return CallResult(None, _describe_exception(exc), elapsed)
     elapsed = time.perf_counter() - start
     # TRL iterates the result and measures its length: a list, a tuple or a 1-d array all work; a string does not.
     if isinstance(raw, (str, bytes, dict)) or not hasattr(raw, "__len__") or not hasattr(raw, "__iter__"):
-        return Outcome(None, f"returned {type(raw).__name__}, not a list of rewards", elapsed)
+        return CallResult(None, f"returned {type(raw).__name__}, not a list of rewards", elapsed)
     try:
         raw = list(raw)
     except TypeError as exc:  # a 0-d array has __len__ and __iter__ but refuses both
-        return Outcome(None, f"returned {type(raw).__name__} that cannot be iterated ({exc})", elapsed)
+        return CallResult(None, f"returned {type(raw).__name__} that cannot be iterated ({exc})", elapsed)
     if len(raw) != len(cases):
-        return Outcome(None, f"returned {len(raw)} rewards for {len(cases)} completions", elapsed)
-    return Outcome(tuple(classify(v) for v in raw), None, elapsed)
+        return CallResult(None, f"returned {len(raw)} rewards for {len(cases)} completions", elapsed)
+    return CallResult(tuple(classify(v) for v in raw), None, elapsed)
 
 
 def _describe_exception(exc: BaseException) -> str:
@@ -126,10 +126,10 @@ class Caller(ABC):
     isolation: str
 
     @abstractmethod
-    def call(self, cases: Sequence[Case], timeout_s: float) -> Outcome: ...
+    def call(self, cases: Sequence[Case], timeout_s: float) -> CallResult: ...
 
     @abstractmethod
-    def call_in_threads(self, cases: Sequence[Case], threads: int, timeout_s: float) -> list[Outcome]:
+    def call_in_threads(self, cases: Sequence[Case], threads: int, timeout_s: float) -> list[CallResult]:
         """The same batch from `threads` threads at once (all started together)."""
 
     def close(self) -> None:
@@ -142,8 +142,8 @@ class Caller(ABC):
         self.close()
 
 
-def _hang(timeout_s: float) -> Outcome:
-    return Outcome(None, f"no answer within {timeout_s:g} s", timeout_s, hang=True)
+def _hang(timeout_s: float) -> CallResult:
+    return CallResult(None, f"no answer within {timeout_s:g} s", timeout_s, hang=True)
 
 
 class ThreadCaller(Caller):
@@ -156,11 +156,11 @@ class ThreadCaller(Caller):
         self.abandoned_threads = 0
         self.fallback_reason = ""  # why calls run in threads rather than in a worker process, when not asked for
 
-    def call(self, cases: Sequence[Case], timeout_s: float) -> Outcome:
+    def call(self, cases: Sequence[Case], timeout_s: float) -> CallResult:
         return self.call_in_threads(cases, 1, timeout_s)[0]
 
-    def call_in_threads(self, cases: Sequence[Case], threads: int, timeout_s: float) -> list[Outcome]:
-        results: list[Outcome | None] = [None] * threads
+    def call_in_threads(self, cases: Sequence[Case], threads: int, timeout_s: float) -> list[CallResult]:
+        results: list[CallResult | None] = [None] * threads
         barrier = threading.Barrier(threads)
 
         def work(slot: int) -> None:
@@ -299,7 +299,7 @@ class ProcessCaller(Caller):
         return how + (f"; stderr: {tail[-300:]}" if tail else "")
 
     # -- calls --------------------------------------------------------------------------------------------------
-    def _exchange(self, message: Any, timeout_s: float, expected: int) -> list[Outcome]:
+    def _exchange(self, message: Any, timeout_s: float, expected: int) -> list[CallResult]:
         self.start()
         try:
             reply = self._request(message, time.monotonic() + timeout_s)
@@ -310,13 +310,13 @@ class ProcessCaller(Caller):
         except _WorkerGone as exc:
             self._kill()
             self.restarts += 1
-            return [Outcome(None, f"the process running the reward died ({exc})", 0.0)] * expected
+            return [CallResult(None, f"the process running the reward died ({exc})", 0.0)] * expected
         return reply[1]
 
-    def call(self, cases: Sequence[Case], timeout_s: float) -> Outcome:
+    def call(self, cases: Sequence[Case], timeout_s: float) -> CallResult:
         return self._exchange(("call", list(cases)), timeout_s, 1)[0]
 
-    def call_in_threads(self, cases: Sequence[Case], threads: int, timeout_s: float) -> list[Outcome]:
+    def call_in_threads(self, cases: Sequence[Case], threads: int, timeout_s: float) -> list[CallResult]:
         return self._exchange(("threads", list(cases), threads), timeout_s, threads)
 
 

@@ -9,7 +9,7 @@ import traceback
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Sequence
 
-from groupscore.testing.calls import Caller, Outcome, ProcessCaller, Value, make_caller
+from groupscore.testing.calls import Caller, CallResult, ProcessCaller, Value, make_caller
 from groupscore.testing.cases import Case
 from groupscore.testing.edges import edge_completions
 from groupscore.testing.probes import FLOOR, Probe, ProbeSet, probes_for_case
@@ -59,14 +59,14 @@ def value_problem(value: Value, config: CheckConfig) -> str | None:
     return None
 
 
-def _signature(outcome: Outcome) -> tuple[Any, ...]:
+def _signature(outcome: CallResult) -> tuple[Any, ...]:
     if outcome.ok:
         assert outcome.values is not None
         return tuple(v.key for v in outcome.values)
     return ("hang",) if outcome.hang else ("error", (outcome.error or "").split(":")[0])
 
 
-def _show(outcome: Outcome, index: int | None = None) -> str:
+def _show(outcome: CallResult, index: int | None = None) -> str:
     if not outcome.ok:
         return "hang" if outcome.hang else f"error ({outcome.error})"
     assert outcome.values is not None
@@ -109,8 +109,8 @@ class CheckRun:
         self.target, self.cases, self.config = target, list(cases), config
         self.report = Report(target.description, len(self.cases), asdict(config))
         self.caller: Caller | None = None
-        self.singles: list[Outcome] = []
-        self.batch: Outcome | None = None
+        self.singles: list[CallResult] = []
+        self.batch: CallResult | None = None
         self.edge_latencies: list[tuple[float, str]] = []
         self.infra_errors: list[str] = []  # values the infrastructure failed to produce, counted for the report
 
@@ -131,7 +131,7 @@ class CheckRun:
                 if not any(r.name == name for r in self.report.results):
                     self.add(name, ERROR, f"checker error: {type(exc).__name__}: {exc}{where}")
 
-    def call(self, cases: Sequence[Case]) -> Outcome:
+    def call(self, cases: Sequence[Case]) -> CallResult:
         assert self.caller is not None
         outcome = self.caller.call(cases, self.config.timeout_s * max(1, len(cases)))
         self.infra_errors += [v.detail for v in outcome.values or () if v.kind == "infra_error"]
@@ -207,7 +207,7 @@ class CheckRun:
         self.add("returns", PASS, f"{len(self.cases)} cases, singly and as one batch: a list of one reward each, "
                                   f"{shown} within [{lo:g}, {hi:g}], {nones} None, no NaN")
 
-    def _problems(self, outcome: Outcome) -> list[str]:
+    def _problems(self, outcome: CallResult) -> list[str]:
         if not outcome.ok:
             return ["hang: " + (outcome.error or "") if outcome.hang else f"raised {outcome.error}"]
         assert outcome.values is not None
@@ -219,10 +219,10 @@ class CheckRun:
         return out
 
     # -- determinism ---------------------------------------------------------------------------------------------
-    def _baseline_batch(self) -> Outcome | None:
+    def _baseline_batch(self) -> CallResult | None:
         return self.batch if self.batch is not None and self.batch.ok else None
 
-    def _compare(self, name: str, reference: Outcome, others: list[tuple[str, Outcome]], what: str) -> None:
+    def _compare(self, name: str, reference: CallResult, others: list[tuple[str, CallResult]], what: str) -> None:
         diffs = []
         for how, outcome in others:
             if _signature(outcome) == _signature(reference):
@@ -249,7 +249,7 @@ class CheckRun:
         self._compare("determinism.repeat", reference, repeats,
                       f"{self.config.repeats} more scorings of the batch gave identical rewards")
 
-    def _reference_for(self, name: str) -> Outcome | None:
+    def _reference_for(self, name: str) -> CallResult | None:
         """The batch scores a derived determinism check compares with; None (and a SKIP row) when there are none
         or when they already differ between repeats, which would make every further comparison noise."""
         reference = self._baseline_batch()
@@ -266,10 +266,10 @@ class CheckRun:
             return
         reversed_outcome = self.call(self.cases[::-1])
         if reversed_outcome.ok and reversed_outcome.values is not None:
-            reversed_outcome = Outcome(reversed_outcome.values[::-1], None, reversed_outcome.elapsed_s)
+            reversed_outcome = CallResult(reversed_outcome.values[::-1], None, reversed_outcome.elapsed_s)
         others = [("batch reversed", reversed_outcome)]
         if all(o.ok for o in self.singles):
-            singles = Outcome(tuple(v for o in self.singles for v in (o.values or ())), None)
+            singles = CallResult(tuple(v for o in self.singles for v in (o.values or ())), None)
             others.append(("each case alone", singles))
         self._compare("determinism.batch_composition", reference, others,
                       "a completion's reward does not depend on the rest of its batch (alone, in order, reversed)")
@@ -423,16 +423,16 @@ class CheckRun:
         for name in names:
             self._probe_row(name, sets, scored)
 
-    def _score_probe_set(self, probe_set: ProbeSet) -> dict[str, Outcome]:
+    def _score_probe_set(self, probe_set: ProbeSet) -> dict[str, CallResult]:
         labelled = probe_set.completions()
-        out: dict[str, Outcome] = {}
+        out: dict[str, CallResult] = {}
         # Batches as a trainer would send them, but small, so that a hang on one probe costs a bounded wait.
         for start in range(0, len(labelled), PROBE_BATCH):
             chunk = labelled[start:start + PROBE_BATCH]
             batch = [probe_set.case.with_completion(text) for _, text in chunk]
             outcome = self.call(batch)
             if outcome.ok and outcome.values is not None:
-                out.update({label: Outcome((v,), None, 0.0) for (label, _), v in zip(chunk, outcome.values)})
+                out.update({label: CallResult((v,), None, 0.0) for (label, _), v in zip(chunk, outcome.values)})
                 continue
             # The batch failed as a whole: score each completion alone so that the culprit is named.
             for (label, _), case in zip(chunk, batch):
@@ -440,13 +440,13 @@ class CheckRun:
         return out
 
     @staticmethod
-    def _number(outcome: Outcome | None) -> float | None:
+    def _number(outcome: CallResult | None) -> float | None:
         if outcome is None or not outcome.ok or not outcome.values:
             return None
         v = outcome.values[0]
         return v.number if v.kind == "number" and v.number is not None and not math.isnan(v.number) else None
 
-    def _reference_row(self, sets: list[ProbeSet], scored: list[dict[str, Outcome]]) -> None:
+    def _reference_row(self, sets: list[ProbeSet], scored: list[dict[str, CallResult]]) -> None:
         compared = better = 0
         notes = []
         pairs = {"plain": "wrong_plain", "tagged": "wrong_tagged", "program": "wrong_program", "query": "wrong_query"}
@@ -474,7 +474,7 @@ class CheckRun:
         else:
             self.add("probe.reference", PASS, text)
 
-    def _probe_row(self, name: str, sets: list[ProbeSet], scored: list[dict[str, Outcome]]) -> None:
+    def _probe_row(self, name: str, sets: list[ProbeSet], scored: list[dict[str, CallResult]]) -> None:
         paid, crashed, inconclusive, checked = [], [], 0, 0
         last_answer = 0  # comparisons paid only because the right answer came last (see Probe.mirror)
         what = ""
@@ -536,7 +536,7 @@ class CheckRun:
         else:
             self.add(row, PASS, f"{what}: never above the honest wrong answer ({checked} comparisons)")
 
-    def _reads_last_answer(self, probe_set: ProbeSet, scores: dict[str, Outcome], probe: Probe,
+    def _reads_last_answer(self, probe_set: ProbeSet, scores: dict[str, CallResult], probe: Probe,
                            baseline: float) -> bool:
         """The probe was paid, and its mirror (same answers, the right one not last) in the same style was not."""
         if not probe.mirror:
