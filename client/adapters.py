@@ -22,10 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupscore.client.http import AsyncScoreClient, ScoreClient
-from groupscore.service.columns import BASE_FIELDS, MissingColumn, check_columns  # noqa: F401 - MissingColumn: the adapters' error
-from groupscore.schema.reward import RewardSpec
-from groupscore.verifiers.registry import KINDS
+from groupscore.schema.columns import KIND_FIELDS, MissingColumn, check_columns
+from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Status
+
+__all__ = ["MissingColumn", "completion_text", "compute_score", "compute_score_batch", "trl_reward_func", "verl_item"]
 
 INFRA_ERROR = Status.infra_error.value
 
@@ -53,13 +54,13 @@ class _ItemBuilder:
 
     def __init__(self, verifier: str, columns: dict[str, str] | None, fixed: dict[str, Any] | None,
                  kind_column: str | None) -> None:
-        if verifier not in KINDS:
-            raise ValueError(f"unknown verifier kind {verifier!r}; known: {', '.join(sorted(KINDS))}")
+        if verifier not in KIND_NAMES:
+            raise ValueError(f"unknown verifier kind {verifier!r}; known: {', '.join(sorted(KIND_NAMES))}")
         self.verifier = verifier
         self.kind_column = kind_column
         self.fixed = dict(fixed or {})
         # Item field -> dataset column: every field of the kind that a column of the same name holds, unless renamed.
-        self.item_fields = [f for f in KINDS[verifier].item_model.model_fields if f not in BASE_FIELDS]
+        self.item_fields = list(KIND_FIELDS[verifier])
         self.columns = {f: f for f in self.item_fields}
         self.columns.update(columns or {})
 
