@@ -1,4 +1,5 @@
-"""The wire schema, under every other package: items, verdicts, reward specs, the service's requests and responses.
+"""The wire schema, under every other package: items, verdicts, reward specs, the service's requests and responses,
+and the peer protocols the service also speaks (OpenRLHF's /get_reward, SandboxFusion's /run_code).
 
 It imports nothing of groupscore, so a client needs only this package (and pydantic) to speak to the service.
 """

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
-import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,140 +10,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from groupscore.schema import codec
+from groupscore.schema.reward import RewardSpec
+from groupscore.schema.verdict import Status
+from groupscore.schema.wire import GroupsResponse, ScoreResponse, VerifierInfo, VerifiersResponse
 from groupscore.service import docs, protocols
 from groupscore.service.dispatch import Dispatcher
+from groupscore.service.gatekeeper import Gatekeeper
 from groupscore.service.groups import group_stats
 from groupscore.service.metrics import ServiceMetrics
-from groupscore.schema.wire import GroupsResponse, ScoreResponse, VerifierInfo, VerifiersResponse
-from groupscore.service.requests import GroupsRequest, ScoreRequest, item_component_schemas
 from groupscore.service.pool import QueueFull, ScoringPool
-from groupscore.service.routing import OffloadingRoute, encode_json
+from groupscore.service.requests import GroupsRequest, ScoreRequest, item_component_schemas
+from groupscore.service.responses import json_response, too_many_items, validation_error_response, verdicts_response
+from groupscore.service.routing import OffloadingRoute
 from groupscore.service.settings import Settings
-from groupscore.schema.reward import RewardSpec
 from groupscore.verifiers.registry import KINDS
-from groupscore.schema.verdict import Status
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-# Paths anyone may call: probes and the API description. Everything else needs the token when one is set.
-OPEN_PATHS = frozenset({"/healthz", "/readyz", docs.DOCS_PATH, docs.OAUTH2_REDIRECT_PATH, docs.REDOC_PATH, "/openapi.json"})
-OPEN_PREFIXES = (docs.ASSETS_PATH + "/",)  # the docs pages' scripts and styles
-_DRAIN_LIMIT_BYTES = 512 * 1024 * 1024  # an oversized body is read (and dropped) up to this, so the 413 gets through
-_LARGE_RESPONSE_ITEMS = 2000  # from here on, a response is encoded off the event loop
-
-
-def json_response(payload: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
-    # Verdict dicts come from the workers already plain; serialising them directly skips a second validation pass.
-    return Response(codec.dumps(payload), status_code=status_code,
-                    media_type="application/json", headers=headers)
-
-
-async def verdicts_response(payload: Any, n_items: int) -> Response:
-    return Response(await encode_json(payload, n_items >= _LARGE_RESPONSE_ITEMS), media_type="application/json")
-
-
-class Gatekeeper:
-    """ASGI middleware: request metrics for everything, bearer auth on protected paths, the body-size limit."""
-
-    def __init__(self, app: Callable, settings: Settings, metrics: ServiceMetrics, known_paths: frozenset[str]) -> None:
-        self.app = app
-        self.settings = settings
-        self.metrics = metrics
-        self.known_paths = known_paths
-        self._expected_auth = None if settings.token is None else f"Bearer {settings.token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        endpoint = scope["path"] if scope["path"] in self.known_paths else "other"  # labels stay few
-        status = [500]
-
-        async def send_recording(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
-        started = time.perf_counter()
-        try:
-            await self._guarded(scope, receive, send_recording)
-        finally:
-            self.metrics.requests.labels(endpoint, str(status[0])).inc()
-            self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
-
-    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope["path"]
-        if self._expected_auth is not None and path not in OPEN_PATHS and not path.startswith(OPEN_PREFIXES):
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected_auth):
-                self.metrics.rejected.labels("auth").inc()
-                await _send_json(send, 401, {"detail": "missing or invalid bearer token"},
-                                 [(b"www-authenticate", b"Bearer")])
-                return
-        if scope["method"] not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
-            return
-        # Read the body here, bounded, so no handler ever holds more than max_body_bytes.
-        limit = self.settings.max_body_bytes
-        declared = dict(scope["headers"]).get(b"content-length")
-        too_large = declared is not None and declared.isdigit() and int(declared) > limit
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            more = message.get("more_body", False)
-            if size > limit:
-                too_large = True
-            if too_large:
-                chunks = []
-                if size > _DRAIN_LIMIT_BYTES:
-                    break
-            else:
-                chunks.append(chunk)
-        if too_large:
-            self.metrics.rejected.labels("body_too_large").inc()
-            await _send_json(send, 413, {"detail": f"request body larger than {limit} bytes"})
-            return
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-
-async def _send_json(send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = codec.dumps(payload)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def validation_error_response(errors: list[dict[str, Any]]) -> JSONResponse:
-    """422 naming each problem's field path; the offending input is not echoed back (it may be megabytes)."""
-    detail = [{"loc": list(e.get("loc", ())), "field": ".".join(str(p) for p in e.get("loc", ())),
-               "msg": e.get("msg", ""), "type": e.get("type", "value_error")} for e in errors[:50]]
-    return JSONResponse({"detail": detail}, status_code=422)
-
-
-def too_many_items(field: str, count: int, limit: int) -> JSONResponse:
-    return validation_error_response([{"loc": ("body", field), "type": "too_long",
-                                       "msg": f"{count} items in one request; at most {limit} are allowed"}])
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -1,4 +1,5 @@
-"""Endpoints speaking other tools' wire protocols: OpenRLHF's remote reward (`/get_reward`) and SandboxFusion (`/run_code`).
+"""Endpoints speaking other tools' wire protocols: OpenRLHF's remote reward (`/get_reward`) and SandboxFusion
+(`/run_code`). Their bodies are wire models (`groupscore.schema.openrlhf`, `groupscore.schema.sandboxfusion`).
 
 Both go through the same dispatcher, pool and verifiers as `/v1/score`: nothing here scores or runs code itself.
 """
@@ -7,14 +8,18 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
 
-from groupscore.service.columns import MissingColumn, check_columns
+from groupscore.schema import openrlhf
+from groupscore.schema.columns import MissingColumn, check_columns
+from groupscore.schema.openrlhf import OpenRLHFResponse
+from groupscore.schema.sandboxfusion import RunCodeRequest, RunCodeResponse
 from groupscore.service.pool import WorkerDied
+from groupscore.service.responses import json_response, too_many_items, validation_error_response
 from groupscore.service.routing import OffloadingRoute
 from groupscore.verifiers.composite import CheckedRewardSpec
 
@@ -23,41 +28,11 @@ router = APIRouter(route_class=OffloadingRoute)
 
 # -- OpenRLHF -------------------------------------------------------------------------------------------------------
 
-class OpenRLHFRequest(BaseModel):
-    """OpenRLHF's remote reward request. `query` holds prompt + response as the trainer rendered them.
+class OpenRLHFRequest(openrlhf.OpenRLHFRequest):
+    """The wire model, with its reward spec checked against the kinds when the body is parsed (a 422, not an error
+    verdict on every sample)."""
 
-    `prompts` and `labels` are required: without the prompt the service cannot tell the response from the prompt (a
-    `\\boxed{}` in the question would be scored), and without labels every reward would be a silent 0.
-    """
-
-    model_config = ConfigDict(extra="ignore")  # OpenRLHF versions add fields; unknown ones are not ours to refuse
-
-    query: list[str]
-    prompts: list[str] = Field(description="Per sample: the prompt that `query` starts with (after any padding).")
-    labels: list[Any] = Field(description=(
-        "Per sample: a plain reference answer (scored by the service's default kind, math unless configured), "
-        "or an object / JSON object text with an item's reference fields, "
-        "e.g. {\"verifier\": \"code\", \"tests\": [...]}. OpenRLHF sends them with `--label_key`; a request whose "
-        "labels hold no reference at all is refused."))
     reward: CheckedRewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> OpenRLHFRequest:
-        for name in ("prompts", "labels"):
-            values = getattr(self, name)
-            if len(values) != len(self.query):
-                raise ValueError(f"{name} has {len(values)} entries but query has {len(self.query)}")
-        for index, (query, prompt) in enumerate(zip(self.query, self.prompts)):
-            if prompt not in query:
-                raise ValueError(f"query {index} does not contain its prompt, so its response cannot be told apart "
-                                 f"from the prompt")
-        return self
-
-
-class OpenRLHFResponse(BaseModel):
-    rewards: list[float] = Field(description="Used for advantages.")
-    scores: list[float] = Field(description="0-1, used for dynamic filtering.")
-    extra_logs: dict[str, list[float]] = Field(description="Per-sample values OpenRLHF logs (correct, components).")
 
 
 def response_text(query: str, prompt: str) -> str:
@@ -86,8 +61,6 @@ def label_item(label: Any, default_kind: str) -> dict[str, Any]:
              responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
 async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Response:
     """OpenRLHF remote reward: `--remote_rm_url http://host:port/get_reward`."""
-    from groupscore.service.app import json_response, too_many_items, validation_error_response
-
     settings = request.app.state.settings
     if len(body.query) > settings.max_items:
         return too_many_items("query", len(body.query), settings.max_items)
@@ -113,45 +86,8 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
 
 # -- SandboxFusion ----------------------------------------------------------------------------------------------------
 
-# SandboxFusion's language names; this service runs the ones the sandbox supports and answers SandboxError for others.
-SandboxFusionLanguage = Literal[
-    "python", "cpp", "c", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql", "rust",
-    "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit", "kotlin_script", "jest",
-    "verilog", "python_gpu", "lean", "swift", "racket"]
+# The languages of SandboxFusion's that the sandbox runs; the others are answered with SandboxError.
 _SUPPORTED_LANGUAGES = ("python", "cpp", "c")
-
-
-class RunCodeRequest(BaseModel):
-    """SandboxFusion's /run_code request."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    compile_timeout: float = Field(default=10.0, gt=0.0, le=600.0)
-    run_timeout: float = Field(default=10.0, gt=0.0, le=600.0)
-    memory_limit_MB: int = Field(default=-1, description="-1: the sandbox's default (512 MB); always limited here.")
-    code: str
-    stdin: str | None = None
-    language: SandboxFusionLanguage
-    files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64 content")
-    fetch_files: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list, description="Accepted for compatibility; pytest mode is not offered.")
-
-
-class CommandRunResult(BaseModel):
-    status: Literal["Finished", "Error", "TimeLimitExceeded"]
-    execution_time: float | None = None
-    return_code: int | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-
-
-class RunCodeResponse(BaseModel):
-    status: Literal["Success", "Failed", "SandboxError"]
-    message: str
-    compile_result: CommandRunResult | None = None
-    run_result: CommandRunResult | None = None
-    executor_pod_name: str | None = None
-    files: dict[str, str] = Field(default_factory=dict)
 
 
 def _command_result(status: str, wall_time_s: float, exit_code: int | None, signal: int | None, stdout: str,
@@ -198,7 +134,6 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
              responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
-    from groupscore.service.app import json_response
     from groupscore.service.worker import run_code_task
 
     state = request.app.state
