@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--workers", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--reward", type=Path, default=None, metavar="SPEC.json",
-                   help="composite reward for every item: {\"components\": [...], \"normalise\": ...}, the service's "
+                   help="composite reward for every item: {\"components\": [...], \"normalize\": ...}, the service's "
                         "`reward` field (default: each item's own verifier)")
     p.add_argument("--compare", type=Path, default=None, metavar="OLD.jsonl",
                    help="after scoring, report on stderr every item whose verdict (reward or status) differs from "

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # The verifier kinds on the wire; the registry (groupscore.verifiers.registry) refuses to load if its kinds differ.
 KIND_NAMES = ("math", "code", "format", "length", "json", "sql")
@@ -71,7 +71,10 @@ class RewardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     components: list[Component] = Field(min_length=1, max_length=16)
-    normalise: Literal["weighted_mean", "clipped_sum"] = "weighted_mean"
+    # The wire spells it as the rest of the wire and the code do; "normalise" (its spelling until 0.1) is still read
+    # as input, so older specs keep working. Both at once is an error, not a silent choice.
+    normalize: Literal["weighted_mean", "clipped_sum"] = Field(
+        default="weighted_mean", validation_alias=AliasChoices("normalize", "normalise"))
 
     @model_validator(mode="after")
     def _consistent(self) -> RewardSpec:

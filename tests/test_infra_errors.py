@@ -69,7 +69,7 @@ def test_a_code_item_whose_hidden_tests_all_pass_is_correct_not_partial():
 
 
 def test_a_composite_whose_bonus_saturates_is_correct_not_partial():
-    spec = RewardSpec.model_validate({"normalise": "clipped_sum", "components": [
+    spec = RewardSpec.model_validate({"normalize": "clipped_sum", "components": [
         {"name": "schema", "weight": 1.0},
         {"name": "short", "weight": 1.0, "verifier": "length", "params": {"max": 50}}]})
     raw = {"verifier": "json", "completion": '{"a": 1}', "partial_credit": True,

@@ -57,8 +57,8 @@ def test_group_three_values_by_hand():
 
 # -- composite totals -------------------------------------------------------------------------------------------------
 
-def _spec(*components, normalise="weighted_mean"):
-    return RewardSpec.model_validate({"components": list(components), "normalise": normalise})
+def _spec(*components, normalize="weighted_mean"):
+    return RewardSpec.model_validate({"components": list(components), "normalize": normalize})
 
 
 def test_spec_naming_the_items_own_kind_needs_no_reference_fields():
@@ -75,10 +75,19 @@ def test_weighted_mean_normalises_by_the_weights():
 
 def test_clipped_sum_and_gate():
     spec = _spec({"name": "outcome", "weight": 0.7}, {"name": "strict", "weight": 0.3, "params": {"strict": True},
-                                                       "gate": True, "gate_threshold": 0.5}, normalise="clipped_sum")
+                                                       "gate": True, "gate_threshold": 0.5}, normalize="clipped_sum")
     assert total_reward({"outcome": 1.0, "strict": 1.0}, spec)[0] == pytest.approx(1.0)
     assert total_reward({"outcome": 1.0, "strict": 0.4}, spec) == (0.0, "strict")
     assert total_reward({"outcome": 0.0, "strict": 0.5}, spec)[0] == pytest.approx(0.15)
+
+
+def test_normalise_is_read_as_normalize_and_written_as_it():
+    older = RewardSpec.model_validate({"components": [{"name": "a"}], "normalise": "clipped_sum"})
+    assert older.normalize == "clipped_sum" and older.model_dump()["normalize"] == "clipped_sum"
+    assert "normalise" not in older.model_dump() and "normalise" not in RewardSpec.model_json_schema()["properties"]
+    with pytest.raises(ValidationError, match="normalise"):  # both spellings at once: refused, not one picked
+        RewardSpec.model_validate({"components": [{"name": "a"}], "normalize": "clipped_sum",
+                                   "normalise": "weighted_mean"})
 
 
 @pytest.mark.parametrize("components, message", [

@@ -70,7 +70,7 @@ def total_reward(scores: dict[str, float], spec: RewardSpec) -> tuple[float, str
         if component.gate and scores[component.name] < component.gate_threshold:
             return 0.0, component.name
     weighted = sum(component.weight * scores[component.name] for component in spec.components)
-    if spec.normalise == "weighted_mean":
+    if spec.normalize == "weighted_mean":
         total = weighted / sum(component.weight for component in spec.components)
     else:
         total = weighted
