@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from groupscore.train.passk import mean_pass_at_k, pass_at_k
+from groupscore.train.passk import pass_at_k
 
 
 def brute_force_pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -40,9 +40,3 @@ def test_large_n_stays_exact_where_binomials_overflow_floats():
 def test_impossible_counts_are_refused(n, c, k):
     with pytest.raises(ValueError):
         pass_at_k(n, c, k)
-
-
-def test_mean_over_problems():
-    assert mean_pass_at_k([0, 4, 2], 4, 1) == pytest.approx((0 + 1 + 0.5) / 3)
-    with pytest.raises(ValueError):
-        mean_pass_at_k([], 4, 1)

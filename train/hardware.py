@@ -26,10 +26,6 @@ class Hardware:
         return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16",
                 "use_cpu": self.device == "cpu"}
 
-    @property
-    def on_gpu(self) -> bool:
-        return self.device.startswith("cuda")
-
 
 def _cpu_count() -> int:
     try:

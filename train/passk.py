@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Chance that at least one of k draws (without replacement) from n samples, c of them correct, is correct."""
@@ -16,10 +14,3 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     for i in range(n - c + 1, n + 1):
         miss *= 1.0 - k / i
     return 1.0 - miss
-
-
-def mean_pass_at_k(correct_counts: Sequence[int], n: int, k: int) -> float:
-    """Average pass@k over problems that each drew n samples."""
-    if not correct_counts:
-        raise ValueError("no problems to average over")
-    return sum(pass_at_k(n, c, k) for c in correct_counts) / len(correct_counts)

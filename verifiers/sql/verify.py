@@ -37,7 +37,7 @@ def strip_sql(text: str) -> str:
     return text.rstrip().rstrip(";").rstrip()
 
 
-def _normalise(value: Any, digits: int) -> Any:
+def _normalize(value: Any, digits: int) -> Any:
     if isinstance(value, float):
         # Equivalent queries may sum in different orders; compare REALs at `digits` significant digits.
         return float(f"{value:.{digits}g}") + 0.0  # + 0.0 turns -0.0 into 0.0
@@ -64,7 +64,7 @@ def run_query(conn: sqlite3.Connection, sql: str, seconds: float, max_rows: int,
     if len(rows) > max_rows:
         raise QueryRejected(f"more than max_rows={max_rows} rows")
     width = len(cursor.description or ())
-    return width, [tuple(_normalise(v, digits) for v in row) for row in rows]
+    return width, [tuple(_normalize(v, digits) for v in row) for row in rows]
 
 
 def _same(gold: list[tuple], candidate: list[tuple], ordered: bool) -> bool:
