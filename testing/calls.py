@@ -71,7 +71,8 @@ class CallResult:
         return self.values is not None
 
 
-def classify(value: Any) -> Value:
+def classify_reward(value: Any) -> Value:
+    """What kind of value one reward the target returned is (a number, None, an item or infra error, or other)."""
     if value is None:
         return Value("none")
     if isinstance(value, ItemError):
@@ -108,7 +109,7 @@ def run_call(target: Target, cases: Sequence[Case]) -> CallResult:
         return CallResult(None, f"returned {type(raw).__name__} that cannot be iterated ({exc})", elapsed)
     if len(raw) != len(cases):
         return CallResult(None, f"returned {len(raw)} rewards for {len(cases)} completions", elapsed)
-    return CallResult(tuple(classify(v) for v in raw), None, elapsed)
+    return CallResult(tuple(classify_reward(v) for v in raw), None, elapsed)
 
 
 def _describe_exception(exc: BaseException) -> str:

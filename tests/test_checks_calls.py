@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from groupscore.testing import Case, check_reward_fn
-from groupscore.testing.calls import ProcessCaller, ThreadCaller, classify, make_caller
+from groupscore.testing.calls import ProcessCaller, ThreadCaller, classify_reward, make_caller
 from groupscore.testing.targets import as_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,12 +86,12 @@ def test_checks_run_from_a_worker_thread_without_touching_sigalrm():
 def test_values_are_classified_as_trl_would_accept_them():
     import numpy as np
 
-    assert classify(0.5).kind == "number"
-    assert classify(np.float32(0.25)).number == 0.25
-    assert classify(True).detail == "bool"
-    assert classify(None).kind == "none"
-    assert classify("1.0").kind == "other"
-    assert classify(np.array([1.0, 2.0])).kind == "other"
+    assert classify_reward(0.5).kind == "number"
+    assert classify_reward(np.float32(0.25)).number == 0.25
+    assert classify_reward(True).detail == "bool"
+    assert classify_reward(None).kind == "none"
+    assert classify_reward("1.0").kind == "other"
+    assert classify_reward(np.array([1.0, 2.0])).kind == "other"
 
 
 def test_a_reward_that_hangs_on_every_case_is_reported_once_not_waited_on_for_each_check():
