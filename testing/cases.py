@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # Keys a case line may not use as reference fields: TRL strips these before passing columns to a reward function.
 _RESERVED = ("prompt", "completion", "completion_ids")

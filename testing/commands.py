@@ -6,11 +6,10 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from groupscore.testing.cases import CasesError, load_cases
-from dataclasses import replace
-
 from groupscore.testing.checks import CHECK_GROUPS, CheckConfig, CheckRun
 from groupscore.testing.targets import TargetError, resolve_target
 
@@ -76,7 +75,7 @@ def check_command(target: str, cases: Path, report: Path | None = Path("check-re
     except TargetError as exc:
         print(f"groupscore check: error: cannot load target {target!r}: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # a fault of the checker itself: say so, never let it pass for a failed check
+    except Exception as exc:  # noqa: BLE001 - a fault of the checker itself: say so, never let it pass for a failed check
         print(f"groupscore check: error: the checker failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     print(result.table())

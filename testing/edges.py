@@ -6,7 +6,7 @@ mutations stay close to what the reward normally sees. The hypothesis strategies
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 MB = 1 << 20
 

@@ -43,7 +43,7 @@ def rtl_text(max_size: int = 80) -> st.SearchStrategy[str]:
 
 
 def emoji_text(max_size: int = 40) -> st.SearchStrategy[str]:
-    return st.lists(st.sampled_from(_EMOJI + [" ", "42", "\\boxed{"]), max_size=max_size).map("".join)
+    return st.lists(st.sampled_from([*_EMOJI, " ", "42", "\\boxed{"]), max_size=max_size).map("".join)
 
 
 def combining_marks(base: st.SearchStrategy[str] | None = None) -> st.SearchStrategy[str]:

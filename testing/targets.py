@@ -16,10 +16,11 @@ import inspect
 import os
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from groupscore.testing.cases import Case, CasesError
 
@@ -266,7 +267,6 @@ class ServiceTarget(Target):
 
     def score(self, cases: Sequence[Case]) -> list[Any]:
         items = [item_for_case(case, self._kind_of(case)) for case in cases]
-        out: list[Any] = []
         return [_verdict_value(result) for result in self.client().score_raw(items)]
 
     def spec(self) -> TargetSpec:
@@ -338,7 +338,7 @@ def load_callable(ref: str) -> Callable[..., Any]:
         module = _load_module(module_ref)
     except TargetError:
         raise
-    except BaseException as exc:  # an import can raise anything, SystemExit included
+    except BaseException as exc:  # noqa: BLE001 - an import can raise anything, SystemExit included
         raise TargetError(f"cannot import {module_ref!r}: {type(exc).__name__}: {exc}") from None
     obj: Any = module
     for part in attr.split("."):
@@ -385,7 +385,7 @@ def _importable_ref(fn: Callable[..., Any]) -> str | None:
         obj: Any = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure only means the function has no importable name
         return None
     return f"{module}:{qualname}" if obj is fn else None
 

@@ -27,6 +27,13 @@ def _send(stream: BinaryIO, message: Any) -> None:
     stream.flush()
 
 
+def _call_at_once(barrier: threading.Barrier, results: list[Any], slot: int, run_call: Any, target: Any,
+                  cases: Any) -> None:
+    """One of the threads of a "threads" request: all start the call together, each writes its own slot."""
+    barrier.wait()
+    results[slot] = run_call(target, cases)
+
+
 def main() -> int:
     # Keep the protocol on private descriptors: whatever the reward prints goes to stderr, and it cannot read our input.
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
@@ -51,7 +58,7 @@ def main() -> int:
         if op == "build":
             try:
                 target = build_target(message[1])
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - the target's import can raise anything; it goes back as text
                 text = str(exc) if type(exc).__name__ == "TargetError" else "".join(
                     traceback.format_exception_only(type(exc), exc)).strip()
                 _send(proto_out, ("error", text))
@@ -63,12 +70,8 @@ def main() -> int:
             cases, count = message[1], message[2]
             results: list[Any] = [None] * count
             barrier = threading.Barrier(count)
-
-            def work(slot: int) -> None:
-                barrier.wait()
-                results[slot] = run_call(target, cases)
-
-            threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+            threads = [threading.Thread(target=_call_at_once, args=(barrier, results, i, run_call, target, cases))
+                       for i in range(count)]
             for thread in threads:
                 thread.start()
             for thread in threads:

