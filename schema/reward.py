@@ -71,8 +71,8 @@ class RewardSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     components: list[Component] = Field(min_length=1, max_length=16)
-    # The wire spells it as the rest of the wire and the code do; "normalise" (its spelling until 0.1) is still read
-    # as input, so older specs keep working. Both at once is an error, not a silent choice.
+    # Spelt as the rest of the wire and the code spell it; "normalise", the field's earlier spelling, is still read as
+    # input so that existing specs keep working. Both at once is an error, not a silent choice.
     normalize: Literal["weighted_mean", "clipped_sum"] = Field(
         default="weighted_mean", validation_alias=AliasChoices("normalize", "normalise"))
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from groupscore.sandbox import COMPILE_LIMITS, RunResult, default_workers
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.code import sandbox_jobs
 from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
@@ -29,7 +30,6 @@ from groupscore.verifiers.code.extract import ProgramExtraction, extract_program
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.jail_runner import MARSHAL_VERSION, NotPlainData, encode_value, parse_answer
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
-from groupscore.schema.verdict import Status, Verdict
 
 RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
 MAX_MESSAGE_CHARS = 300

@@ -1,9 +1,9 @@
 """Answer comparison: structures matched shape by shape, leaves through a cheapest-first cascade.
 
 Leaf cascade: normalised string, then exact/toleranced numbers, then (for expressions in variables) a numeric
-identity test at fixed sample points, then sympy. The fast path (`symbolic=False`) never touches sympy: where it
-cannot decide it answers `equal=None`, and the caller re-runs the comparison with `symbolic=True` in a bounded
-worker process (`symbolic_outcome`), where sympy is imported on first use.
+identity test at sample points (drawn from a hash of both answers: sample_points.py), then sympy. The fast path
+(`symbolic=False`) never touches sympy: where it cannot decide it answers `equal=None`, and the caller re-runs the
+comparison with `symbolic=True` in a bounded worker process (`symbolic_outcome`), where sympy is imported on first use.
 """
 
 from __future__ import annotations

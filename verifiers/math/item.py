@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from groupscore.verifiers.math.conventions import Order, Percent, Profile
 from groupscore.schema.item import ItemBase
+from groupscore.verifiers.math.conventions import Order, Percent, Profile
 
 
 class MathItem(ItemBase):

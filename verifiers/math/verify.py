@@ -15,6 +15,7 @@ from dataclasses import replace
 from fractions import Fraction
 from math import gcd
 
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventions_of
 from groupscore.verifiers.math.grader import Comparison, compare_fast, symbolic_outcome
@@ -24,7 +25,6 @@ from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.parser import LENIENT, NO_FALLBACK, STRICT, STRICT_NO_FALLBACK, box_run, extract_answer
 from groupscore.verifiers.math.qualifiers import different_units, units_of, unqualified_in
 from groupscore.verifiers.math.reference import parse_gold
-from groupscore.schema.verdict import Status, Verdict
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
 MAX_GOLD_CHARS = 4000
