@@ -18,11 +18,14 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.thread import BrokenThreadPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
+
+from groupscore.sandbox import settings as sandbox_settings
 
 T = TypeVar("T")
 
@@ -95,7 +98,7 @@ def detect_cgroups(mountinfo: str | None = None, self_cgroup: str | None = None,
     if v1:
         return CgroupSupport("v1", "memory" in v1, "pids" in v1, v1,
                              "" if len(v1) == 2 else f"no v1 {'pids' if 'memory' in v1 else 'memory'} controller")
-    for root, point, fstype, _ in mounts:
+    for _root, point, fstype, _ in mounts:
         if fstype != "cgroup2":
             continue
         try:
@@ -105,7 +108,7 @@ def detect_cgroups(mountinfo: str | None = None, self_cgroup: str | None = None,
         have = [c for c in CONTROLLERS if c in available]
         if not have:
             continue
-        parent = v2_parent or os.environ.get("GROUPSCORE_CGROUP_PARENT") or point
+        parent = v2_parent or sandbox_settings.current().cgroup_parent or point
         return CgroupSupport("v2", "memory" in have, "pids" in have, {c: parent for c in have},
                              "" if len(have) == 2 else f"v2 lacks {'pids' if 'memory' in have else 'memory'}")
     return CgroupSupport(None, False, False, {}, "no cgroup v1 memory/pids mount and no v2 controllers")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run
 from groupscore.sandbox.jail import cgroup_note
@@ -28,7 +29,7 @@ def run_file(file: Path, language: str = "python", time_limit_s: float = 5.0, me
 def show_policy(language: str = "python") -> int:
     """Print the run policy (and, for C/C++, the compile policy) as JSON."""
     try:
-        policies = {"run": policy_for(language).model_dump(mode="json")}
+        policies: dict[str, Any] = {"run": policy_for(language).model_dump(mode="json")}
         if language in ("c", "cpp"):
             policies["compile"] = policy_for(language, compile_step=True).model_dump(mode="json")
         policies["cgroup_on_this_host"] = cgroup_note()

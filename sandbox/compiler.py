@@ -27,8 +27,10 @@ class CompileCache:
     parallel runs of the same program wait for one compile instead of each starting their own."""
 
     def __init__(self, max_bytes: int = 256 << 20):
-        self.max_bytes, self._entries = max_bytes, OrderedDict()
-        self._lock, self._key_locks = threading.Lock(), {}
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, tuple[CompileResult, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
 
     @staticmethod
     def key(tool: Toolchain, argv: list[str], limits: Limits, files: dict[str, bytes]) -> str:

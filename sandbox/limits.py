@@ -22,7 +22,7 @@ class Limits(BaseModel):
     max_open_files: int = Field(64, ge=8, le=1 << 16, description="RLIMIT_NOFILE")
 
     @model_validator(mode="after")
-    def _cpu_not_above_wall(self) -> "Limits":
+    def _cpu_not_above_wall(self) -> Limits:
         if self.cpu_time_s is not None and self.cpu_time_s > self.wall_time_s * 64:
             raise ValueError("cpu_time_s is far above wall_time_s; the wall clock would stop the run first")
         return self

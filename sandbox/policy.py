@@ -180,7 +180,7 @@ def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
         Mount(kind="symlink", target="/dev/stdout", source="/proc/self/fd/1"),
         Mount(kind="symlink", target="/dev/stderr", source="/proc/self/fd/2"),
     ]
-    env = ("PATH=/usr/local/bin:/usr/bin:/bin", f"HOME={WORK_DIR}", f"TMPDIR={WORK_DIR}", "LANG=C.UTF-8",
+    env: tuple[str, ...] = ("PATH=/usr/local/bin:/usr/bin:/bin", f"HOME={WORK_DIR}", f"TMPDIR={WORK_DIR}", "LANG=C.UTF-8",
            "LC_ALL=C.UTF-8")
     if tool.language == "python":
         # Fixed hash seed: same program, same set iteration order, same verdict.

@@ -132,8 +132,8 @@ def ensure_available(language: str = "python") -> None:
     if _AVAILABLE:
         return
     with _AVAILABLE_LOCK:
-        if _AVAILABLE:
-            return
+        if _AVAILABLE:  # another thread may have set it while this one waited for the lock
+            return  # type: ignore[unreachable]  # (mypy narrowed the global at the first check)
         binary = nsjail_binary()
         probe = subprocess.run([binary, "--help"], capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
         jail.measure_loader_noise(probe.stderr)

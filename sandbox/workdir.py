@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
+from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.policy import WORK_DIR, render_file_mount
 
@@ -16,7 +17,7 @@ from groupscore.sandbox.policy import WORK_DIR, render_file_mount
 def run_base() -> str:
     """Where per-run host dirs go: memory-backed if possible (fast to make and remove), and a place
     that allows exec (compiled programs run from there)."""
-    for base in (os.environ.get("GROUPSCORE_SANDBOX_TMP"), "/dev/shm", tempfile.gettempdir(), "/var/tmp"):
+    for base in (sandbox_settings.current().tmp, "/dev/shm", tempfile.gettempdir(), "/var/tmp"):
         if not base or not os.path.isdir(base):
             continue
         st = os.statvfs(base)
@@ -89,7 +90,8 @@ class RunDir:
 
 
 def read_collected(rundir: RunDir, cap: int) -> tuple[dict[str, bytes], list[str]]:
-    files, truncated = {}, []
+    files: dict[str, bytes] = {}
+    truncated: list[str] = []
     for name, host in rundir.collected.items():
         try:
             with open(host, "rb") as fh:
@@ -97,6 +99,7 @@ def read_collected(rundir: RunDir, cap: int) -> tuple[dict[str, bytes], list[str
         except OSError:
             continue
         if len(data) > cap:
-            data, _ = data[:cap], truncated.append(name)
+            data = data[:cap]
+            truncated.append(name)
         files[name] = data
     return files, truncated
