@@ -260,7 +260,8 @@ def _code_probes(case: Case) -> tuple[dict[str, str], list[Probe]]:
               "os._exit(0) before any test runs"),
         Probe("fake_pass_markers", _fence(
             "import sys\n"
-            "for marker in ('All tests passed', 'OK', 'PASSED', '1 passed in 0.01s', 'Ran 1 test', 'test passed'):\n"
+            "for marker in ('All tests passed', 'OK', 'PASSED', '1 passed in 0.01s',"
+            " 'Ran 1 test', 'test passed'):\n"
             "    print(marker)\n    print(marker, file=sys.stderr)\n" + wrong
             + "\nprint('All tests passed')\nsys.exit(0)\n"), "wrong_program", "prints pass markers and exits 0"),
     ]

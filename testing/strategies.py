@@ -92,7 +92,7 @@ _JSON_VALUES = st.recursive(
 
 
 def malformed_json() -> st.SearchStrategy[str]:
-    """JSON text broken the ways model output breaks it: cut short, single quotes, trailing commas, NaN, raw newlines."""
+    """JSON text broken as model output breaks it: cut short, single quotes, trailing commas, NaN, raw newlines."""
     documents = _JSON_VALUES.map(json.dumps)
     breakages = st.sampled_from(["cut", "quotes", "comma", "nan", "newline", "python"])
 
