@@ -14,14 +14,13 @@ OpenRLHF and SandboxFusion speak HTTP to the service directly: see `groupscore.s
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from groupscore.client.http import AsyncScoreClient, ScoreClient
+from groupscore.client.loops import LoopClients
 from groupscore.schema.columns import KIND_FIELDS, MissingColumn, check_columns
 from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Status
@@ -134,7 +133,7 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
     if component is not None and (spec is None or component not in {c.name for c in spec.components}):
         raise ValueError(f"component {component!r} is not in the reward spec")
     label = name or (f"groupscore_{verifier}" + (f"_{component}" if component else ""))
-    checked = []  # the first batch with rows of this kind checks the columns; later ones do not pay for it
+    checked: list[bool] = []  # the first batch with rows of this kind checks the columns; later ones do not pay for it
 
     def build(completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
         items, rows = builder.build(completions, kwargs)
@@ -148,14 +147,12 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
         urls = service.urls if isinstance(service, ScoreClient) else service
         if isinstance(service, ScoreClient) and token is None:
             token = service.token
-        clients: dict[int, AsyncScoreClient] = {}  # httpx async clients belong to one event loop each
+        # httpx async clients belong to one event loop each: one per loop, closed when its loop shuts down
+        clients = LoopClients(lambda: AsyncScoreClient(urls, token=token))
 
         async def reward_async(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-            loop_id = id(asyncio.get_running_loop())
-            if loop_id not in clients:
-                clients[loop_id] = AsyncScoreClient(urls, token=token)
             items, rows = build(completions, kwargs)
-            verdicts = await clients[loop_id].score_raw(items, spec, deadline_s) if items else []
+            verdicts = await (await clients.get()).score_raw(items, spec, deadline_s) if items else []
             return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
 
         reward_async.__name__ = label
@@ -172,7 +169,7 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
     return reward_sync
 
 
-# -- verl ---------------------------------------------------------------------------------------------------------------
+# -- verl --------------------------------------------------------------------------------------------------------------
 
 # data_source prefixes that verl's own default scorer routes to code execution; everything else is math here.
 _CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco", "primeintellect", "livecodebench", "humaneval", "mbpp",
@@ -187,8 +184,10 @@ def _client_from_env() -> ScoreClient:
     global _verl_client
     with _verl_lock:
         if _verl_client is None:
-            urls = [u for u in os.environ.get("GROUPSCORE_URL", "http://127.0.0.1:8000").split(",") if u.strip()]
-            _verl_client = ScoreClient(urls, token=os.environ.get("GROUPSCORE_TOKEN") or None)
+            from groupscore.client.settings import load  # GROUPSCORE_URL, GROUPSCORE_TOKEN
+
+            settings = load()
+            _verl_client = ScoreClient(settings.urls, token=settings.token)
         return _verl_client
 
 

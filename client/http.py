@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from groupscore.schema import codec
 from groupscore.schema.reward import RewardSpec
 from groupscore.schema.verdict import Verdict
+from groupscore.schema.wire import GroupResult
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -209,12 +210,13 @@ class ScoreClient(_Base):
         return [Verdict.model_validate(v) for v in self.score_raw(items, reward, deadline_s)]
 
     def score_groups(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None = None,
-                     eps: float = 1e-4, std: str = "sample", deadline_s: float | None = None) -> list[dict[str, Any]]:
-        """Per group: results, total {rewards, mean, std, advantages, zero_variance}, components."""
+                     eps: float = 1e-4, std: str = "sample", deadline_s: float | None = None) -> list[GroupResult]:
+        """Per group, in input order: its verdicts, the total's statistics (rewards, mean, std, advantages,
+        zero_variance, masked) and each component's."""
         payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)
         futures = [self._threads.submit(self.request, "POST", "/v1/score/groups", payload, index)
                    for index, payload in enumerate(payloads)]
-        return [group for future in futures for group in future.result()["groups"]]
+        return [GroupResult.model_validate(group) for future in futures for group in future.result()["groups"]]
 
     def verifiers(self) -> dict[str, Any]:
         return self.request("GET", "/v1/verifiers")
@@ -227,7 +229,7 @@ class ScoreClient(_Base):
 
 
 class AsyncScoreClient(_Base):
-    """asyncio client; use one per event loop."""
+    """asyncio client; use one per event loop (`groupscore.client.loops.LoopClients` keeps one per loop)."""
 
     def __init__(self, urls: str | Sequence[str], token: str | None = None, timeout_s: float = 330.0,
                  retry: RetryPolicy = RetryPolicy(), max_batch: int = 4096) -> None:
@@ -274,17 +276,19 @@ class AsyncScoreClient(_Base):
 
     async def score_groups(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None = None,
                            eps: float = 1e-4, std: str = "sample",
-                           deadline_s: float | None = None) -> list[dict[str, Any]]:
+                           deadline_s: float | None = None) -> list[GroupResult]:
         payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)
         answers = await asyncio.gather(*(self.request("POST", "/v1/score/groups", payload, index)
                                          for index, payload in enumerate(payloads)))
-        return [group for answer in answers for group in answer["groups"]]
+        return [GroupResult.model_validate(group) for answer in answers for group in answer["groups"]]
 
     async def verifiers(self) -> dict[str, Any]:
         return await self.request("GET", "/v1/verifiers")
 
     async def ready(self) -> bool:
         try:
-            return all((await client.get("/readyz")).status_code == 200 for client in self._clients)
+            # A list, not a generator: `await` inside a generator expression makes an async generator, not a bool.
+            statuses = [(await client.get("/readyz")).status_code for client in self._clients]
+            return all(status == 200 for status in statuses)
         except httpx.TransportError:
             return False

@@ -10,15 +10,16 @@ import pytest
 import torch
 
 from groupscore.client import adapters
-from groupscore.client.http import ScoreClient
-from groupscore.service.groups import group_stats
 from groupscore.client.adapters import MissingColumn, compute_score, compute_score_batch, trl_reward_func
+from groupscore.client.http import ScoreClient
+from groupscore.schema.verdict import Verdict
+from groupscore.schema.wire import GroupResult
+from groupscore.service.groups import group_stats
 from groupscore.train.config import MonitorConfig
 from groupscore.train.evaluate import _pass_at
 from groupscore.train.grpo import mask_unscored
 from groupscore.train.observe import Monitor, batch_stats
 from groupscore.train.rewards import ScoredBatch, ServiceReward
-from groupscore.train.scoring import GroupScores
 
 INFRA = {"reward": 0.0, "status": "infra_error", "reason": "sandbox unavailable", "details": {"infra": "sandbox"}}
 
@@ -119,9 +120,9 @@ def test_group_statistics_leave_unscored_completions_out():
 
 
 def _group(rewards, statuses):
-    stats = group_stats(rewards, masked=[s == "infra_error" for s in statuses])
-    return GroupScores(rewards=rewards, components={}, statuses=statuses, mean=stats.mean, std=stats.std,
-                       advantages=stats.advantages, zero_variance=stats.zero_variance)
+    """The service's answer for one group: a verdict per completion and the group statistics it computes."""
+    verdicts = [Verdict(id=i, reward=r, status=s) for i, (r, s) in enumerate(zip(rewards, statuses))]
+    return GroupResult(results=verdicts, total=group_stats(rewards, masked=[s == "infra_error" for s in statuses]))
 
 
 class FakeScorer:

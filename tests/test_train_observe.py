@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from groupscore.schema.wire import GroupResult
 from groupscore.train.config import MonitorConfig
 from groupscore.train.observe import Monitor, batch_stats, plot_run
 from groupscore.train.rewards import ScoredBatch
-from groupscore.train.scoring import GroupScores
 
 
 def monitor():
@@ -38,10 +38,15 @@ def test_flat_groups_and_saturated_reward_warn():
 
 
 def test_batch_stats_per_component():
-    groups = [GroupScores([1.0, 0.0], {"correct": [1.0, 0.0], "format": [1.0, 1.0]}, ["correct", "incorrect"],
-                          0.5, 0.7, [0.7, -0.7], False),
-              GroupScores([0.0, 0.0], {"correct": [0.0, 0.0], "format": [1.0, 0.0]}, ["incorrect"] * 2,
-                          0.0, 0.0, [0.0, 0.0], True)]
+    def stats(rewards, zero_variance=False):
+        return {"rewards": rewards, "mean": 0.0, "std": 0.0, "advantages": [0.0] * 2, "zero_variance": zero_variance}
+
+    groups = [GroupResult.model_validate({
+        "results": [{"reward": r, "status": s} for r, s in zip(rewards, statuses)],
+        "total": stats(rewards, zero_variance=len(set(rewards)) == 1),
+        "components": {"correct": stats(correct), "format": stats(format_)}})
+        for rewards, correct, format_, statuses in [([1.0, 0.0], [1.0, 0.0], [1.0, 1.0], ["correct", "incorrect"]),
+                                                    ([0.0, 0.0], [0.0, 0.0], [1.0, 0.0], ["incorrect"] * 2)]]
     stats = batch_stats(ScoredBatch(["a", "a", "b", "b"], ["p"] * 4, ["c"] * 4, groups, wait_s=0.01, request_s=0.1))
     assert stats["reward_mean"] == 0.25 and stats["zero_variance_share"] == 0.5
     assert stats["component/correct/mean"] == 0.25 and stats["component/format/mean"] == 0.75

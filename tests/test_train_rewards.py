@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
+from groupscore.schema.verdict import Verdict
+from groupscore.schema.wire import GroupResult, GroupStats
 from groupscore.train.rewards import ServiceReward
-from groupscore.train.scoring import GroupScores
 
 
 class RecordingScorer:
@@ -24,8 +25,10 @@ class RecordingScorer:
         for g in groups:
             rewards = [float(c == f"\\boxed{{{g['item']['answer']}}}") for c in g["completions"]]
             mean = sum(rewards) / len(rewards)
-            out.append(GroupScores(rewards, {}, ["x"] * len(rewards), mean, 0.0, [r - mean for r in rewards],
-                                   len(set(rewards)) == 1))
+            verdicts = [Verdict(id=i, reward=r, status="correct" if r else "incorrect") for i, r in enumerate(rewards)]
+            out.append(GroupResult(id=g["id"], results=verdicts, total=GroupStats(
+                rewards=rewards, mean=mean, std=0.0, advantages=[r - mean for r in rewards],
+                zero_variance=len(set(rewards)) == 1)))
         return out
 
 

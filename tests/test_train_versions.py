@@ -6,18 +6,21 @@ from pathlib import Path
 
 import pytest
 
+from groupscore.schema.verdict import Verdict
+from groupscore.schema.wire import GroupResult
 from groupscore.train.config import load_config
 from groupscore.train.pipeline import report_text
 from groupscore.train.scoring import ServiceScorer
 from groupscore.train.versions import ALLOW_FLAG, MixedVerifierVersions, VersionLedger
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"
+TASKSETS = Path(__file__).resolve().parent.parent / "train" / "tasks"
 
 
 def group(*tags):
     n = len(tags)
-    return {"id": "g", "results": [{"status": "correct", "reward": 1.0, "verifier_version": t} for t in tags],
-            "total": {"rewards": [1.0] * n, "mean": 1.0, "std": 0.0, "advantages": [0.0] * n, "zero_variance": True}}
+    return GroupResult.model_validate(
+        {"id": "g", "results": [{"status": "correct", "reward": 1.0, "verifier_version": t} for t in tags],
+         "total": {"rewards": [1.0] * n, "mean": 1.0, "std": 0.0, "advantages": [0.0] * n, "zero_variance": True}})
 
 
 class FakeClient:
@@ -58,9 +61,9 @@ def test_a_second_version_of_a_kind_stops_the_run_with_one_line_naming_the_flag(
 
 def test_a_composite_tag_counts_for_each_of_its_kinds():
     ledger = VersionLedger()
-    ledger.record([{"verifier_version": "format@1+math@2"}])
+    ledger.record([Verdict(reward=1.0, status="correct", verifier_version="format@1+math@2")])
     with pytest.raises(MixedVerifierVersions, match="'format'"):
-        ledger.record([{"verifier_version": "format@2"}])
+        ledger.record([Verdict(reward=1.0, status="correct", verifier_version="format@2")])
 
 
 def test_mixing_is_allowed_when_the_config_says_so():
@@ -74,8 +77,8 @@ def test_mixing_is_allowed_when_the_config_says_so():
 
 
 def test_the_flag_is_a_service_config_field_and_off_by_default(tmp_path):
-    base = (f"run_dir: runs/x\nmodel: {{tiny: {{}}}}\ntaskset: {{train: {FIXTURES}/arith/train.jsonl, "
-            f"eval: {FIXTURES}/arith/heldout.jsonl}}\n")
+    base = (f"run_dir: runs/x\nmodel: {{tiny: {{}}}}\ntaskset: {{train: {TASKSETS}/arith/train.jsonl, "
+            f"eval: {TASKSETS}/arith/heldout.jsonl}}\n")
     path = tmp_path / "c.yaml"
     path.write_text(base)
     assert load_config(path).service.allow_mixed_verifier_versions is False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
 from groupscore.train.pipeline import prepare, run, say
-from groupscore.train.scoring import open_scorer, wire_group
+from groupscore.train.scoring import GroupScorer, open_scorer, wire_group
 from groupscore.train.taskset import Task
 
 MEASURED_GRPO_STEPS = 3  # the first step pays for warm-up; the estimate uses the ones after it
@@ -25,12 +25,12 @@ def train_command(config_path: Path, dry_run: bool = False) -> int:
     return 0
 
 
-def check_references(tasks: list[Task], scorer) -> list[str]:
+def check_references(tasks: list[Task], scorer: GroupScorer) -> list[str]:
     """Every task's worked solution must score 1 through the service, or the taskset (or verifier) is wrong."""
     with_solution = [t for t in tasks if t.solution is not None]
     scored = scorer.score_groups([wire_group(t.id, t.item, [t.solution]) for t in with_solution])
-    return [f"{t.id}: reference scored {g.rewards[0]} ({g.statuses[0]})"
-            for t, g in zip(with_solution, scored) if g.rewards[0] < 1.0]
+    return [f"{t.id}: reference scored {g.total.rewards[0]} ({g.results[0].status})"
+            for t, g in zip(with_solution, scored) if g.total.rewards[0] < 1.0]
 
 
 def dry_run_report(config: TrainConfig) -> dict:

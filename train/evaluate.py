@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 
 from groupscore.train.passk import pass_at_k
-from groupscore.train.scoring import wire_group
+from groupscore.train.scoring import GroupScorer, unscored, wire_group
 from groupscore.train.taskset import Task
 
 SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidden tests, the exact answer)
@@ -59,7 +59,7 @@ def _sample_chunk(model, tokenizer, chunk: list[str], n: int, temperature: float
     return [texts[i * n:(i + 1) * n] for i in range(len(chunk))]
 
 
-def evaluate(model, tokenizer, tasks: list[Task], scorer, *, n: int, ks: list[int], temperature: float,
+def evaluate(model, tokenizer, tasks: list[Task], scorer: GroupScorer, *, n: int, ks: list[int], temperature: float,
              max_new_tokens: int, seed: int, max_prompts: int | None = None) -> EvalResult:
     """Sample, score every prompt's n samples as one group through the service, and summarise."""
     if max_prompts is not None and max_prompts < len(tasks):
@@ -69,18 +69,18 @@ def evaluate(model, tokenizer, tasks: list[Task], scorer, *, n: int, ks: list[in
     scored = scorer.score_groups(groups)
     counts, per_task = [], []  # (judged samples, correct ones) per task
     for task, texts, group in zip(tasks, completions, scored):
-        judged = [r for r, m in zip(group.rewards, group.masked) if not m]  # an infra_error is no failed sample
+        judged = [r for r, m in zip(group.total.rewards, unscored(group)) if not m]  # an infra_error is no failure
         correct = sum(r >= SOLVED for r in judged)
         counts.append((len(judged), correct))
-        per_task.append({"id": task.id, "correct": correct, "judged": len(judged), "rewards": group.rewards,
+        per_task.append({"id": task.id, "correct": correct, "judged": len(judged), "rewards": group.total.rewards,
                          "completions": texts})
-    rewards = [r for g in scored for r, m in zip(g.rewards, g.masked) if not m]
+    rewards = [r for g in scored for r, m in zip(g.total.rewards, unscored(g)) if not m]
     return EvalResult(
         n=n, pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},
         mean_reward=sum(rewards) / len(rewards) if rewards else float("nan"),
         infra_errors=n * len(tasks) - len(rewards),
-        solvable_share=sum(any(r > 0 for r in g.rewards) for g in scored) / len(scored),
-        zero_variance_share=sum(g.zero_variance for g in scored) / len(scored), per_task=per_task,
+        solvable_share=sum(any(r > 0 for r in g.total.rewards) for g in scored) / len(scored),
+        zero_variance_share=sum(g.total.zero_variance for g in scored) / len(scored), per_task=per_task,
     )
 
 

@@ -25,6 +25,7 @@ from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware
 from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_group_log
 from groupscore.train.rewards import ServiceReward
+from groupscore.train.scoring import GroupScorer, unscored
 from groupscore.train.taskset import Task
 
 
@@ -84,13 +85,13 @@ class ServiceGRPOTrainer(GRPOTrainer):
         self.service_reward.expect(inputs)
         output = super()._generate_and_score_completions(inputs)
         batch = self.service_reward.batches[-1]
-        advantages = [a for g in batch.groups for a in g.advantages]
+        advantages = [a for g in batch.groups for a in g.total.advantages]
         # TRL normalised the same rewards itself (its own std and epsilon); train on the service's numbers instead,
         # so what the group log shows is exactly what moved the policy.
         output["advantages"] = torch.tensor(advantages, dtype=output["advantages"].dtype,
                                             device=output["advantages"].device)
         # Completions the service could not score (infra_error) carry a placeholder 0: no loss on them at all.
-        mask_unscored(output, [m for g in batch.groups for m in g.masked], self.accelerator.gather)
+        mask_unscored(output, [m for g in batch.groups for m in unscored(g)], self.accelerator.gather)
         step = self.state.global_step + 1
         if self.accelerator.is_main_process:
             write_group_log(self.group_log, step, batch)
@@ -121,7 +122,7 @@ class RunCallback(TrainerCallback):
     eval_tasks: list[Task]
     eval_cfg: EvalConfig
     grpo_cfg: GrpoConfig
-    scorer: object
+    scorer: GroupScorer
     run_dir: Path
     seed: int
     monitor: Monitor
@@ -197,7 +198,7 @@ class GrpoOutcome:
 
 
 def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], cfg: GrpoConfig, eval_cfg: EvalConfig,
-             hardware: Hardware, scorer, run_dir: Path, seed: int, monitor: Monitor, peft_config=None,
+             hardware: Hardware, scorer: GroupScorer, run_dir: Path, seed: int, monitor: Monitor, peft_config=None,
              max_steps: int | None = None) -> GrpoOutcome:
     """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome."""
     from transformers import AutoTokenizer

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from groupscore.train.config import MonitorConfig
 from groupscore.train.rewards import ScoredBatch
+from groupscore.train.scoring import component_rewards, unscored
 
 
 class JsonlWriter:
@@ -28,29 +29,31 @@ class JsonlWriter:
 
 def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
     """One line per group: the prompt, its completions, per-component rewards and the service's advantages."""
-    g = len(batch.groups[0].rewards)
+    g = len(batch.groups[0].total.rewards)
     for index, group in enumerate(batch.groups):
         rows = slice(index * g, (index + 1) * g)
+        total = group.total
         log.write({
             "step": step, "group": index, "task_id": batch.task_ids[rows][0], "prompt": batch.prompts[rows][0],
-            "completions": batch.completions[rows], "rewards": group.rewards, "components": group.components,
-            "statuses": group.statuses, "mean": group.mean, "std": group.std, "advantages": group.advantages,
-            "zero_variance": group.zero_variance, "infra_errors": sum(group.masked),
+            "completions": batch.completions[rows], "rewards": total.rewards,
+            "components": {name: stats.rewards for name, stats in group.components.items()},
+            "statuses": [verdict.status.value for verdict in group.results], "mean": total.mean, "std": total.std,
+            "advantages": total.advantages, "zero_variance": total.zero_variance, "infra_errors": sum(unscored(group)),
         })
 
 
 def batch_stats(batch: ScoredBatch) -> dict[str, float]:
     """Reward mean/std in total and per component over the judged completions, the share of groups the service
     flagged zero-variance, and how many completions were masked because nothing judged them (infra_error)."""
-    rewards = [r for g in batch.groups for r, m in zip(g.rewards, g.masked) if not m]
-    total = sum(len(g.rewards) for g in batch.groups)
+    rewards = [r for g in batch.groups for r, m in zip(g.total.rewards, unscored(g)) if not m]
+    total = sum(len(g.total.rewards) for g in batch.groups)
     stats = {"reward_mean": statistics.fmean(rewards) if rewards else math.nan,
              "reward_std": statistics.pstdev(rewards) if rewards else math.nan,
-             "zero_variance_share": sum(g.zero_variance for g in batch.groups) / len(batch.groups),
+             "zero_variance_share": sum(g.total.zero_variance for g in batch.groups) / len(batch.groups),
              "infra_errors": total - len(rewards), "infra_error_share": (total - len(rewards)) / total,
              "reward_wait_s": batch.wait_s, "reward_request_s": batch.request_s}
     for name in sorted({c for g in batch.groups for c in g.components}):
-        values = [v for g in batch.groups for v, m in zip(g.components.get(name, []), g.masked) if not m]
+        values = [v for g in batch.groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m]
         stats[f"component/{name}/mean"] = statistics.fmean(values) if values else math.nan
         stats[f"component/{name}/std"] = statistics.pstdev(values) if values else math.nan
     return stats

@@ -12,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
-from groupscore.train.scoring import GroupScores, wire_group
+from groupscore.schema.wire import GroupResult
+from groupscore.train.scoring import GroupScorer, WireGroup, component_rewards, unscored, wire_group
 
 
 @dataclass
@@ -25,29 +28,29 @@ class ScoredBatch:
     task_ids: list[str]
     prompts: list[str]
     completions: list[str]
-    groups: list[GroupScores]
+    groups: list[GroupResult]
     wait_s: float  # time the reward function blocked on the service
     request_s: float  # time from sending the request to having the answer
 
 
 @dataclass
 class ServiceReward:
-    scorer: object  # anything with `async ascore_groups(groups) -> list[GroupScores]` (see train/scoring.py)
+    scorer: GroupScorer
     num_generations: int
     overlap: bool = True  # start scoring right after generation (see `prefetch`)
     batches: list[ScoredBatch] = field(default_factory=list)
-    _pending_rows: list[dict] | None = None
-    _prefetch: tuple[list[str], Future, float] | None = None
+    _pending_rows: Sequence[Mapping[str, Any]] | None = None  # the generation batch's dataset rows (TRL's inputs)
+    _prefetch: tuple[list[str], Future[list[GroupResult]], float] | None = None
 
     def __post_init__(self) -> None:
         self.__name__ = "service"  # TRL names reward functions (metrics, logs) by __name__
 
-    def expect(self, rows: list[dict]) -> None:
+    def expect(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Called with the generation batch's dataset rows before generation starts."""
         self._pending_rows = rows
         self._prefetch = None
 
-    def _groups(self, rows: list[dict], completions: list[str]) -> list[dict]:
+    def _groups(self, rows: Sequence[Mapping[str, Any]], completions: list[str]) -> list[WireGroup]:
         g = self.num_generations
         if len(rows) % g:
             raise ValueError(f"generation batch of {len(rows)} rows is not made of whole groups of {g}")
@@ -60,7 +63,7 @@ class ServiceReward:
                                      completions[start:start + g]))
         return groups
 
-    def prefetch(self, completions: list[str], loop: asyncio.AbstractEventLoop) -> None:
+    def prefetch(self, completions: list[str], loop: asyncio.AbstractEventLoop | None) -> None:
         """Start scoring on TRL's reward event loop right after generation; the reward call picks it up."""
         if not self.overlap or self._pending_rows is None or loop is None:
             return
@@ -68,7 +71,8 @@ class ServiceReward:
         future = asyncio.run_coroutine_threadsafe(self.scorer.ascore_groups(groups), loop)
         self._prefetch = (list(completions), future, time.perf_counter())
 
-    async def __call__(self, prompts, completions, task_id, item, log_metric=None, **_columns):
+    async def __call__(self, prompts: list[str], completions: list[str], task_id: list[str], item: list[str],
+                       log_metric: Callable[[str, float], None] | None = None, **_columns: Any) -> list[float | None]:
         entered = time.perf_counter()
         rows = [{"task_id": t, "item": i} for t, i in zip(task_id, item)]
         if self._prefetch is not None and self._prefetch[0] == list(completions):
@@ -83,11 +87,11 @@ class ServiceReward:
                                         wait_s=done - entered, request_s=done - sent))
         if log_metric is not None:
             for name in sorted({c for g in groups for c in g.components}):
-                values = [v for g in groups for v, m in zip(g.components.get(name, []), g.masked) if not m]
+                values = [v for g in groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m]
                 if values:
                     log_metric(f"service/{name}/mean", sum(values) / len(values))
-            log_metric("service/zero_variance_share", sum(g.zero_variance for g in groups) / len(groups))
-            log_metric("service/infra_error_share", sum(m for g in groups for m in g.masked) / len(completions))
+            log_metric("service/zero_variance_share", sum(g.total.zero_variance for g in groups) / len(groups))
+            log_metric("service/infra_error_share", sum(m for g in groups for m in unscored(g)) / len(completions))
             log_metric("service/reward_wait_s", done - entered)
         # None for completions the service could not score: TRL masks them; the trainer also zeroes their loss.
-        return [None if m else r for g in groups for r, m in zip(g.rewards, g.masked)]
+        return [None if m else r for g in groups for r, m in zip(g.total.rewards, unscored(g))]

@@ -1,109 +1,83 @@
-"""The trainer's view of the scoring service: groups out, per-group rewards, components and advantages back."""
+"""The trainer's view of the scoring service: groups out, the service's `GroupResult`s (per-completion verdicts, the
+total's and each component's rewards and advantages) back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
+from groupscore.client.http import AsyncScoreClient, ScoreClient
+from groupscore.client.loops import LoopClients
+from groupscore.schema.reward import RewardSpec
 from groupscore.schema.verdict import Status
-
-INFRA_ERROR = Status.infra_error.value  # the verdict status of a completion the service could not score
-
-
-@dataclass(frozen=True)
-class GroupScores:
-    """One prompt's completions as the service scored them (total reward and each component)."""
-
-    rewards: list[float]
-    components: dict[str, list[float]]
-    statuses: list[str]
-    mean: float
-    std: float
-    advantages: list[float]
-    zero_variance: bool
-
-    @property
-    def masked(self) -> list[bool]:
-        """Completions nothing judged (infra_error): their reward is a placeholder; the trainer masks them."""
-        return [status == INFRA_ERROR for status in self.statuses]
-
-    @classmethod
-    def from_wire(cls, group: dict[str, Any]) -> GroupScores:
-        total = group["total"]
-        return cls(rewards=list(total["rewards"]),
-                   components={name: list(stats["rewards"]) for name, stats in group.get("components", {}).items()},
-                   statuses=[v["status"] for v in group["results"]], mean=total["mean"], std=total["std"],
-                   advantages=list(total["advantages"]), zero_variance=bool(total["zero_variance"]))
+from groupscore.schema.wire import GroupResult
+from groupscore.train.versions import VersionLedger
 
 
-def wire_group(group_id: str, item: dict[str, Any], completions: list[str]) -> dict[str, Any]:
+class WireGroup(TypedDict):
+    """One group as the service takes it (`schema.wire.Group`): an item without its completion, and the completions."""
+
+    id: str
+    item: dict[str, Any]
+    completions: list[str]
+
+
+def wire_group(group_id: str, item: dict[str, Any], completions: Sequence[str]) -> WireGroup:
     """The service's group shape: an item without its completion, and the completions to score as that item."""
     return {"id": group_id, "item": item, "completions": list(completions)}
+
+
+def unscored(group: GroupResult) -> list[bool]:
+    """Per completion: nothing judged it (infra_error), so its reward is a placeholder that the trainer masks."""
+    return [verdict.status is Status.infra_error for verdict in group.results]
+
+
+def component_rewards(group: GroupResult, name: str) -> list[float]:
+    """A component's reward per completion; none for a group whose reward has no such component."""
+    stats = group.components.get(name)
+    return stats.rewards if stats is not None else []
+
+
+class GroupScorer(Protocol):
+    """What evaluation, the dry run and the GRPO reward need of a scorer (`ServiceScorer`, or a test's fake)."""
+
+    def score_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]: ...
+
+    async def ascore_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]: ...
 
 
 class ServiceScorer:
     """Scores groups through the service's clients: blocking for evaluation, asyncio for TRL's reward loop."""
 
-    def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0, reward: Any = None,
-                 allow_mixed_versions: bool = False):
-        from groupscore.client.http import ScoreClient
-        from groupscore.train.versions import VersionLedger
-
+    def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0,
+                 reward: RewardSpec | None = None, allow_mixed_versions: bool = False) -> None:
         self.urls, self.token, self.timeout_s, self.reward = urls, token, timeout_s, reward
         self.versions = VersionLedger(allow_mixed_versions)  # every verdict passes through it (train/versions.py)
         self._sync = ScoreClient(urls, token=token, timeout_s=timeout_s)
-        self._async = None  # an httpx.AsyncClient belongs to one event loop: made on first use, on TRL's loop
-        self._async_loop = None
+        # An httpx.AsyncClient belongs to one event loop: one per loop (TRL's reward loop; a new trainer, a new loop).
+        self._async: LoopClients[AsyncScoreClient] = LoopClients(
+            lambda: AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s))
 
-    def score_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
+    def score_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]:
         return self._checked(self._sync.score_groups(groups, reward=self.reward))
 
-    def _checked(self, wire: list[dict[str, Any]]) -> list[GroupScores]:
-        self.versions.record(verdict for group in wire for verdict in group["results"])
-        return [GroupScores.from_wire(g) for g in wire]
+    async def ascore_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]:
+        client = await self._async.get()
+        return self._checked(await client.score_groups(groups, reward=self.reward))
 
-    async def ascore_groups(self, groups: list[dict[str, Any]]) -> list[GroupScores]:
-        import asyncio
-
-        from groupscore.client.http import AsyncScoreClient
-
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._async_loop is not loop:  # a new trainer brings a new loop
-            self._close_async()
-            self._async = AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s)
-            self._async_loop = loop
-        return self._checked(await self._async.score_groups(groups, reward=self.reward))
-
-    def _close_async(self) -> None:
-        import asyncio
-
-        client, loop, self._async, self._async_loop = self._async, self._async_loop, None, None
-        if client is None or not loop.is_running():
-            return  # a stopped loop took its connections with it
-        if loop is _running_loop():
-            loop.create_task(client.aclose())
-        else:
-            asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(timeout=10)
+    def _checked(self, scored: list[GroupResult]) -> list[GroupResult]:
+        self.versions.record(verdict for group in scored for verdict in group.results)
+        return scored
 
     def close(self) -> None:
         self._sync.close()
-        self._close_async()
-
-
-def _running_loop():
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        self._async.close()
 
 
 @contextmanager
 def open_scorer(urls: list[str], token: str | None = None, timeout_s: float = 60.0,
-                reward: Any = None, allow_mixed_versions: bool = False) -> Iterator[ServiceScorer]:
+                reward: RewardSpec | None = None, allow_mixed_versions: bool = False) -> Iterator[ServiceScorer]:
     """The configured service, or (no URLs) one started embedded on a free loopback port for this run."""
     with ExitStack() as stack:
         if not urls:

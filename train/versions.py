@@ -8,9 +8,8 @@ version stops the run, unless `service.allow_mixed_verifier_versions` is set.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-from groupscore.schema.verdict import split_versions
+from groupscore.schema.verdict import Verdict, split_versions
 
 ALLOW_FLAG = "service.allow_mixed_verifier_versions"
 
@@ -26,12 +25,12 @@ class VersionLedger:
         self.allow_mixed = allow_mixed
         self.seen: dict[str, list[int]] = {}
 
-    def record(self, verdicts: Iterable[dict[str, Any]]) -> None:
+    def record(self, verdicts: Iterable[Verdict]) -> None:
         """Note each verdict's `verifier_version`; raise MixedVerifierVersions at the first second version of a kind.
 
         Verdicts no verifier judged (invalid items, infra errors) carry no version and are skipped."""
         for verdict in verdicts:
-            tag = verdict.get("verifier_version")
+            tag = verdict.verifier_version
             if not tag:
                 continue
             for kind, version in split_versions(tag).items():
