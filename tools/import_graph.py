@@ -29,6 +29,9 @@ it lists; `groupscore` itself (`cli/`) sits on top and nothing imports it. Check
 `--view DIR` builds DIR/groupscore/ (a folder of symlinks: cli/'s files, and one link per mapped package) so that
 tools that find a package's files through its folder, as import-linter's grimp does, see the whole package: with
 the editable install `groupscore`'s folder is `cli/` alone. `make lint` runs `lint-imports` with it on PYTHONPATH.
+
+Over ~450 lines as one file on purpose: a script under tools/ runs with no import path set up, and its four parts
+(the layout from pyproject, the imports from the AST, the checks, the view) are one pass over one graph.
 """
 
 from __future__ import annotations
