@@ -255,15 +255,3 @@ def test_import_linter_sees_the_mapped_packages_and_fails_on_a_planted_arrow(tmp
     bad = _lint_imports(_tree(tmp_path / "bad", {"schema/verdict.py": "from groupscore.sandbox import jail\n"}))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "groupscore.schema is not allowed to import groupscore.sandbox" in bad.stdout
-
-
-def test_readme_layout_table_matches_the_folders() -> None:
-    """Every mapped folder is in the README's layout table under its import name, and the table names no other."""
-    package_dir, _ = import_graph.read_mapping(REPO)
-    mapped = {f"{folder.relative_to(REPO)}/": name for name, folder in package_dir.items()}
-    rows = {}
-    for line in (REPO / "README.md").read_text().splitlines():
-        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 3 and cells[1].startswith("groupscore"):
-            rows[cells[0]] = cells[1]
-    assert rows == mapped

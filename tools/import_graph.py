@@ -30,8 +30,8 @@ it lists; `groupscore` itself (`cli/`) sits on top and nothing imports it. Check
 tools that find a package's files through its folder, as import-linter's grimp does, see the whole package: with
 the editable install `groupscore`'s folder is `cli/` alone. `make lint` runs `lint-imports` with it on PYTHONPATH.
 
-Over ~450 lines as one file on purpose: a script under tools/ runs with no import path set up, and its four parts
-(the layout from pyproject, the imports from the AST, the checks, the view) are one pass over one graph.
+Over ~450 lines, and one file because a script under tools/ runs with no import path set up; its four parts (the
+layout from pyproject, the imports from the AST, the checks, the view) are one pass over one graph.
 """
 
 from __future__ import annotations
