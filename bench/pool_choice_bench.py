@@ -76,8 +76,12 @@ class PebblePool:
             context = multiprocessing.get_context("forkserver")
             # One forkserver per process, which reads its preload list when it starts: the first pool's list wins.
             context.set_forkserver_preload([ME, *preload])
-            self._pool = ProcessPool(max_workers=self.size, context=context, initializer=workers.cap_address_space,
-                                     initargs=(workers.worker_memory_mb(),))
+            self._pool = ProcessPool(
+                max_workers=self.size,
+                context=context,
+                initializer=workers.cap_address_space,
+                initargs=(workers.worker_memory_mb(),),
+            )
         return self._pool
 
     def run(self, fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
@@ -252,8 +256,11 @@ def _overrun(variant: str, fn: Callable[..., Any], arg: Any, prefix: str) -> dic
             nexts.append(time.perf_counter() - t1)
             gone.append(_gone_after(int(pid_file.read_text()), t0))
     pool.shutdown()
-    return {f"{prefix}_raised_s": statistics.median(raised), f"{prefix}_worker_gone_s": statistics.median(gone),
-            f"{prefix}_next_call_ms": 1e3 * statistics.median(nexts)}
+    return {
+        f"{prefix}_raised_s": statistics.median(raised),
+        f"{prefix}_worker_gone_s": statistics.median(gone),
+        f"{prefix}_next_call_ms": 1e3 * statistics.median(nexts),
+    }
 
 
 def case_overrun_py(variant: str) -> dict:
@@ -306,8 +313,11 @@ def case_crash_and_memory(variant: str) -> dict:
 
 def case_unguarded_script(variant: str) -> dict:
     # As a user's training script would be: top-level code, no __main__ guard.
-    pool_line = ("from pool_choice_bench import PebblePool as Pool" if variant == "pebble" else
-                 "from pool_choice_bench import _workers; Pool = _workers().WorkerPool")
+    pool_line = (
+        "from pool_choice_bench import PebblePool as Pool"
+        if variant == "pebble"
+        else "from pool_choice_bench import _workers; Pool = _workers().WorkerPool"
+    )
     script = textwrap.dedent(f"""
         import sys
         {pool_line}
@@ -321,15 +331,15 @@ def case_unguarded_script(variant: str) -> dict:
         path.write_text(script)
         t0 = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60,
-                                  env=_child_env("ours"))  # the variant is chosen by the import line
+            done = subprocess.run(
+                [sys.executable, str(path)], capture_output=True, text=True, timeout=60, env=_child_env("ours")
+            )  # the variant is chosen by the import line
             ok = "result 42" in done.stdout
             errors = [line for line in done.stderr.splitlines() if "Error" in line and not line.startswith(" ")]
             detail = "" if ok else (errors or ["?"])[-1][:120]
         except subprocess.TimeoutExpired:
             ok, detail = False, "hung for 60 s"
-    return {"unguarded_script_ok": ok, "unguarded_script_s": time.perf_counter() - t0,
-            "unguarded_script_error": detail}
+    return {"unguarded_script_ok": ok, "unguarded_script_s": time.perf_counter() - t0, "unguarded_script_error": detail}
 
 
 def _rl_lines(count: int) -> list[str]:
@@ -340,8 +350,17 @@ def _rl_lines(count: int) -> list[str]:
 
 
 def _cli(variant: str, source: Path, *extra: str) -> float:
-    command = [sys.executable, "-c", f"import {ME}; from groupscore.cli import main; raise SystemExit(main())",
-               "score", str(source), "-o", str(source.with_suffix(".out")), "--no-progress", *extra]
+    command = [
+        sys.executable,
+        "-c",
+        f"import {ME}; from groupscore.cli import main; raise SystemExit(main())",
+        "score",
+        str(source),
+        "-o",
+        str(source.with_suffix(".out")),
+        "--no-progress",
+        *extra,
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=_child_env(variant), timeout=600)
     if done.returncode != 0:
@@ -352,8 +371,10 @@ def _cli(variant: str, source: Path, *extra: str) -> float:
 def case_cli_one(variant: str) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "one.jsonl"
-        source.write_text(json.dumps({"id": 1, "verifier": "math", "completion": "So the answer is \\boxed{42}.",
-                                      "answer": "42"}) + "\n")
+        source.write_text(
+            json.dumps({"id": 1, "verifier": "math", "completion": "So the answer is \\boxed{42}.", "answer": "42"})
+            + "\n"
+        )
         return {"cli_one_numeric_s": _cli(variant, source)}
 
 
@@ -394,7 +415,7 @@ def case_batches(variant: str) -> dict:
     return result
 
 
-CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+CASES = {name[len("case_") :]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -407,8 +428,13 @@ def _child_env(variant: str) -> dict[str, str]:
 
 
 def run_child(variant: str, case: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", f"import {ME}; {ME}.child({variant!r}, {case!r})"],
-                          capture_output=True, text=True, env=_child_env(variant), timeout=1200)
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {ME}; {ME}.child({variant!r}, {case!r})"],
+        capture_output=True,
+        text=True,
+        env=_child_env(variant),
+        timeout=1200,
+    )
     if done.returncode != 0:
         return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -429,12 +455,15 @@ def main() -> None:
     import pebble
 
     load = os.getloadavg()[0]
-    print(f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} usable cores, Python "
-          f"{platform.python_version()}, pebble {pebble.__version__}; load average {load:.1f}", flush=True)
+    print(
+        f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} usable cores, Python "
+        f"{platform.python_version()}, pebble {pebble.__version__}; load average {load:.1f}",
+        flush=True,
+    )
     runs: dict[str, dict[str, list]] = {variant: {} for variant in VARIANTS}
     for case in args.cases.split(","):
         for r in range(args.rounds):
-            for variant in (VARIANTS if r % 2 == 0 else VARIANTS[::-1]):
+            for variant in VARIANTS if r % 2 == 0 else VARIANTS[::-1]:
                 for key, value in run_child(variant, case).items():
                     runs[variant].setdefault(key, []).append(value)
         print(f"  {case} done (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
@@ -453,10 +482,13 @@ def main() -> None:
         a, b = cells["ours"], cells["pebble"]
         number = isinstance(a, float) and isinstance(b, float)
         ratio = f"{b / a:.2f}" if number and a else ""
-        fmt = (lambda v: f"{v:.3g}" if isinstance(v, float) else str(v))
-        print(f"| {key} | {fmt(a)} | {fmt(b)} | {ratio} |")
+        print(f"| {key} | {_cell(a)} | {_cell(b)} | {ratio} |")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "table": table}, indent=2))
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/service_bench.py [--sustain-s 60] [--workers N] [--json out.json]
 
-- In-process: the service's own ScoringPool (same process pool, same tasks), awaited directly: what HTTP adds is
+- In-process: the service's own scoring engine (same workers, same chunks), awaited directly: what HTTP adds is
   then exactly JSON, the socket and the event loop. A single-process serial pass is printed for reference.
 - HTTP: a real `groupscore serve` on a loopback port, driven by ScoreClient.
 - Sustained load: concurrent clients for --sustain-s seconds; latency percentiles, errors, and the server's RSS
@@ -24,9 +24,8 @@ from pathlib import Path
 
 from groupscore.client.http import ScoreClient
 from groupscore.runtime.batch import score_batch
+from groupscore.runtime.engine import EngineConfig, ScoringEngine
 from groupscore.service.embedded import start_embedded
-from groupscore.service.metrics import ServiceMetrics
-from groupscore.service.pool import ScoringPool
 from groupscore.service.settings import Settings
 from groupscore.verifiers.scoring import score_raw
 
@@ -99,14 +98,15 @@ def server_pid(port: int) -> int:
 
 
 class InProcessPool:
-    """The service's ScoringPool on its own event loop thread, so in-process and HTTP runs can alternate."""
+    """The service's scoring engine on its own event loop thread, so in-process and HTTP runs can alternate."""
 
     def __init__(self, workers: int) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.pool = ScoringPool(Settings(workers=workers, max_items=1 << 20, max_queue_items=1 << 20),
-                                ServiceMetrics())
+        settings = Settings(workers=workers, max_items=1 << 20, max_queue_items=1 << 20)
+        self.pool = ScoringEngine(EngineConfig(workers=settings.workers, chunk_items=settings.chunk_items,
+                                               memory_mb=settings.worker_memory_mb))
         self._call(self.pool.start())
 
     def _call(self, coroutine):

@@ -28,6 +28,16 @@
   0 = no cap; `cap_address_space`), so a runaway computation fails with MemoryError instead of swapping the machine.
 - The first call in a process waits for the template to import its modules (about a second with sympy); call
   `warm_up(modules)` where that matters, e.g. at service start.
+
+Why hand-written and not a library (measured against pebble 5.2.3's ProcessPool with per-task timeouts on a
+forkserver context, `bench/pool_choice_bench.py`, bench/RESULTS.md "Runtime: which killable worker pool"): pebble
+finds a timeout by polling every 0.1 s and stops the worker with SIGTERM, then waits up to 3 s before SIGKILL, so an
+overrun inside one C call (a sympy big-integer step) held its worker 3.6 s against a 0.5 s budget and the next call
+waited 3.1 s (here: SIGKILL at once, next call 9 ms); a replacement is a new multiprocessing process (110 ms, here a
+fork of the template, 9 ms); every call passes a shared locked pipe and a manager thread (round trip 430 µs, here
+116 µs), which cost 35% of the math RL batch's throughput and 0.3 s of a one-shot `groupscore score`; and the
+forkserver re-imports the caller's `__main__` in each worker, so an unguarded training script broke the pool.
+pebble was ahead only on the cold start (0.89 vs 1.06 s), and equal on memory caps and on budgets spent waiting.
 """
 
 from __future__ import annotations
@@ -72,8 +82,10 @@ def worker_memory_mb() -> int:
     except ValueError:
         raise ValueError(f"{MEMORY_ENV}={raw!r} is not an integer: give megabytes, or 0 for no cap") from None
     if value != 0 and value < MIN_WORKER_MEMORY_MB:
-        raise ValueError(f"{MEMORY_ENV}={value} is below {MIN_WORKER_MEMORY_MB}: a worker needs that much address "
-                         "space to start (0: no cap)")
+        raise ValueError(
+            f"{MEMORY_ENV}={value} is below {MIN_WORKER_MEMORY_MB}: a worker needs that much address "
+            "space to start (0: no cap)"
+        )
     return value
 
 
@@ -209,8 +221,10 @@ def _import_all(modules: Iterable[str], attempted: set[str] | None = None) -> No
 # Caller side.
 
 # The template's interpreter gets the caller's import path first, so that it finds the same modules.
-_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {module} import _template_main; "
-         "_template_main(int(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]))")
+_BOOT = (
+    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); from {module} import _template_main; "
+    "_template_main(int(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]))"
+)
 
 
 templates_started = 0  # templates this process has started (tests check that a cheap item starts none)
@@ -219,16 +233,26 @@ templates_started = 0  # templates this process has started (tests check that a 
 class _Template:
     """The caller's handle on a template process: asks it for workers over a Unix socket."""
 
-    def __init__(self, preload: list[str]) -> None:
+    def __init__(self, preload: list[str], memory_mb: int | None = None) -> None:
         global templates_started
         templates_started += 1
-        memory_mb = str(worker_memory_mb())  # a bad value fails here, in the caller
+        cap = str(worker_memory_mb() if memory_mb is None else memory_mb)  # a bad value fails here, in the caller
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT.format(module=__name__), json.dumps(sys.path), str(theirs.fileno()),
-                 json.dumps(preload), memory_mb],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=2)
+                [
+                    sys.executable,
+                    "-c",
+                    _BOOT.format(module=__name__),
+                    json.dumps(sys.path),
+                    str(theirs.fileno()),
+                    json.dumps(preload),
+                    cap,
+                ],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=2,
+            )
         finally:
             theirs.close()
         self._lock = threading.Lock()
@@ -313,10 +337,14 @@ class _Worker:
 
 
 class WorkerPool:
-    """A fixed number of worker processes, forked on demand from a template; a killed worker is replaced at once."""
+    """A fixed number of worker processes, forked on demand from a template; a killed worker is replaced at once.
 
-    def __init__(self, size: int | None = None) -> None:
+    memory_mb: each worker's address-space cap (default: $GROUPSCORE_WORKER_MEMORY_MB, see `worker_memory_mb`)."""
+
+    def __init__(self, size: int | None = None, memory_mb: int | None = None) -> None:
         self.size = size or default_size()
+        self.memory_mb = memory_mb
+        self._started: set[_Worker] = set()  # forked and not killed, idle or busy (for `pids`)
         self._cond = threading.Condition()
         self._idle: deque[_Worker] = deque()  # most recently used on the right: its caches are warm
         self._live = 0  # started and not killed, idle or busy
@@ -358,18 +386,25 @@ class WorkerPool:
         """Start every worker and have each import `modules` (and so will their replacements); wait until done."""
         names = list(modules)
         self._remember(*names)
+        self.run_on_each(_import_all, names, timeout_s=timeout_s)
+
+    def run_on_each(self, fn: Callable[..., Any], *args: Any, timeout_s: float = WARM_UP_TIMEOUT_S) -> list[Any]:
+        """Start every worker and run fn(*args) once in each (a start-up step, such as loading what its calls need);
+        their values, one per worker. A failure of any of them is raised and every worker taken is replaced."""
         deadline = time.monotonic() + timeout_s
-        payload = pickle.dumps((_import_all, (names,)))
+        payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        what = f"{getattr(fn, '__qualname__', fn)!s}() on every worker"
         if not self._warm_up_lock.acquire(timeout=timeout_s):
-            raise BudgetExceeded("warm-up ran out of its budget waiting for another warm-up")
+            raise BudgetExceeded(f"{what} ran out of its budget waiting for another warm-up")
         taken: list[_Worker] = []
+        replies = []
         try:
-            for _ in range(self.size):  # all at once, so that each worker gets the imports
-                taken.append(self._acquire(deadline, "warm-up"))
+            for _ in range(self.size):  # all at once, so that each worker runs it
+                taken.append(self._acquire(deadline, what))
             for worker in taken:
-                if not worker.wait_ready(deadline, "warm-up"):
-                    raise BudgetExceeded("warm-up ran out of its budget waiting for the workers to start")
-                worker.call(payload, deadline, "warm-up")
+                if not worker.wait_ready(deadline, what):
+                    raise BudgetExceeded(f"{what} ran out of its budget waiting for the workers to start")
+                replies.append(worker.call(payload, deadline, what))
         except BaseException:
             for worker in taken:
                 self._replace(worker)
@@ -378,6 +413,18 @@ class WorkerPool:
             self._warm_up_lock.release()
         for worker in taken:
             self._release(worker)
+        for reply in replies:
+            if reply[0] != "ok":
+                _, exc, remote_traceback = reply
+                raise (
+                    exc if isinstance(exc, Exception) else RuntimeError(f"{what} raised {exc!r}")
+                ) from _RemoteTraceback(remote_traceback)
+        return [reply[1] for reply in replies]
+
+    def pids(self) -> list[int]:
+        """Pids of the started workers, idle or busy (one still starting has none yet)."""
+        with self._cond:
+            return sorted(worker.pid for worker in self._started if worker.pid is not None)
 
     def shutdown(self) -> None:
         """Kill every worker and the template; busy workers die when their call returns. No more calls after this."""
@@ -388,7 +435,7 @@ class WorkerPool:
             template, self._template = self._template, None
             self._cond.notify_all()
         for worker in idle:
-            worker.kill()
+            self._kill(worker)
         if template is not None:
             template.close()
 
@@ -406,7 +453,7 @@ class WorkerPool:
                     worker = self._idle.pop()
                     if worker.idle_and_alive():
                         return worker
-                    worker.kill()  # died while idle (its template died, or the OOM killer came): drop it
+                    self._kill(worker)  # died while idle (its template died, or the OOM killer came): drop it
                     self._live -= 1
                 if self._live < self.size:
                     self._live += 1
@@ -428,17 +475,25 @@ class WorkerPool:
             if self._template is None or not self._template.alive():
                 if self._template is not None:
                     self._template.close()
-                self._template = _Template(list(self._preload))
+                self._template = _Template(list(self._preload), self.memory_mb)
             template, preload = self._template, list(self._preload)
         try:
-            return _Worker(template.fork(preload))
+            worker = _Worker(template.fork(preload))
         except OSError:  # the template died since we looked: start another once
             with self._cond:
                 if self._template is template:
                     template.close()
-                    self._template = _Template(list(self._preload))
+                    self._template = _Template(list(self._preload), self.memory_mb)
                 template = self._template
-            return _Worker(template.fork(preload))
+            worker = _Worker(template.fork(preload))
+        with self._cond:
+            self._started.add(worker)
+        return worker
+
+    def _kill(self, worker: _Worker) -> None:
+        with self._cond:
+            self._started.discard(worker)
+        worker.kill()
 
     def _release(self, worker: _Worker) -> None:
         with self._cond:
@@ -447,10 +502,10 @@ class WorkerPool:
                 self._cond.notify()
                 return
             self._live -= 1
-        worker.kill()
+        self._kill(worker)
 
     def _replace(self, worker: _Worker) -> None:
-        worker.kill()
+        self._kill(worker)
         with self._cond:
             if self._closed:
                 self._live -= 1

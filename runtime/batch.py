@@ -1,25 +1,27 @@
 """Scoring many items on all cores: `score_batch` for Python callers, and `map_chunks` under `groupscore score`.
 
-Items of any registered kind are validated and scored in a pool of worker processes, a chunk of items per call.
-Order is kept, and one bad item never costs the others: an item that fails validation or whose scorer raises gets an
-error verdict, and a chunk whose worker dies or hangs is rescored one item at a time so that only the culprit fails,
-with an `infra_error` verdict (nothing judged it, so its 0 is no score).
+Items of any registered kind are validated and scored in a pool of worker processes, a chunk of items per call
+(`chunks.chunk_size`). Order is kept, and one bad item never costs the others: an item that fails validation or whose
+scorer raises gets an error verdict, and a chunk whose worker dies or hangs is rescored one item at a time
+(`isolate.run_isolated`, as in the service) so that only the culprit fails, with an `infra_error` verdict (nothing
+judged it, so its 0 is no score).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from groupscore.bounded import workers as bounded
+from groupscore.runtime.chunks import MAX_CHUNK, chunk_size, chunks, worker_count
+from groupscore.runtime.isolate import run_isolated
 
 if TYPE_CHECKING:
     from groupscore.schema.reward import RewardSpec
@@ -28,7 +30,16 @@ if TYPE_CHECKING:
 # The caller's process only hands entries to the workers and takes back what they return, so the item models, the
 # registry and pydantic are imported where items are validated and scored: in the workers (whose template imports
 # them once, see _started_pool), and here only on a failure path. A one-shot `groupscore score` starts that much faster.
-MAX_CHUNK = 16
+__all__ = [
+    "MAX_CHUNK",
+    "chunk_size",
+    "infra_failure",
+    "map_chunks",
+    "prepare_worker",
+    "score_batch",
+    "score_one",
+    "worker_count",
+]
 # Outer bound on one chunk. Every kind bounds its own items (math: timeout_s, code: per-test limits), so this only
 # catches a scorer that hangs despite them; it is generous so that slow but legitimate chunks never trip it.
 CHUNK_GUARD_BASE_S = 120.0
@@ -38,11 +49,10 @@ ITEM_GUARD_S = 600.0
 # from the pool's template in milliseconds).
 NESTED_BOUNDED_WORKERS = "1"
 
-Entry = TypeVar("Entry")
-Result = TypeVar("Result")
 
-
-def score_batch(items_or_raw: Iterable[Any], workers: int | None = None, reward: RewardSpec | None = None) -> list[Verdict]:
+def score_batch(
+    items_or_raw: Iterable[Any], workers: int | None = None, reward: RewardSpec | None = None
+) -> list[Verdict]:
     """Score items (ItemBase instances, dicts or JSON text) on `workers` processes (default: all cores), in order.
 
     reward: a composite reward spec applied to every item (default: each item's own verifier)."""
@@ -50,21 +60,26 @@ def score_batch(items_or_raw: Iterable[Any], workers: int | None = None, reward:
     chunk = chunk_size(len(raws), worker_count(workers))
     if not raws:
         return []
-    chunks = map_chunks(partial(_score_chunk, reward), _infra_verdict, raws, workers, chunk)
-    return [verdict for verdicts in chunks for verdict in verdicts]
+    parts = map_chunks(partial(_score_chunk, reward), _infra_verdict, raws, workers, chunk)
+    return [verdict for verdicts in parts for verdict in verdicts]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Dispatch: chunks of entries to the pool, results back in order, failures isolated to one entry.
 
 
-def map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[Entry, Exception], Result],
-                entries: Iterable[Entry], workers: int | None, chunk: int) -> Iterator[list[Result]]:
+def map_chunks[Entry, Result](
+    fn: Callable[[list[Entry]], list[Result]],
+    on_failure: Callable[[Entry, Exception], Result],
+    entries: Iterable[Entry],
+    workers: int | None,
+    chunk: int,
+) -> Iterator[list[Result]]:
     """Yield fn(chunk) for consecutive chunks of `entries`, in order, with a bounded number of chunks in flight.
 
     The pool starts at the first chunk: nothing to score (an empty file) starts no process."""
     size = worker_count(workers)
-    parts = _chunks(entries, chunk)
+    parts = chunks(entries, chunk)
     first = next(parts, None)
     if first is None:
         return
@@ -85,42 +100,17 @@ def map_chunks(fn: Callable[[list[Entry]], list[Result]], on_failure: Callable[[
         threads.shutdown(wait=False, cancel_futures=True)
 
 
-def _run_isolated(pool: bounded.WorkerPool, fn: Callable[[list[Entry]], list[Result]],
-                  on_failure: Callable[[Entry, Exception], Result], part: list[Entry]) -> list[Result]:
-    guard_s = CHUNK_GUARD_BASE_S + CHUNK_GUARD_PER_ITEM_S * len(part) if len(part) > 1 else ITEM_GUARD_S
-    try:
-        return pool.run(fn, part, timeout_s=guard_s)
-    except Exception as exc:  # the worker died, hung, or could not send its answer back
-        if len(part) == 1:
-            return [on_failure(part[0], exc)]
-        # Rescore one at a time, so that only the item at fault gets an infra_error.
-        return [result for entry in part for result in _run_isolated(pool, fn, on_failure, [entry])]
+def _run_isolated[Entry, Result](
+    pool: bounded.WorkerPool,
+    fn: Callable[[list[Entry]], list[Result]],
+    on_failure: Callable[[Entry, Exception], Result],
+    part: list[Entry],
+) -> list[Result]:
+    return run_isolated(pool, fn, part, on_failure, _guard_s)
 
 
-def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
-    part: list[Entry] = []
-    for entry in entries:
-        part.append(entry)
-        if len(part) == size:
-            yield part
-            part = []
-    if part:
-        yield part
-
-
-def worker_count(workers: int | None) -> int:
-    if workers is None:
-        return len(os.sched_getaffinity(0))
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    return workers
-
-
-def chunk_size(count: int | None, workers: int) -> int:
-    # Big enough to amortise a round trip to the worker, small enough that every worker gets several chunks.
-    if not count:
-        return MAX_CHUNK
-    return max(1, min(MAX_CHUNK, math.ceil(count / (4 * workers))))
+def _guard_s(count: int) -> float:
+    return CHUNK_GUARD_BASE_S + CHUNK_GUARD_PER_ITEM_S * count if count > 1 else ITEM_GUARD_S
 
 
 _pools_lock = threading.Lock()
@@ -208,5 +198,3 @@ def worker_state() -> dict[str, int | bool]:
     """Run in a batch worker (`_batch_pool(n).run(worker_state, ...)`): whether it started a bounded pool or imported
     sympy. Tests use it to check that items the fast path decides start neither."""
     return {"bounded_templates_started": bounded.templates_started, "sympy_imported": "sympy" in sys.modules}
-
-

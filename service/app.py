@@ -14,11 +14,10 @@ from groupscore.schema.reward import RewardSpec
 from groupscore.schema.verdict import Status
 from groupscore.schema.wire import GroupsResponse, ScoreResponse, VerifierInfo, VerifiersResponse
 from groupscore.service import docs, protocols
-from groupscore.service.dispatch import Dispatcher
+from groupscore.service.dispatch import Dispatcher, QueueFull
 from groupscore.service.gatekeeper import Gatekeeper
 from groupscore.service.groups import group_stats
 from groupscore.service.metrics import ServiceMetrics
-from groupscore.service.pool import QueueFull, ScoringPool
 from groupscore.service.requests import GroupsRequest, ScoreRequest, item_component_schemas
 from groupscore.service.responses import json_response, too_many_items, validation_error_response, verdicts_response
 from groupscore.service.routing import OffloadingRoute
@@ -27,19 +26,18 @@ from groupscore.verifiers.registry import KINDS
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """A service instance: its own pool, metrics and settings (started and stopped with the app's lifespan)."""
+    """A service instance: its own scoring workers, metrics and settings (started and stopped with its lifespan)."""
     settings = settings or Settings.from_env()
     metrics = ServiceMetrics()
-    pool = ScoringPool(settings, metrics)
-    dispatcher = Dispatcher(settings, pool, metrics)
+    dispatcher = Dispatcher(settings, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        await pool.start()
+        await dispatcher.start()
         try:
             yield
         finally:
-            await pool.close()
+            await dispatcher.close()
 
     app = FastAPI(
         title="groupscore", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -51,7 +49,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.route_class = OffloadingRoute
     app.state.settings = settings
     app.state.metrics = metrics
-    app.state.pool = pool
     app.state.dispatcher = dispatcher
 
     @app.exception_handler(RequestValidationError)
@@ -92,7 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """The registered verifier kinds, each with its item schema, and the composite reward spec's schema."""
         infos = [VerifierInfo(name=name, version=kind.version, summary=kind.summary,
                               item_schema=kind.item_model.model_json_schema(),
-                              available=name not in pool.unavailable_kinds, problem=pool.unavailable_kinds.get(name))
+                              available=name not in dispatcher.unavailable_kinds,
+                              problem=dispatcher.unavailable_kinds.get(name))
                  for name, kind in KINDS.items()]
         return VerifiersResponse(verifiers=infos, reward_spec_schema=RewardSpec.model_json_schema())
 
@@ -104,9 +102,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/readyz", tags=["probes"], responses={503: {"description": "Not ready"}})
     async def readyz() -> Response:
         """Readiness: the scoring processes are up with their scorers loaded."""
-        payload = {"ready": pool.ready, "workers": settings.workers, "queue_depth": pool.queue_depth,
-                   "unavailable_kinds": pool.unavailable_kinds}
-        return json_response(payload, 200 if pool.ready else 503)
+        payload = {"ready": dispatcher.ready, "workers": settings.workers, "queue_depth": dispatcher.queue_depth,
+                   "unavailable_kinds": dispatcher.unavailable_kinds}
+        return json_response(payload, 200 if dispatcher.ready else 503)
 
     @app.get("/metrics", tags=["probes"], response_class=Response)
     async def prometheus_metrics() -> Response:
@@ -117,7 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         @app.get("/debug/workers", tags=["debug"], include_in_schema=False)
         async def debug_workers() -> dict[str, list[int]]:
             """Pids of the scoring processes (tests kill one to check recovery)."""
-            return {"pids": pool.worker_pids()}
+            return {"pids": dispatcher.worker_pids()}
 
     app.include_router(protocols.router)
 

@@ -35,8 +35,8 @@ class ServiceMetrics:
             self.infra_errors.labels(cause)
         self.sandbox_failures = Counter("groupscore_sandbox_failures",
                                         "Code runs where the sandbox itself failed (not the program).", registry=r)
-        self.worker_restarts = Counter("groupscore_worker_pool_restarts",
-                                       "Times the scoring pool was rebuilt because a worker process died.", registry=r)
+        self.worker_restarts = Counter("groupscore_worker_pool_restarts", "Scoring worker processes replaced after "
+                                       "one died or was killed for overrunning.", registry=r)
         self.stuck_tasks = Counter("groupscore_stuck_tasks", "Tasks still running long after their request's deadline; "
                                    "their workers were replaced.", registry=r)
         self.rejected = Counter("groupscore_rejected_requests", "Requests refused before scoring, by reason.",

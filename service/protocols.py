@@ -18,7 +18,6 @@ from groupscore.schema import openrlhf
 from groupscore.schema.columns import MissingColumn, check_columns
 from groupscore.schema.openrlhf import OpenRLHFResponse
 from groupscore.schema.sandboxfusion import RunCodeRequest, RunCodeResponse
-from groupscore.service.pool import WorkerDied
 from groupscore.service.responses import json_response, too_many_items, validation_error_response
 from groupscore.service.routing import OffloadingRoute
 from groupscore.verifiers.composite import CheckedRewardSpec
@@ -134,8 +133,6 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
              responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
-    from groupscore.service.worker import run_code_task
-
     state = request.app.state
     if body.language not in _SUPPORTED_LANGUAGES:
         return json_response({"status": "SandboxError", "executor_pod_name": None, "files": {},
@@ -147,15 +144,8 @@ async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Res
               "memory_mb": body.memory_limit_MB if body.memory_limit_MB > 0 else None,
               "files": {path: content or "" for path, content in body.files.items()},
               "fetch_files": tuple(body.fetch_files)}
-    state.pool.admit(1)
-    try:
-        outcome, value = await state.pool.call(run_code_task, fields)
-    except WorkerDied as exc:
-        outcome, value = "sandbox_error", str(exc)
-    finally:
-        state.pool.release(1)
+    outcome, value = await state.dispatcher.run_code(fields)  # admission, retries and metrics are the dispatcher's
     if outcome != "ok":
-        state.metrics.sandbox_failures.inc()
         return json_response({"status": "SandboxError", "message": value, "compile_result": None,
                               "run_result": None, "executor_pod_name": None, "files": {}})
     answer = sandbox_fusion_response(value)

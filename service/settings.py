@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from groupscore.bounded.workers import MIN_WORKER_MEMORY_MB  # one floor for both readers
+from groupscore.runtime import MIN_WORKER_MEMORY_MB  # one floor for both readers
 
 # The math item's conventions and extraction options: what `math_defaults` may set for a whole service.
 MATH_DEFAULTABLE = ("profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",
@@ -32,7 +32,7 @@ class Settings:
     max_attempts: int = 3  # tries per task when worker processes die under it
     stuck_grace_s: float = 30.0  # a task still running this long after its request gave up: its workers are replaced
     # Address-space cap of each scoring process, in MB (0: none); the variable GROUPSCORE_WORKER_MEMORY_MB also caps
-    # the bounded workers (verifiers/workers.py). An item that hits it gets an error verdict; the process lives on.
+    # the bounded workers (bounded/workers.py). An item that hits it gets an error verdict; the process lives on.
     worker_memory_mb: int = 4096
     openrlhf_verifier: str = "math"  # kind used by /get_reward for plain-text labels
     # Server-side defaults of the math item's conventions (README, "Math answers"), as a JSON object, e.g.

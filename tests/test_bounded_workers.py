@@ -345,7 +345,7 @@ def test_a_bad_memory_setting_is_a_clear_error_in_the_caller(monkeypatch):
     fresh.shutdown()
 
 
-@pytest.mark.parametrize("value,words", [("100", "below 512"), ("lots", "not an integer")])
+@pytest.mark.parametrize("value,words", [("100", "below 512"), ("lots", "WORKER_MEMORY_MB=.lots.: Input should be a valid integer")])
 def test_a_bad_worker_memory_cap_fails_in_the_caller_in_one_line(monkeypatch, value, words):
     # The service's settings refuse these at start-up; the bounded workers read the same variable with the same check
     # (a cap of 100 MB once started every worker to die, each call then reported as no worker available).
@@ -354,3 +354,32 @@ def test_a_bad_worker_memory_cap_fails_in_the_caller_in_one_line(monkeypatch, va
         workers.worker_memory_mb()
     monkeypatch.setenv(workers.MEMORY_ENV, "0")
     assert workers.worker_memory_mb() == 0
+
+
+def test_pids_and_a_start_up_step_on_every_worker():
+    fresh = WorkerPool(size=2, memory_mb=0)
+    try:
+        assert fresh.pids() == []
+        started = fresh.run_on_each(worker_pid, timeout_s=60)
+        assert sorted(started) == fresh.pids() and len(set(started)) == 2
+        with pytest.raises(BudgetExceeded):
+            fresh.run(spin, 30, timeout_s=0.3)
+        [killed] = set(started) - set(fresh.pids())  # the overrun's worker, no longer listed
+        assert wait_gone(killed, within_s=2.0)
+        fresh.run_on_each(add, 1, 1, timeout_s=60)  # the replacement says "ready" when first used
+        assert len(fresh.pids()) == 2 and killed not in fresh.pids()
+        with pytest.raises(ValueError, match="on every worker"):
+            fresh.run_on_each(fail, "on every worker", timeout_s=30)
+    finally:
+        fresh.shutdown()
+    assert fresh.pids() == []
+
+
+def test_a_pools_own_memory_cap_wins_over_the_environment(monkeypatch):
+    monkeypatch.setenv(workers.MEMORY_ENV, "0")
+    capped = WorkerPool(size=1, memory_mb=1024)
+    try:
+        with pytest.raises(MemoryError):
+            capped.run(allocate, 2, timeout_s=30)
+    finally:
+        capped.shutdown()

@@ -13,22 +13,20 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from groupscore.sandbox import SandboxUnavailable
-from groupscore.service.metrics import ServiceMetrics
-from groupscore.service.pool import ScoringPool, WorkerDied
-from groupscore.service.settings import Settings
-from groupscore.bounded import workers
 from groupscore import score as score_cli
+from groupscore.bounded import workers
 from groupscore.runtime import batch
+from groupscore.runtime.engine import EngineConfig, ScoringEngine
+from groupscore.sandbox import SandboxUnavailable
+from groupscore.schema.reward import RewardSpec
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.code import sandbox_jobs
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
-from groupscore.schema.reward import RewardSpec
-from groupscore.verifiers.scoring import score_raw
 from groupscore.verifiers.math import verify as math_verify
 from groupscore.verifiers.math.grader import Comparison
 from groupscore.verifiers.math.item import MathItem
-from groupscore.schema.verdict import Status, Verdict
+from groupscore.verifiers.scoring import score_raw
 
 
 def py(source: str) -> str:
@@ -46,7 +44,7 @@ def test_infra_error_is_a_status_of_its_own_with_a_cause_and_a_placeholder_rewar
     assert verdict.status is Status.infra_error and verdict.status.value == "infra_error"
     assert verdict.status not in (Status.error, Status.timeout)
     assert verdict.reward == 0.0 and verdict.details == {"infra": "sandbox"}
-    with pytest.raises(ValidationError, match="reward 0.0"):  # an infra failure never pays
+    with pytest.raises(ValidationError, match=r"reward 0\.0"):  # an infra failure never pays
         Verdict(reward=0.5, status="infra_error")
     with pytest.raises(ValueError, match="unknown infra cause"):
         Verdict.infra_error(None, "x", "cosmic rays")
@@ -188,34 +186,50 @@ def _die_on_lines(reward, lines):
     os._exit(9)
 
 
-# -- the service's pool -----------------------------------------------------------------------------------------
+# -- the service's scoring engine ---------------------------------------------------------------------------------
 
-def _pool() -> ScoringPool:
-    return ScoringPool(Settings(workers=1, max_attempts=2), ServiceMetrics())
+class _DyingPool:
+    """Stands in for the engine's worker pool: every call's worker dies."""
+
+    calls = 0
+
+    def run(self, fn, *args, timeout_s):
+        self.calls += 1
+        raise workers.WorkerCrashed(f"bounded worker pid 1 died during {fn}")
+
+
+def _engine(pool=None) -> ScoringEngine:
+    from concurrent.futures import ThreadPoolExecutor
+
+    engine = ScoringEngine(EngineConfig(workers=1, max_attempts=2))
+    engine._pool, engine._threads = pool or _DyingPool(), ThreadPoolExecutor(1)
+    return engine
 
 
 def test_an_item_whose_scoring_process_died_every_time_is_an_infra_error():
-    pool = _pool()
+    pool = _DyingPool()
+    engine = _engine(pool)
 
-    async def always_dies(*args):
-        raise WorkerDied("the worker process died 2 times running this task")
+    async def score():
+        return await engine.score([{"id": 1}, {"id": 2}], None, asyncio.get_running_loop().time() + 5)
 
-    pool.call = always_dies
-    verdicts = asyncio.run(pool._run_task([{"id": 1}, {"id": 2}], None))
+    verdicts = asyncio.run(score())
     assert [v["status"] for v in verdicts] == ["infra_error", "infra_error"]
     assert [v["id"] for v in verdicts] == [1, 2] and verdicts[0]["details"]["infra"] == "worker_died"
+    assert "died on this item 2 times" in verdicts[0]["reason"]
+    assert pool.calls == 2 * 2  # each item (a chunk of its own here) sent twice: max_attempts
 
 
 def test_a_task_that_failed_inside_the_service_is_an_infra_error():
-    pool = _pool()
+    engine = _engine()
 
-    async def broken(items, spec_json, *args, **kwargs):
+    def broken(*args, **kwargs):
         raise RuntimeError("the scoring pool is shut down")
 
-    pool._run_task = broken
+    engine._score_chunk = broken
 
     async def score():
-        return await pool.score([{"id": "a"}], None, asyncio.get_running_loop().time() + 5)
+        return await engine.score([{"id": "a"}], None, asyncio.get_running_loop().time() + 5)
 
     verdict = asyncio.run(score())[0]
     assert verdict["status"] == "infra_error" and verdict["details"]["infra"] == "internal"
@@ -223,15 +237,15 @@ def test_a_task_that_failed_inside_the_service_is_an_infra_error():
 
 
 def test_items_the_request_deadline_left_unscored_are_infra_errors_not_timeouts():
-    pool = _pool()
+    engine = _engine()
 
-    async def slow(items, spec_json, *args, **kwargs):
-        await asyncio.sleep(5)
+    def slow(*args, **kwargs):
+        time.sleep(2)
 
-    pool._run_task = slow
+    engine._score_chunk = slow
 
     async def score():
-        return await pool.score([{"id": "a"}], None, asyncio.get_running_loop().time() + 0.1)
+        return await engine.score([{"id": "a"}], None, asyncio.get_running_loop().time() + 0.1)
 
     verdict = asyncio.run(score())[0]
     assert verdict["status"] == "infra_error" and verdict["details"]["infra"] == "service_deadline"

@@ -106,7 +106,7 @@ def test_service_scoring_process_starts_its_symbolic_pool_at_warm_up():
         import json
         from groupscore.bounded import workers
         from groupscore.runtime import batch
-        from groupscore.service.worker import warm
+        from groupscore.runtime.tasks import warm
         before = workers.templates_started
         pid, problems = warm()
         assert not any(problems.values()), problems

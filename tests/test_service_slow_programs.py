@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from groupscore.service import worker
+from groupscore.runtime import tasks
 from groupscore.service.embedded import start_embedded
 from groupscore.verifiers.budget import item_time_budget_s
 from groupscore.verifiers.code.verify import MAX_RUNNER_WALL_S
@@ -64,7 +64,7 @@ def test_a_deadline_too_short_for_the_item_masks_every_completion_alike_never_on
 def test_a_worker_starts_no_program_it_cannot_finish_before_the_deadline():
     raw = {**ITEM, "id": "late", "completion": SLOW}
     started = time.monotonic()
-    [verdict] = worker.score_task([raw], None, False, time.time() + 3.0)
+    [verdict] = tasks.score_task([raw], None, False, time.time() + 3.0)
     assert time.monotonic() - started < 1.0  # refused, not run
     assert verdict["status"] == "infra_error" and verdict["details"]["infra"] == "service_deadline"
     assert verdict["id"] == "late"
@@ -72,7 +72,7 @@ def test_a_worker_starts_no_program_it_cannot_finish_before_the_deadline():
 
 def test_items_that_run_no_program_are_always_started():
     raw = {"verifier": "math", "id": "m", "completion": "\\boxed{4}", "answer": "4"}
-    [verdict] = worker.score_task([raw], None, False, time.time() + 0.5)
+    [verdict] = tasks.score_task([raw], None, False, time.time() + 0.5)
     assert verdict["status"] == "correct"
 
 

@@ -10,7 +10,11 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 
-from groupscore.sandbox import COMPILE_LIMITS, LANGUAGES, MAIN_FILE, Limits, RunResult, run
+from groupscore.sandbox import COMPILE_LIMITS, LANGUAGES, MAIN_FILE, Limits, RunResult, SandboxUnavailable, run
+
+# SandboxUnavailable is re-exported: callers above the verifiers (the service's runtime) catch it from here, never
+# from the sandbox itself.
+__all__ = ["DEFAULT_MEMORY_MB", "ProgramRun", "SandboxUnavailable", "decode_files", "run_program"]
 
 DEFAULT_MEMORY_MB = 512
 

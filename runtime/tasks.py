@@ -1,4 +1,8 @@
-"""What the service's scoring processes run: a task of raw items in, plain verdict dicts out."""
+"""What the service's scoring workers run: a task of raw items in, plain verdict dicts out; every scorer loaded up
+front; the request's deadline checked before a program is started; a SandboxFusion-style run through the verifiers.
+
+These run inside the workers of `engine.ScoringEngine` (and are plain functions, so tests call them directly).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +11,11 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from groupscore.verifiers.budget import item_time_budget_s, runs_programs
 from groupscore.schema.reward import RewardSpec
-from groupscore.verifiers.scoring import raw_item_id, score_raw
-from groupscore.verifiers.registry import KINDS
 from groupscore.schema.verdict import Verdict
-from groupscore.bounded.workers import cap_address_space
+from groupscore.verifiers.budget import item_time_budget_s, runs_programs
+from groupscore.verifiers.registry import KINDS
+from groupscore.verifiers.scoring import raw_item_id, score_raw
 
 # Test hooks, honoured only when the service runs with debug on: an item's metadata may ask its worker to sleep first,
 # so tests can hold the queue full or kill a worker in the middle of a batch deterministically, or to allocate that
@@ -23,11 +26,6 @@ _MAX_DEBUG_SLEEP_S = 30.0
 # Beyond an item's time budget: the host's judging of what its jails returned (the worst answers cost ~0.6 s of CPU
 # each, two per runner output: bench/RESULTS.md, family 4) on a loaded host, and the verdict's way back.
 START_MARGIN_S = 5.0
-
-
-def cap_memory(memory_mb: int) -> None:
-    """The pool's initializer: cap this scoring process's address space (Settings.worker_memory_mb; 0: no cap)."""
-    cap_address_space(memory_mb)
 
 
 def load_scorers() -> dict[str, str | None]:
@@ -43,7 +41,7 @@ def load_scorers() -> dict[str, str | None]:
 
 
 def warm() -> tuple[int, dict[str, str | None]]:
-    """Run once per fresh worker at start-up: its pid, and which kinds could not be loaded.
+    """Run once in each worker at start-up: its pid, and which kinds could not be loaded.
 
     It also starts math's symbolic workers (sympy imported), which one-shot callers such as `groupscore score` start
     only when an item needs them: the service lives long, and its first symbolic requests must not wait for sympy."""
@@ -60,18 +58,19 @@ def pid() -> int:
 
 
 @lru_cache(maxsize=64)
-def _spec(spec_json: str | None) -> RewardSpec | None:
+def spec_of(spec_json: str | None) -> RewardSpec | None:
     # The spec travels as JSON text (validated by the service already); parsing it once per worker is enough.
     return None if spec_json is None else RewardSpec.model_validate_json(spec_json)
 
 
-def score_task(raw_items: list[Any], spec_json: str | None, debug: bool,
-               deadline_wall: float | None = None) -> list[dict[str, Any]]:
+def score_task(
+    raw_items: list[Any], spec_json: str | None, debug: bool, deadline_wall: float | None = None
+) -> list[dict[str, Any]]:
     """Score raw items in order; every item yields exactly one verdict dict (errors included).
 
     deadline_wall: the request's deadline on the wall clock (time.time()). An item whose own limits allow more scoring
     time than is left is not started (see `fits_before`): it gets the deadline's infra_error at once."""
-    spec = _spec(spec_json)
+    spec = spec_of(spec_json)
     verdicts = []
     for raw in raw_items:
         if deadline_wall is not None and not fits_before(raw, spec, deadline_wall):
@@ -81,9 +80,15 @@ def score_task(raw_items: list[Any], spec_json: str | None, debug: bool,
             held = _debug_hooks(raw) if debug else None
             verdicts.append(score_raw(raw, spec).model_dump(mode="json"))
             del held
-        except MemoryError:  # the process's cap (worker_memory_mb): this item's verdict, not the task's or the process's
-            verdicts.append(Verdict.error(raw_item_id(raw), "scoring this item ran into the scoring process's memory "
-                                          "cap (GROUPSCORE_WORKER_MEMORY_MB)").model_dump(mode="json"))
+        except (
+            MemoryError
+        ):  # the process's cap (worker_memory_mb): this item's verdict, not the task's or the process's
+            verdicts.append(
+                Verdict.error(
+                    raw_item_id(raw),
+                    "scoring this item ran into the scoring process's memory cap (GROUPSCORE_WORKER_MEMORY_MB)",
+                ).model_dump(mode="json")
+            )
     return verdicts
 
 
@@ -102,7 +107,9 @@ def fits_before(raw: Any, spec: RewardSpec | None, deadline_wall: float) -> bool
 def deadline_verdict(raw: Any, why: str = "") -> dict[str, Any]:
     """Infra, not timeout: our side did not get to the item (or let it run) before the request's deadline."""
     reason = "not scored before the request's deadline" + (f": {why}" if why else "")
-    return Verdict.infra_error(raw_item_id(raw), reason, "service_deadline", service_deadline=True).model_dump(mode="json")
+    return Verdict.infra_error(raw_item_id(raw), reason, "service_deadline", service_deadline=True).model_dump(
+        mode="json"
+    )
 
 
 def _debug_hooks(raw: Any) -> bytearray | None:
@@ -117,8 +124,7 @@ def _debug_hooks(raw: Any) -> bytearray | None:
 
 def run_code_task(fields: dict[str, Any]) -> tuple[str, Any]:
     """One SandboxFusion-style run through the verifiers layer: ("ok", RunResult) or ("sandbox_error", message)."""
-    from groupscore.sandbox import SandboxUnavailable
-    from groupscore.verifiers.code.run_program import ProgramRun, run_program
+    from groupscore.verifiers.code.run_program import ProgramRun, SandboxUnavailable, run_program
 
     try:
         return "ok", run_program(ProgramRun(**fields))
