@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/math_bench.py [--repeats 3] [--skip-peer] [--json out.json]
 
-Two item sets: (a) every case in fixtures/math/, (b) an RL batch: 200 problems x 16 sampled completions, mostly
+Two item sets: (a) every case in cli/data/math/, (b) an RL batch: 200 problems x 16 sampled completions, mostly
 numeric, with the repeats sampling gives (the same final answer written by several completions).
 - groupscore, 1 core: `score_math` serially in this process, caches cleared before each pass (a cold pass);
   per-item latency p50/p99 over non-timeout items.
@@ -28,7 +28,7 @@ from groupscore.schema.verdict import Status
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import _ensure_workers, clear_caches, score_math
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "math"
+FIXTURES = Path(__file__).resolve().parent.parent / "cli" / "data" / "math"
 REASONING = "Let me work through this carefully, one step at a time, checking each step. " * 12
 
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-MATH_FIXTURES = REPO_ROOT / "fixtures" / "math"
-CODE_FIXTURES = [REPO_ROOT / "fixtures" / "code" / "cli_items.jsonl"]
-CODE_TASKS = sorted((REPO_ROOT / "fixtures" / "tasks" / "code").glob("*.jsonl"))
+# Package data, so that the demo runs the same from a checkout and from an installed wheel: the labelled math cases
+# and the code items are this package's data/, the code tasks are the trainer's bundled tasksets (train/tasks/).
+DATA = Path(__file__).resolve().with_name("data")
+MATH_FIXTURES = DATA / "math"
+CODE_FIXTURES = [DATA / "code" / "cli_items.jsonl"]
 ITEM_FIELDS = ("id", "completion", "answer", "strict", "rel_tol", "timeout_s")  # the rest of a case is its label
 
 
@@ -33,12 +34,12 @@ class LabelledCase:
 
 
 def load_math_cases(folder: Path = MATH_FIXTURES) -> list[LabelledCase]:
-    """Every labelled case of fixtures/math/*.jsonl, in file order."""
-    files = sorted(folder.glob("*.jsonl"))
-    if not files:
-        raise FileNotFoundError(f"no math fixtures in {folder} (the demo runs from a source checkout)")
+    """Every labelled case of data/math/*.jsonl, in file order."""
+    paths = sorted(folder.glob("*.jsonl"))
+    if not paths:
+        raise FileNotFoundError(f"no math fixtures in {folder} (the package's data files are missing)")
     cases = []
-    for path in files:
+    for path in paths:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
@@ -59,7 +60,7 @@ def agrees(case: LabelledCase, reward: float, status: str) -> bool:
 def score_math_fixtures(client: Any, run_dir: Path) -> bool:
     """Score every labelled math case through the service; write the verdicts, print a table per category family."""
     cases = load_math_cases()
-    print(f"\n[1/3] math: {len(cases)} labelled cases from {MATH_FIXTURES.relative_to(REPO_ROOT)}/ through the service")
+    print(f"\n[1/3] math: {len(cases)} labelled cases from {MATH_FIXTURES}/ through the service")
     started = time.perf_counter()
     verdicts = client.score_raw([case.item for case in cases])
     elapsed_s = time.perf_counter() - started
@@ -97,8 +98,10 @@ def score_math_fixtures(client: Any, run_dir: Path) -> bool:
 
 def load_code_items() -> list[dict[str, Any]]:
     """The code fixtures (honest programs and reward hacks), then each bundled code task's reference solution."""
+    from groupscore.train.demo import TASKSETS
+
     items = [json.loads(line) for path in CODE_FIXTURES for line in path.read_text().splitlines() if line.strip()]
-    for path in CODE_TASKS:
+    for path in sorted((TASKSETS / "code").glob("*.jsonl")):
         for line in path.read_text().splitlines():
             if line.strip():
                 task = json.loads(line)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "code" / "cli_items.jsonl"
+FIXTURE = Path(__file__).resolve().parent.parent / "cli" / "data" / "code" / "cli_items.jsonl"
 EXPECTED = {  # id -> (reward, status)
     "add-honest": (1.0, "correct"),
     "add-hardcoded": (0.0, "incorrect"),

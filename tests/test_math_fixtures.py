@@ -1,4 +1,4 @@
-"""Every labelled case in fixtures/math/ must come out as labelled."""
+"""Every labelled case in cli/data/math/ (the cases `groupscore demo` scores) must come out as labelled."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import score_math
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "math"
+FIXTURES = Path(__file__).resolve().parent.parent / "cli" / "data" / "math"
 
 
 def _cases() -> list[dict]:
@@ -25,7 +25,7 @@ def _cases() -> list[dict]:
 
 
 CASES = _cases()
-# Item fields a case may set where a convention or the question is the point (fixtures/math/README.md).
+# Item fields a case may set where a convention or the question is the point (cli/data/math/README.md).
 OPTION_KEYS = ("question", "profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",
                "reference", "fallback")
 

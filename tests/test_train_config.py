@@ -10,11 +10,12 @@ from groupscore.cli import main
 from groupscore.train.config import load_config
 from groupscore.train.taskset import load_tasks
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"  # deliberately bad rows
+TASKSETS = Path(__file__).resolve().parent.parent / "train" / "tasks"  # the bundled tasksets
 VALID = f"""
 run_dir: runs/x
 model: {{tiny: {{}}}}
-taskset: {{train: {FIXTURES}/arith/train.jsonl, eval: {FIXTURES}/arith/heldout.jsonl}}
+taskset: {{train: {TASKSETS}/arith/train.jsonl, eval: {TASKSETS}/arith/heldout.jsonl}}
 """
 
 
@@ -109,6 +110,6 @@ def test_taskset_problems_are_all_reported_with_line_numbers():
 
 
 def test_bundled_taskset_loads_with_disjoint_splits():
-    train, held = load_tasks(FIXTURES / "arith" / "train.jsonl"), load_tasks(FIXTURES / "arith" / "heldout.jsonl")
+    train, held = load_tasks(TASKSETS / "arith" / "train.jsonl"), load_tasks(TASKSETS / "arith" / "heldout.jsonl")
     assert len(train) == 240 and len(held) == 60
     assert not {t.prompt for t in train} & {t.prompt for t in held}  # held-out prompts are never trained on

@@ -20,14 +20,15 @@ from groupscore.train.commands import dry_run_report  # noqa: E402
 from groupscore.train.config import TrainConfig  # noqa: E402
 from groupscore.train.pipeline import run  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"  # deliberately bad rows
+TASKSETS = Path(__file__).resolve().parent.parent / "train" / "tasks"  # the bundled tasksets
 STEPS, PROMPTS, G = 20, 16, 8
 
 
 def config_for(run_dir: Path, url: str, **changes) -> TrainConfig:
     raw = {
         "run_dir": run_dir, "seed": 0, "threads": 1, "model": {"tiny": {}},
-        "taskset": {"train": FIXTURES / "arith" / "train.jsonl", "eval": FIXTURES / "arith" / "heldout.jsonl"},
+        "taskset": {"train": TASKSETS / "arith" / "train.jsonl", "eval": TASKSETS / "arith" / "heldout.jsonl"},
         "service": {"urls": [url]},
         "sft": {"max_steps": 300, "batch_size": 32, "learning_rate": 3e-3},
         "preflight": {"generations": G, "max_prompts": 32},
@@ -135,7 +136,7 @@ def test_code_taskset_references_pass_their_hidden_tests_through_the_service(ser
         code = next(v for v in client.verifiers()["verifiers"] if v["name"] == "code")
     if not code["available"]:
         pytest.skip(f"code verifier unavailable here: {code['problem']}")
-    tasks = load_tasks(FIXTURES / "code" / "train.jsonl") + load_tasks(FIXTURES / "code" / "heldout.jsonl")
+    tasks = load_tasks(TASKSETS / "code" / "train.jsonl") + load_tasks(TASKSETS / "code" / "heldout.jsonl")
     scorer = ServiceScorer([service_url])
     try:
         assert check_references(tasks, scorer) == []

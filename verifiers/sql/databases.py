@@ -11,7 +11,6 @@ fresh copy through SQLite's backup API, so no query can see another's effects. G
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sqlite3
 import threading
@@ -21,9 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-FIXTURES_ENV = "GROUPSCORE_SQL_FIXTURES"
-# The repository's fixtures/sql (the project installs editable); the environment variable overrides it.
-_DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sql"
+# The databases this package ships (package data: beside this module in a checkout and in an installed wheel alike);
+# the environment variable overrides the folder.
+_BUNDLED = Path(__file__).resolve().with_name("data")
 _FIXTURE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
 
 MAX_TEXT_BYTES = 10_000_000  # longest string or blob a query may build
@@ -41,7 +40,10 @@ class SetupError(Exception):
 
 
 def fixtures_dir() -> Path:
-    return Path(os.environ.get(FIXTURES_ENV) or _DEFAULT_FIXTURES)
+    """The folder of database scripts: $GROUPSCORE_SQL_FIXTURES, else the bundled one."""
+    from groupscore.verifiers import settings  # pydantic-settings only where a fixture is read
+
+    return settings.current().sql_fixtures or _BUNDLED
 
 
 def fixture_path(name: str) -> Path:

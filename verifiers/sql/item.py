@@ -12,7 +12,7 @@ from groupscore.schema.item import ItemBase
 class SqlItem(ItemBase):
     verifier: Literal["sql"] = "sql"
     gold_sql: str = Field(min_length=1, max_length=100_000, description="Reference query: one SELECT or WITH statement.")
-    database: str | None = Field(default=None, description="Name of a fixture script under fixtures/sql/, e.g. 'shop'.")
+    database: str | None = Field(default=None, description="Name of a database in verifiers/sql/data/, e.g. 'shop'.")
     setup_sql: str | None = Field(default=None, max_length=5_000_000,
                                   description="Instead of `database`: SQL script creating and filling the tables.")
     ordered: bool = Field(default=False, description="Compare rows in order (for ORDER BY questions); else as multisets.")
