@@ -30,6 +30,10 @@ Cases:
 - `groupscore score` on one numeric item (one-shot start) and on --lines RL-like lines with -j 1 and -j 2;
 - `score_batch`: math's RL batch (200 x 16, 2 workers, best of 3 passes after a warm-up batch) and the service
   bench's numeric batches of 256 and 1024 items (median of 9).
+
+One file because every child process imports it by name (the forkserver preloads it, the workers unpickle the cases'
+functions from it, the pebble variant patches the pools when it is imported): the adapter, the cases and the driver
+must be one importable module.
 """
 
 from __future__ import annotations

@@ -38,6 +38,9 @@ fork of the template, 9 ms); every call passes a shared locked pipe and a manage
 116 µs), which cost 35% of the math RL batch's throughput and 0.3 s of a one-shot `groupscore score`; and the
 forkserver re-imports the caller's `__main__` in each worker, so an unguarded training script broke the pool.
 pebble was ahead only on the cold start (0.89 vs 1.06 s), and equal on memory caps and on budgets spent waiting.
+
+One module because its two sides, the caller's pool and the template and workers it starts, speak one private
+protocol (the boot line, the control socket, the ready/ok/err replies) and are only understood read together.
 """
 
 from __future__ import annotations
