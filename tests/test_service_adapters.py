@@ -6,24 +6,12 @@ import asyncio
 import base64
 import inspect
 
-import httpx
 import pytest
 
 from groupscore.client import adapters
-from groupscore.service.embedded import start_embedded
 from groupscore.client.adapters import compute_score, compute_score_batch, trl_reward_func
 
-
-@pytest.fixture(scope="module")
-def url():
-    with start_embedded(workers=2) as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=120) as client:
-        yield client
+pytestmark = pytest.mark.service(workers=2)  # the `url` and `http` fixtures (conftest.py)
 
 
 FORMAT_SPEC = {"components": [{"name": "correct", "weight": 1.0},

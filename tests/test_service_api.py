@@ -16,18 +16,9 @@ from groupscore.service.embedded import start_embedded
 MAX_BODY = 4 * 1024 * 1024
 MAX_ITEMS = 5000
 
-
-@pytest.fixture(scope="module")
-def url():
-    env = {"GROUPSCORE_MAX_BODY_BYTES": str(MAX_BODY), "GROUPSCORE_MAX_ITEMS": str(MAX_ITEMS)}
-    with start_embedded(workers=2, env=env) as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=120) as client:
-        yield client
+# the `url` and `http` fixtures (conftest.py)
+pytestmark = pytest.mark.service(
+    workers=2, env={"GROUPSCORE_MAX_BODY_BYTES": str(MAX_BODY), "GROUPSCORE_MAX_ITEMS": str(MAX_ITEMS)})
 
 
 def math_item(id, boxed, answer):

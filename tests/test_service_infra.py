@@ -8,27 +8,17 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import pytest
 
-from groupscore.service.embedded import start_embedded
 from groupscore.client.adapters import trl_reward_func
 
 DEADLINE_S = 1.0
 SLEEP_S = 2.5  # past the deadline, short enough to free the worker soon after
 
-
-@pytest.fixture(scope="module")
-def url():
-    env = {"GROUPSCORE_DEBUG": "1", "GROUPSCORE_DEADLINE_S": str(DEADLINE_S), "GROUPSCORE_CHUNK_ITEMS": "1"}
-    with start_embedded(workers=2, env=env) as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=60) as client:
-        yield client
+# the `url` and `http` fixtures (conftest.py)
+pytestmark = pytest.mark.service(
+    workers=2, env={"GROUPSCORE_DEBUG": "1", "GROUPSCORE_DEADLINE_S": str(DEADLINE_S), "GROUPSCORE_CHUNK_ITEMS": "1"},
+    http_timeout_s=60)
 
 
 SLOW = {"debug_sleep_s": SLEEP_S}

@@ -11,28 +11,17 @@ import signal
 import threading
 import time
 
-import httpx
 import pytest
 
 from groupscore.client.http import RetryPolicy, ScoreClient
-from groupscore.service.embedded import start_embedded
 
 QUEUE = 8
 STUCK_GRACE_S = 1.0
 
-
-@pytest.fixture(scope="module")
-def url():
-    env = {"GROUPSCORE_DEBUG": "1", "GROUPSCORE_MAX_QUEUE_ITEMS": str(QUEUE), "GROUPSCORE_MAX_ITEMS": str(QUEUE),
-           "GROUPSCORE_STUCK_GRACE_S": str(STUCK_GRACE_S)}
-    with start_embedded(workers=2, env=env) as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=120) as client:
-        yield client
+# the `url` and `http` fixtures (conftest.py)
+pytestmark = pytest.mark.service(
+    workers=2, env={"GROUPSCORE_DEBUG": "1", "GROUPSCORE_MAX_QUEUE_ITEMS": str(QUEUE), "GROUPSCORE_MAX_ITEMS": str(QUEUE),
+                    "GROUPSCORE_STUCK_GRACE_S": str(STUCK_GRACE_S)})
 
 
 def slow_math(id, boxed, answer, sleep_s):

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
-from groupscore.service.embedded import start_embedded
 from groupscore.verifiers.registry import KINDS, VERSIONS
 
-
-@pytest.fixture(scope="module")
-def url():
-    with start_embedded(workers=1) as base_url:
-        yield base_url
-
-
-@pytest.fixture(scope="module")
-def http(url):
-    with httpx.Client(base_url=url, timeout=120) as client:
-        yield client
+pytestmark = pytest.mark.service(workers=1)  # the `url` and `http` fixtures (conftest.py)
 
 
 def test_verifiers_endpoint_lists_each_kinds_version(http):

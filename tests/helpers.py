@@ -1,0 +1,30 @@
+"""Plain functions that test modules share (fixtures are in conftest.py): a program as a model's fenced answer, JSONL
+files, and the `groupscore` command in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def py(program: str) -> str:
+    """`program` as a completion: one fenced Python block."""
+    return f"```python\n{program}\n```"
+
+
+def write_jsonl(path: Path, rows: Iterable[dict]) -> Path:
+    """Write one JSON object a line and return the path."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def groupscore(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """Run `python -m groupscore ARGS` (text output captured); keyword arguments go to subprocess.run."""
+    return subprocess.run([sys.executable, "-m", "groupscore", *args], capture_output=True, text=True, **kwargs)
