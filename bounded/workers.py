@@ -65,8 +65,13 @@ from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from typing import Any
 
-SIZE_ENV = "GROUPSCORE_BOUNDED_WORKERS"
-MEMORY_ENV = "GROUPSCORE_WORKER_MEMORY_MB"
+# The settings (GROUPSCORE_BOUNDED_WORKERS, GROUPSCORE_WORKER_MEMORY_MB): read when a pool is made, and named here for
+# the runtime, which sets the size for its batch workers' pools.
+from groupscore.bounded.settings import MEMORY_ENV as MEMORY_ENV
+from groupscore.bounded.settings import MIN_WORKER_MEMORY_MB as MIN_WORKER_MEMORY_MB
+from groupscore.bounded.settings import SIZE_ENV as SIZE_ENV
+from groupscore.bounded.settings import load as load_settings
+
 WARM_UP_TIMEOUT_S = 120.0
 # How much longer than its budget a call may wait for its worker to *start* (a fork of the template: milliseconds on an
 # idle machine, longer on a loaded one). A start is the pool's business, not the call's: after one item's overrun
@@ -74,22 +79,9 @@ WARM_UP_TIMEOUT_S = 120.0
 WORKER_START_GRACE_S = 10.0
 
 
-MIN_WORKER_MEMORY_MB = 512  # below this a worker cannot even import its modules: every call would fail
-
-
 def worker_memory_mb() -> int:
     """$GROUPSCORE_WORKER_MEMORY_MB (default 4096; 0: no cap), checked as the service's settings check it."""
-    raw = os.environ.get(MEMORY_ENV, "4096")
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{MEMORY_ENV}={raw!r} is not an integer: give megabytes, or 0 for no cap") from None
-    if value != 0 and value < MIN_WORKER_MEMORY_MB:
-        raise ValueError(
-            f"{MEMORY_ENV}={value} is below {MIN_WORKER_MEMORY_MB}: a worker needs that much address "
-            "space to start (0: no cap)"
-        )
-    return value
+    return load_settings().worker_memory_mb
 
 
 class BudgetExceeded(TimeoutError):
@@ -117,9 +109,7 @@ class _UnpicklableError(Exception):
 
 
 def default_size() -> int:
-    if SIZE_ENV in os.environ:
-        return max(1, int(os.environ[SIZE_ENV]))
-    return max(1, min(len(os.sched_getaffinity(0)), 4))
+    return load_settings().bounded_workers or max(1, min(len(os.sched_getaffinity(0)), 4))
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
 from groupscore.sandbox.result import RunResult, RunStatus
@@ -34,10 +35,7 @@ class RunRequest(BaseModel):
 
 def default_workers() -> int:
     """$GROUPSCORE_SANDBOX_WORKERS, else the number of usable CPUs."""
-    env = os.environ.get("GROUPSCORE_SANDBOX_WORKERS")
-    if env:
-        return max(1, int(env))
-    return max(1, len(os.sched_getaffinity(0)))
+    return sandbox_settings.current().workers or max(1, len(os.sched_getaffinity(0)))
 
 
 def _one(request: RunRequest | dict[str, Any]) -> RunResult:

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 
 LANGUAGES = ("python", "c", "cpp")
@@ -71,7 +72,7 @@ def loader_paths() -> tuple[str, ...]:
 
 
 def _python_candidates() -> list[str]:
-    env = os.environ.get("GROUPSCORE_SANDBOX_PYTHON")
+    env = sandbox_settings.current().python
     if env:
         return [env]
     # The venv's base interpreter first; it often lives under /root (0700), which the jail's

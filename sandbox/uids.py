@@ -22,21 +22,16 @@ import threading
 import time
 from collections import deque
 
+from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import SandboxUnavailable
 
-DEFAULT_BASE = 1_800_000_000
 ID_COUNT = 1 << 16
 REST_S = 1.0
 _LOCK_DIRS = ("/run/groupscore-sandbox-ids", "/dev/shm/groupscore-sandbox-ids", "/tmp/groupscore-sandbox-ids")
 
 
 def id_base() -> int:
-    env = os.environ.get("GROUPSCORE_SANDBOX_UID_BASE")
-    try:
-        base = int(env) if env else DEFAULT_BASE
-    except ValueError:
-        raise SandboxUnavailable(f"GROUPSCORE_SANDBOX_UID_BASE={env!r} is not an integer; unset it or give a "
-                                 f"number in 1000..{(1 << 31) - 1 - ID_COUNT}") from None
+    base = sandbox_settings.current().uid_base  # not an integer: SandboxUnavailable, naming the variable
     if not 1000 <= base <= (1 << 31) - 1 - ID_COUNT:
         raise SandboxUnavailable(f"GROUPSCORE_SANDBOX_UID_BASE={base} is outside 1000..{(1 << 31) - 1 - ID_COUNT}")
     return base

@@ -245,7 +245,11 @@ class ServiceTarget(Target):
         base, _, fragment = url.partition("#")
         self.url = base.rstrip("/")
         self.default_kind = fragment or None
-        self.token = token if token is not None else os.environ.get("GROUPSCORE_TOKEN")
+        if token is None:
+            from groupscore.client.settings import load as client_settings
+
+            token = client_settings().token  # GROUPSCORE_TOKEN
+        self.token = token
         self.description = f"scoring service at {url}"
         self._client: Any = None
 

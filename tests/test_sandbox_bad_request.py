@@ -7,6 +7,7 @@ import pytest
 
 from groupscore.sandbox import BadRunRequest, RunStatus, SandboxUnavailable, run_many
 from groupscore.sandbox import runner as sandbox_runner
+from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox import uids
 
 
@@ -34,5 +35,6 @@ def test_an_internal_value_error_is_not_reported_as_the_requests_fault(monkeypat
 
 def test_a_uid_base_that_is_not_a_number_is_sandbox_unavailable(monkeypatch):
     monkeypatch.setenv("GROUPSCORE_SANDBOX_UID_BASE", "abc")
+    sandbox_settings.reload()  # the settings are read once per process
     with pytest.raises(SandboxUnavailable, match="GROUPSCORE_SANDBOX_UID_BASE"):
         uids.id_base()
