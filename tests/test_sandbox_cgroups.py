@@ -60,17 +60,24 @@ def _fake_v1(tmp_path: Path) -> CgroupSupport:
     return CgroupSupport("v1", True, True, {"memory": str(tmp_path / "memory"), "pids": str(tmp_path / "pids")})
 
 
+def _before_a_v1_run(slot, oom_control: str, usage_bytes: int, memsw: bool = False) -> tuple[Path, Path]:
+    """A fake v1 slot's files as the kernel shows them before a run: its OOM counter and usage, no limits, no
+    processes. Returns the slot's memory and pids folders."""
+    mem, pids = slot.dirs["memory"], slot.dirs["pids"]
+    (mem / "memory.oom_control").write_text(oom_control)
+    (mem / "memory.usage_in_bytes").write_text(f"{usage_bytes}\n")
+    for limit in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes") if memsw else ("memory.limit_in_bytes",):
+        (mem / limit).write_text("9223372036854771712\n")
+    (pids / "pids.events").write_text("max 0\n")
+    for d in (mem, pids):
+        (d / "cgroup.procs").write_text("")
+    return mem, pids
+
+
 def test_v1_slot_sets_limits_and_reads_the_run(tmp_path):
     pool = SlotPool(_fake_v1(tmp_path))
     slot = pool.acquire()
-    mem, pids = slot.dirs["memory"], slot.dirs["pids"]
-    (mem / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
-    (mem / "memory.usage_in_bytes").write_text("1048576\n")
-    (mem / "memory.limit_in_bytes").write_text("9223372036854771712\n")
-    (mem / "memory.memsw.limit_in_bytes").write_text("9223372036854771712\n")
-    (pids / "pids.events").write_text("max 0\n")
-    (mem / "cgroup.procs").write_text("")
-    (pids / "cgroup.procs").write_text("")
+    mem, pids = _before_a_v1_run(slot, "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", 1 << 20, memsw=True)
     slot.prepare(256 << 20, 34)
     assert (mem / "memory.limit_in_bytes").read_text() == str(256 << 20)
     assert (mem / "memory.memsw.limit_in_bytes").read_text() == str(256 << 20)  # no swapping past the limit
@@ -88,13 +95,7 @@ def test_v1_slot_sets_limits_and_reads_the_run(tmp_path):
 def test_reused_v1_slot_reports_only_its_own_run_and_rewrites_only_changed_limits(tmp_path):
     pool = SlotPool(_fake_v1(tmp_path))
     slot = pool.acquire()
-    mem, pids = slot.dirs["memory"], slot.dirs["pids"]
-    (mem / "memory.oom_control").write_text("oom_kill 0\n")
-    (mem / "memory.usage_in_bytes").write_text("0\n")
-    (mem / "memory.limit_in_bytes").write_text("9223372036854771712\n")
-    (pids / "pids.events").write_text("max 0\n")
-    for d in (mem, pids):
-        (d / "cgroup.procs").write_text("")
+    mem, pids = _before_a_v1_run(slot, "oom_kill 0\n", 0)
     slot.prepare(64 << 20, 10)
     assert (mem / "memory.limit_in_bytes").read_text() == str(64 << 20)
     (mem / "memory.max_usage_in_bytes").write_text(str(80 << 20))
