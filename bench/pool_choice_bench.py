@@ -52,6 +52,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from common import roundtrip_us
+
 BENCH = Path(__file__).resolve().parent
 VARIANT_ENV = "POOL_CHOICE_VARIANT"
 VARIANTS = ("ours", "pebble")
@@ -230,14 +232,9 @@ def case_cold(variant: str) -> dict:
 
 def case_roundtrip(variant: str) -> dict:
     pool = make_pool(variant, 2, [])
-    trips = []
-    for _ in range(2000):
-        t0 = time.perf_counter()
-        pool.run(abs, -1, timeout_s=5)
-        trips.append(time.perf_counter() - t0)
+    p50, p99 = roundtrip_us(pool)
     pool.shutdown()
-    trips.sort()
-    return {"roundtrip_p50_us": 1e6 * trips[1000], "roundtrip_p99_us": 1e6 * trips[1980]}
+    return {"roundtrip_p50_us": p50, "roundtrip_p99_us": p99}
 
 
 def _overrun(variant: str, fn: Callable[..., Any], arg: Any, prefix: str) -> dict:

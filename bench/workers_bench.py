@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import roundtrip_us
+
 from groupscore.bounded.workers import BudgetExceeded, WorkerPool
 
 MATH_MODULES = ["groupscore.verifiers.math.verify", "groupscore.verifiers.math.symbolic"]
@@ -56,13 +58,8 @@ def main() -> None:
     pool.warm_up(MATH_MODULES)
     print(f"cold pool (template imports the math verifier, 2 workers forked): {time.perf_counter() - started:.2f} s")
 
-    trips = []
-    for _ in range(2000):
-        t0 = time.perf_counter()
-        pool.run(abs, -1, timeout_s=5)
-        trips.append(time.perf_counter() - t0)
-    trips.sort()
-    print(f"run_bounded round trip: p50 {1e6 * trips[1000]:.0f} us, p99 {1e6 * trips[1980]:.0f} us")
+    p50, p99 = roundtrip_us(pool)
+    print(f"run_bounded round trip: p50 {p50:.0f} us, p99 {p99:.0f} us")
 
     recoveries = []
     for _ in range(10):
