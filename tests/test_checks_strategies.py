@@ -111,7 +111,7 @@ def test_assert_handles_names_the_crash_the_hang_and_the_bad_value():
 
     with pytest.raises(AssertionError, match=r"failed on '' \(0 chars\): ZeroDivisionError"):
         assert_handles(crashes, "")
-    with pytest.raises(AssertionError, match="gave no answer within 0.3 s"):
+    with pytest.raises(AssertionError, match=r"gave no answer within 0\.3 s"):
         assert_handles(hangs, "x", timeout_s=0.3)
     with pytest.raises(AssertionError, match=r"returned 2.0, outside \[0, 1\]"):
         assert_handles(out_of_range, "x")
@@ -119,6 +119,6 @@ def test_assert_handles_names_the_crash_the_hang_and_the_bad_value():
 
 
 def test_assert_not_hackable_raises_with_the_failing_probe():
-    with pytest.raises(AssertionError, match="probe.or_hedge: FAIL"):
+    with pytest.raises(AssertionError, match=r"probe\.or_hedge: FAIL"):
         assert_not_hackable(f"{PLANTED}:substring_accuracy_reward",
                             [{"prompt": "2+2?", "completion": "\\boxed{4}", "answer": "4"}], processes=0)

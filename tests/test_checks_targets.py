@@ -36,7 +36,7 @@ def test_trl_target_passes_what_grpo_trainer_passes():
     assert seen["prompts"] == ["What is 2+2?", "What is 3+3?"]
     assert seen["answer"] == ["4", "6"]
     assert seen["level"] == [1, None]  # a column missing from one case is None there, as in a padded dataset
-    assert seen["ids"][0] == list("It is \\boxed{4}.".encode())
+    assert seen["ids"][0] == list(b"It is \\boxed{4}.")
     assert seen["step"] == 0
 
 

@@ -206,9 +206,9 @@ for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
 @pytest.mark.skipif(not IS_ROOT, reason="uid mapping to nobody applies when started as root")
 def test_etc_shadow_unreadable_even_when_bind_mounted():
     """Even with /etc/shadow mounted into the jail, its real uid (nobody) cannot read it."""
-    from groupscore.sandbox.policy import build_policy
     from groupscore.sandbox.classify import classify
     from groupscore.sandbox.jail import execute
+    from groupscore.sandbox.policy import build_policy
 
     tool = toolchain("python")
     policy = build_policy(tool, FAST, extra_ro=("/etc/shadow",))
@@ -353,7 +353,7 @@ for f in (lambda: os.unlink("out.txt"), lambda: os.rename("out.txt", "x"), lambd
 
 @destructive
 def test_fork_bomb_is_stopped_by_the_pids_limit():
-    r, marker = jailed("""
+    r, _marker = jailed("""
 while True:
     try:
         os.fork()
@@ -463,7 +463,7 @@ def test_closing_stdout_and_stderr_then_spinning_still_times_out():
 
 @destructive
 def test_double_fork_daemon_does_not_survive():
-    r, marker = jailed("""
+    r, _marker = jailed("""
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -478,7 +478,7 @@ print("parent done")
 
 @destructive
 def test_background_child_past_the_timeout_does_not_survive():
-    r, marker = jailed("""
+    r, _marker = jailed("""
 if os.fork() == 0:
     os.setsid(); time.sleep(60)
 time.sleep(60)
@@ -784,8 +784,8 @@ def test_run_result_round_trips_through_json():
 def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     """Hosts where we cannot make cgroups: the result says so, and rlimits hold the line."""
     from groupscore.sandbox import jail
-    from groupscore.sandbox.classify import classify
     from groupscore.sandbox.cgroups import CgroupSupport, SlotPool
+    from groupscore.sandbox.classify import classify
     from groupscore.sandbox.policy import build_policy
 
     none = CgroupSupport(None, False, False, {}, "test: no cgroups")

@@ -214,7 +214,7 @@ def test_limits_reject_nonsense(bad):
 def test_fast_exec_block_matches_the_reference_serializer_for_plain_text(argv):
     from groupscore.sandbox.policy import render_exec
 
-    if any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7F for a in argv for c in a):
+    if any((ord(c) < 0x20 and c != "\n") or ord(c) == 0x7F for a in argv for c in a):
         # the reference passes control characters through raw; ours escapes them (both parse the same)
         assert "\\001" in render_exec(argv) and "\\177" in render_exec(argv)
     else:

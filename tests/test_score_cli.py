@@ -12,10 +12,10 @@ import pytest
 
 from groupscore import score as score_cli
 from groupscore.runtime import batch
-from groupscore.verifiers import registry
 from groupscore.schema.reward import RewardSpec
-from groupscore.verifiers.math.item import MathItem
 from groupscore.schema.verdict import Status
+from groupscore.verifiers import registry
+from groupscore.verifiers.math.item import MathItem
 
 RECORD_FIELDS = {"id", "reward", "status", "extracted", "reason"}
 
@@ -49,7 +49,7 @@ def test_cli_scores_good_lines_and_answers_each_bad_line_with_its_number(tmp_pat
     records = read_records(out)
     assert [r["id"] for r in records] == ["good-1", None, "no-answer-field", "bad-kind", None, "good-2"]
     for record in records:
-        assert RECORD_FIELDS <= record.keys()
+        assert record.keys() >= RECORD_FIELDS
         assert 0.0 <= record["reward"] <= 1.0
     assert records[0]["status"] == "correct" and records[0]["reward"] == 1.0 and records[0]["extracted"] == "42"
     assert records[-1]["status"] == "incorrect" and records[-1]["reward"] == 0.0

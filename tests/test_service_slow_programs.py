@@ -28,9 +28,9 @@ COMPLETIONS = [HONEST, HONEST, SLOW, HONEST, HONEST, HONEST]
 @pytest.fixture(scope="module")
 def http():
     # One worker: the items queue behind the slow one, and (by the default chunking) would share tasks with it.
-    with start_embedded(workers=1, env={"GROUPSCORE_DEADLINE_S": "60"}) as url:
-        with httpx.Client(base_url=url, timeout=120) as client:
-            yield client
+    with (start_embedded(workers=1, env={"GROUPSCORE_DEADLINE_S": "60"}) as url,
+          httpx.Client(base_url=url, timeout=120) as client):
+        yield client
 
 
 def _group(http: httpx.Client, deadline_s: float | None = None) -> list[dict]:

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import httpx
 import pytest
 from pydantic import ValidationError
 
-from groupscore.sandbox import CompileResult, RunResult, RunStatus
-from groupscore.client.http import RetryPolicy, _shards
-from groupscore.service.groups import group_stats
 from groupscore.client.adapters import completion_text, verl_item
+from groupscore.client.http import RetryPolicy, _shards
+from groupscore.sandbox import CompileResult, RunResult, RunStatus
+from groupscore.schema.reward import RewardSpec
+from groupscore.service.groups import group_stats
 from groupscore.service.protocols import label_item, response_text, sandbox_fusion_response
 from groupscore.service.settings import Settings
-from groupscore.schema.reward import RewardSpec
-from groupscore.verifiers.composite import CheckedRewardSpec
-from groupscore.verifiers.composite import total_reward
-
+from groupscore.verifiers.composite import CheckedRewardSpec, total_reward
 
 # -- group statistics, by hand ------------------------------------------------------------------------------------
 
@@ -111,7 +110,7 @@ def test_shards_are_contiguous_cover_everything_and_respect_max_batch():
     for n_items, n_urls, max_batch in [(10, 3, 100), (1, 4, 10), (1000, 2, 128), (7, 1, 7), (8, 1, 7)]:
         shards = _shards(n_items, n_urls, max_batch)
         assert shards[0][0] == 0 and shards[-1][1] == n_items
-        assert all(a[1] == b[0] for a, b in zip(shards, shards[1:]))
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(shards))
         assert all(0 < stop - start <= max_batch for start, stop in shards)
         assert len(shards) >= min(n_urls, n_items)
     assert _shards(0, 3, 10) == [(0, 0)]

@@ -57,4 +57,6 @@ def test_plots_are_png_files_in_the_run_folder(tmp_path):
     paths = plot_run(tmp_path, metrics, [{"step": 0, "pass@1": 0.3}, {"step": 5, "pass@1": 0.5}])
     assert set(paths) == {"reward", "kl", "pass_at_1"}
     for path in paths.values():
-        assert path.startswith(str(tmp_path)) and open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        assert path.startswith(str(tmp_path))
+        with open(path, "rb") as png:
+            assert png.read(8) == b"\x89PNG\r\n\x1a\n"
