@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -85,8 +87,28 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args.run_dir)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose epilog can be made when help is shown (`epilog_from`): `serve --help` lists the
+    service's settings from its settings object, and no other command imports the service for it."""
+
+    def __init__(self, *args: Any, epilog_from: Callable[[], str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.epilog_from = epilog_from
+
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
+
+
+def _serve_settings() -> str:
+    from groupscore.service.settings import help_text
+
+    return help_text()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groupscore", description=__doc__)
+    parser = _Parser(prog="groupscore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("score", help="score a JSONL file of items")
@@ -116,11 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--language", choices=["python", "c", "cpp"], default="python")
     p.set_defaults(func=_sandbox_policy)
 
-    p = sub.add_parser("serve", help="run the scoring service")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=None, help="scoring processes (default: all cores)")
-    p.add_argument("--token", default=None, help="require this bearer token (or set GROUPSCORE_TOKEN)")
+    p = sub.add_parser("serve", help="run the scoring service", epilog_from=_serve_settings,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default=None, help="address to listen on (GROUPSCORE_HOST)")
+    p.add_argument("--port", type=int, default=None, help="port to listen on (GROUPSCORE_PORT)")
+    p.add_argument("--workers", type=int, default=None, help="scoring processes (GROUPSCORE_WORKERS)")
+    p.add_argument("--token", default=None, help="require this bearer token (GROUPSCORE_TOKEN)")
     p.set_defaults(func=_serve)
 
     p = sub.add_parser("train", help="run the GRPO pipeline from a YAML config")

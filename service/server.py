@@ -30,9 +30,10 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(_GC_GEN0_THRESHOLD, gen1, gen2)
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, workers: int | None = None, token: str | None = None,
+def serve(host: str | None = None, port: int | None = None, workers: int | None = None, token: str | None = None,
           settings: Settings | None = None) -> int:
-    """Serve until interrupted; returns the exit status. `token` (or GROUPSCORE_TOKEN) turns on bearer auth."""
+    """Serve until interrupted; returns the exit status. An argument left None comes from its GROUPSCORE_* variable,
+    else the default (service/settings.py); `token` (or GROUPSCORE_TOKEN) turns on bearer auth."""
     settings = settings or Settings.from_env(host=host, port=port, workers=workers, token=token)
     if settings.host not in ("127.0.0.1", "localhost", "::1") and settings.token is None:
         print(f"groupscore serve: warning: listening on {settings.host} without a token; anyone who can reach "

@@ -1,103 +1,177 @@
-"""The service's settings: one frozen object, built from arguments with GROUPSCORE_* environment variables as defaults."""
+"""The service's settings: one frozen pydantic-settings object. Each field is read from GROUPSCORE_<FIELD> unless an
+argument gives it (`groupscore serve --workers 4` beats GROUPSCORE_WORKERS); an empty variable counts as unset.
+
+A bad value fails at start-up in one line naming the variable (or argument) and what it takes (`SettingsError`);
+`groupscore serve --help` lists every variable with its default (`describe`), as the README's settings table does.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields, replace
+import textwrap
 from typing import Any
 
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from groupscore.runtime import MIN_WORKER_MEMORY_MB  # one floor for both readers
+from groupscore.schema.reward import KIND_NAMES
+
+ENV_PREFIX = "GROUPSCORE_"
 
 # The math item's conventions and extraction options: what `math_defaults` may set for a whole service.
 MATH_DEFAULTABLE = ("profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",
                     "reference", "fallback", "strict", "rel_tol", "timeout_s")
 
 
+class SettingsError(ValueError):
+    """A bad setting: one line naming the variable or argument, its value, and what it takes."""
+
+
 def _cores() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
 
-@dataclass(frozen=True)
-class Settings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    workers: int = field(default_factory=_cores)  # scoring processes
-    token: str | None = None  # bearer token; None: no auth
-    max_body_bytes: int = 64 * 1024 * 1024  # larger bodies: 413
-    max_items: int = 16384  # items (or completions, summed over groups) per request; more: 422
-    max_queue_items: int = 65536  # items admitted and not yet answered, over all requests; more: 429
-    deadline_s: float = 300.0  # per-request deadline; a request may ask for a shorter one
-    chunk_items: int = 32  # at most this many items go to a worker in one task
-    max_attempts: int = 3  # tries per task when worker processes die under it
-    stuck_grace_s: float = 30.0  # a task still running this long after its request gave up: its workers are replaced
-    # Address-space cap of each scoring process, in MB (0: none); the variable GROUPSCORE_WORKER_MEMORY_MB also caps
-    # the bounded workers (bounded/workers.py). An item that hits it gets an error verdict; the process lives on.
-    worker_memory_mb: int = 4096
-    openrlhf_verifier: str = "math"  # kind used by /get_reward for plain-text labels
-    # Server-side defaults of the math item's conventions (README, "Math answers"), as a JSON object, e.g.
-    # '{"profile": "math_verify"}': applied to every math item that leaves the option out; an item's own value wins.
-    math_defaults: str = ""
-    debug: bool = False  # test hooks: /debug/workers and metadata["debug_sleep_s"]; never in production
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="forbid")
 
-    def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError("workers must be at least 1")
-        if self.max_items < 1 or self.max_queue_items < self.max_items:
-            raise ValueError("need 1 <= max_items <= max_queue_items (a request must fit the queue)")
-        if (self.deadline_s <= 0 or self.stuck_grace_s <= 0 or self.chunk_items < 1 or self.max_attempts < 1
-                or self.max_body_bytes < 1024):
-            raise ValueError("deadline_s, stuck_grace_s, chunk_items, max_attempts must be positive and "
-                             "max_body_bytes >= 1024")
-        self.math_default_options()  # a bad value fails here, at start-up, in one line
-        if self.worker_memory_mb != 0 and self.worker_memory_mb < MIN_WORKER_MEMORY_MB:
-            raise ValueError(f"worker_memory_mb must be 0 (no cap) or at least {MIN_WORKER_MEMORY_MB}: a scoring "
-                             "process needs that much address space to start")
+    host: str = Field(default="127.0.0.1", description="address to listen on")
+    port: int = Field(default=8000, ge=0, le=65535, description="port to listen on")
+    workers: int = Field(default_factory=_cores, ge=1, description="scoring processes (default: the usable cores)")
+    token: str | None = Field(default=None, description="bearer token required on every path but the probes and "
+                                                        "/docs (unset: no auth); the client sends the same variable")
+    max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="larger request bodies get 413")
+    max_items: int = Field(default=16384, ge=1, description="items (or completions, summed over groups) per "
+                                                            "request; more get 422")
+    max_queue_items: int = Field(default=65536, ge=1, description="items admitted and not yet answered, over all "
+                                                                  "requests; more get 429 (at least max_items)")
+    deadline_s: float = Field(default=300.0, gt=0, description="per-request deadline in seconds; a request may ask "
+                                                               "for a shorter one")
+    chunk_items: int = Field(default=32, ge=1, description="at most this many items go to a worker in one task")
+    max_attempts: int = Field(default=3, ge=1, description="tries per task when worker processes die under it")
+    stuck_grace_s: float = Field(default=30.0, gt=0, description="a task still running this long after its request "
+                                                                 "gave up: its workers are replaced")
+    worker_memory_mb: int = Field(default=4096, ge=0, description=(
+        f"address-space cap of each scoring process in MB (0: none, else at least {MIN_WORKER_MEMORY_MB}); an item "
+        "that hits it gets an error verdict. The bounded workers read the same variable"))
+    openrlhf_verifier: str = Field(default="math", description="kind /get_reward scores plain-text labels with")
+    math_defaults: str = Field(default="", description=(
+        "server-side defaults of the math item's conventions, a JSON object such as '{\"profile\": "
+        "\"math_verify\"}': applied to every math item that leaves the option out (README, \"Math answers\")"))
+    debug: bool = Field(default=False, description="test hooks (/debug/workers, metadata.debug_sleep_s); never "
+                                                   "in production")
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_one_line(exc, given=set(values))) from None
+
+    @field_validator("openrlhf_verifier")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KIND_NAMES:
+            raise ValueError(f"not a verifier kind; known: {', '.join(KIND_NAMES)}")
+        return value
+
+    @field_validator("worker_memory_mb")
+    @classmethod
+    def _startable(cls, value: int) -> int:
+        if value != 0 and value < MIN_WORKER_MEMORY_MB:
+            raise ValueError(f"a scoring process needs {MIN_WORKER_MEMORY_MB} MB of address space to start")
+        return value
+
+    @field_validator("math_defaults")
+    @classmethod
+    def _math_options(cls, value: str) -> str:
+        math_default_options(value)  # a bad value fails here, at start-up, in one line
+        return value
+
+    @model_validator(mode="after")
+    def _a_request_fits_the_queue(self) -> Settings:
+        if self.max_queue_items < self.max_items:
+            raise ValueError(f"{ENV_PREFIX}MAX_QUEUE_ITEMS ({self.max_queue_items}) is below {ENV_PREFIX}MAX_ITEMS "
+                             f"({self.max_items}): a request must fit the queue; raise the one or lower the other")
+        return self
 
     def math_default_options(self) -> dict[str, Any]:
         """`math_defaults` as a dict of math item options, checked against the math item's own schema."""
-        if not self.math_defaults.strip():
-            return {}
-        fix = "set GROUPSCORE_MATH_DEFAULTS to a JSON object of math options, e.g. '{\"profile\": \"math_verify\"}'"
-        try:
-            options = json.loads(self.math_defaults)
-        except ValueError:
-            raise ValueError(f"math_defaults is not JSON: {fix}") from None
-        if not isinstance(options, dict):
-            raise ValueError(f"math_defaults must be a JSON object: {fix}")
-        unknown = sorted(set(options) - set(MATH_DEFAULTABLE))
-        if unknown:
-            raise ValueError(f"math_defaults: {', '.join(unknown)} cannot have a server default; options that can: "
-                             f"{', '.join(MATH_DEFAULTABLE)}")
-        from pydantic import ValidationError
-
-        from groupscore.verifiers.math.item import MathItem
-        from groupscore.verifiers.registry import describe_error
-
-        try:
-            MathItem(completion="", answer="0", **options)
-        except ValidationError as exc:
-            raise ValueError(f"math_defaults: {describe_error(exc)}") from None
-        return options
+        return math_default_options(self.math_defaults)
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
         """Settings from GROUPSCORE_<FIELD> variables, then `overrides` (None values are ignored)."""
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = os.environ.get(f"GROUPSCORE_{f.name.upper()}")
-            if raw is None or raw == "":
-                continue
-            kind = type(getattr(cls(), f.name)) if f.name != "token" else str
-            if kind is bool:
-                values[f.name] = raw.strip().lower() in {"1", "true", "yes", "on"}
-            else:
-                try:
-                    values[f.name] = kind(raw)
-                except ValueError:
-                    raise ValueError(f"GROUPSCORE_{f.name.upper()}={raw!r} is not a valid {kind.__name__}") from None
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        return cls(**{k: v for k, v in overrides.items() if v is not None})
 
     def with_(self, **changes: Any) -> Settings:
-        return replace(self, **changes)
+        """A copy with `changes`, checked like the original."""
+        return type(self)(**{**self.model_dump(), **changes})
+
+
+def math_default_options(text: str) -> dict[str, Any]:
+    """A `math_defaults` text as a dict of math item options, checked against the math item's own schema."""
+    if not text.strip():
+        return {}
+    fix = "give a JSON object of math options, e.g. '{\"profile\": \"math_verify\"}'"
+    try:
+        options = json.loads(text)
+    except ValueError:
+        raise ValueError(f"math_defaults is not JSON: {fix}") from None
+    if not isinstance(options, dict):
+        raise ValueError(f"math_defaults must be a JSON object: {fix}")
+    unknown = sorted(set(options) - set(MATH_DEFAULTABLE))
+    if unknown:
+        raise ValueError(f"math_defaults: {', '.join(unknown)} cannot have a server default; options that can: "
+                         f"{', '.join(MATH_DEFAULTABLE)}")
+    from groupscore.verifiers.math.item import MathItem
+    from groupscore.verifiers.registry import describe_error
+
+    try:
+        MathItem(completion="", answer="0", **options)
+    except ValidationError as exc:
+        raise ValueError(f"math_defaults: {describe_error(exc)}") from None
+    return options
+
+
+def _one_line(exc: ValidationError, given: set[str]) -> str:
+    """Each problem as `NAME=value: what is wrong`, NAME the argument when one gave the value, else the variable, with
+    what the setting takes and its default where the check was pydantic's (a type or a bound); all on one line."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if not error["loc"]:  # a check across fields: its message names the variables
+            problems.append(message)
+            continue
+        name = str(error["loc"][0])
+        label = name if name in given else f"{ENV_PREFIX}{name.upper()}"
+        problem = f"{label}={error.get('input')!r}: {message}"
+        field = Settings.model_fields.get(name)
+        if field is not None and error["type"] != "value_error":  # our own checks say what to give in their words
+            default = field.get_default(call_default_factory=True)
+            problem += f" [{label}: {field.description}; default {default!r}]"
+        problems.append(problem)
+    return " | ".join(problems)
+
+
+def describe() -> list[tuple[str, str, str]]:
+    """(variable, default, what it does) for every setting, in field order: `groupscore serve --help` prints them."""
+    rows = []
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        shown = "unset" if default is None else repr(default) if isinstance(default, str) else str(default)
+        if field.default_factory is not None:
+            shown += " on this machine"  # computed here
+        rows.append((f"{ENV_PREFIX}{name.upper()}", shown, field.description or ""))
+    return rows
+
+
+def help_text(width: int = 100) -> str:
+    """The settings as `groupscore serve --help` shows them: each variable, its default, what it does."""
+    lines = ["settings: each is read from its environment variable; an option above wins over its variable."]
+    for name, default, what in describe():
+        lines.append(f"  {name} (default {default})")
+        lines += textwrap.wrap(what, width=width, initial_indent="      ", subsequent_indent="      ")
+    lines.append("The scoring processes also read the verifiers', the sandbox's and the bounded workers' settings "
+                 "(README, \"Settings\").")
+    return "\n".join(lines)
