@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from groupscore.sandbox import ensure_available
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 
-
-@pytest.fixture(scope="module", autouse=True)
-def jail_in_place():
-    # A harmless probe jail first: pid 1 of its own namespace, not root outside. Raises (fails loudly) otherwise.
-    ensure_available()
+pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
 
 
 PUBLIC = [

@@ -19,10 +19,16 @@ import time
 
 import pytest
 
-from groupscore.sandbox import ensure_available
 from groupscore.verifiers.code import host_eval
-from groupscore.verifiers.code.jail_runner import (MAX_ANSWER_ITEMS, MAX_DEPTH, MAX_INT_DIGITS, NotPlainData,
-                                                   encode_value, json_text, parse_answer)
+from groupscore.verifiers.code.jail_runner import (
+    MAX_ANSWER_ITEMS,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    NotPlainData,
+    encode_value,
+    json_text,
+    parse_answer,
+)
 
 HASH_MODULUS = 2**61 - 1  # hash(k * HASH_MODULUS) == 0 for every int k: as many colliding ints as one wants
 COLLIDING = 20_000  # the old decoder needed ~9 s of host CPU for a set of this many
@@ -49,9 +55,7 @@ def forge(payload):
 '''
 
 
-@pytest.fixture(scope="module", autouse=True)
-def jail_in_place():
-    ensure_available()
+pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
 
 
 def forged(payload_expression: str) -> str:

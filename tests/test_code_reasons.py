@@ -6,19 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers import py
 
-from groupscore.sandbox import ensure_available
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import MAX_COMPILE_ECHO_CHARS, MAX_ECHO_CHARS, score_code
 
-
-@pytest.fixture(scope="module", autouse=True)
-def jail_in_place():
-    ensure_available()
-
-
-def py(program: str) -> str:
-    return f"```python\n{program}\n```"
+pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
 
 
 CALL = [{"type": "call", "fn": "f", "args": [1], "expected": 2}]

@@ -8,20 +8,13 @@ Every case runs through the real sandbox; each hack scores 0 where an honest pro
 from __future__ import annotations
 
 import pytest
+from helpers import py
 
-from groupscore.sandbox import ensure_available
 from groupscore.verifiers.code.assertions import name_sources
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 
-
-@pytest.fixture(scope="module", autouse=True)
-def jail_in_place():
-    ensure_available()
-
-
-def py(program: str) -> str:
-    return f"```python\n{program}\n```"
+pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
 
 
 def score_hidden(program: str, *codes: str):

