@@ -20,6 +20,7 @@ from groupscore.schema.openrlhf import OpenRLHFResponse
 from groupscore.schema.sandboxfusion import RunCodeRequest, RunCodeResponse
 from groupscore.service.responses import json_response, too_many_items, validation_error_response
 from groupscore.service.routing import OffloadingRoute
+from groupscore.verifiers.code.run_program import LANGUAGES
 from groupscore.verifiers.composite import CheckedRewardSpec
 
 router = APIRouter(route_class=OffloadingRoute)
@@ -85,10 +86,6 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
 
 # -- SandboxFusion ----------------------------------------------------------------------------------------------------
 
-# The languages of SandboxFusion's that the sandbox runs; the others are answered with SandboxError.
-_SUPPORTED_LANGUAGES = ("python", "cpp", "c")
-
-
 def _command_result(status: str, wall_time_s: float, exit_code: int | None, signal: int | None, stdout: str,
                     stderr: str, error: str | None) -> dict[str, Any]:
     if status == "timeout":
@@ -134,11 +131,11 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
     state = request.app.state
-    if body.language not in _SUPPORTED_LANGUAGES:
+    if body.language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs
         return json_response({"status": "SandboxError", "executor_pod_name": None, "files": {},
                               "compile_result": None, "run_result": None,
                               "message": f"language {body.language!r} is not supported by this service; "
-                                         f"supported: {', '.join(_SUPPORTED_LANGUAGES)}"})
+                                         f"supported: {', '.join(LANGUAGES)}"})
     fields = {"code": body.code, "language": body.language, "stdin": body.stdin or "",
               "run_timeout_s": body.run_timeout, "compile_timeout_s": body.compile_timeout,
               "memory_mb": body.memory_limit_MB if body.memory_limit_MB > 0 else None,

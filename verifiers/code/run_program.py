@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from groupscore.sandbox import COMPILE_LIMITS, LANGUAGES, MAIN_FILE, Limits, RunResult, SandboxUnavailable, run
 
-# SandboxUnavailable is re-exported: callers above the verifiers (the service's runtime) catch it from here, never
-# from the sandbox itself.
-__all__ = ["DEFAULT_MEMORY_MB", "ProgramRun", "SandboxUnavailable", "decode_files", "run_program"]
+# SandboxUnavailable and LANGUAGES are re-exported: callers above the verifiers (the service's runtime and its
+# /run_code endpoint) take them from here, never from the sandbox itself.
+__all__ = ["DEFAULT_MEMORY_MB", "LANGUAGES", "ProgramRun", "SandboxUnavailable", "decode_files", "run_program"]
 
-DEFAULT_MEMORY_MB = 512
+DEFAULT_MEMORY_MB = Limits().memory_mb  # the sandbox's own default for a run
 
 
 @dataclass(frozen=True)
