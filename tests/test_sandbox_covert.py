@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from groupscore.sandbox import Limits, RunResult, RunStatus, ensure_available, run
-from groupscore.sandbox.toolchains import toolchain
 from groupscore.runtime.batch import score_batch
+from groupscore.sandbox import Limits, RunResult, RunStatus, run
+from groupscore.sandbox.toolchains import toolchain
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 
@@ -37,9 +37,7 @@ HOLD_S = 2.5  # the sender keeps its state this long
 WAIT_S = 0.8  # the receiver looks this long after it starts
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _jail_works():
-    ensure_available("python")
+pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
 
 
 def _run(code: str, **kw) -> RunResult:

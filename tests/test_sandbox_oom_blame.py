@@ -11,7 +11,7 @@ import signal
 
 import pytest
 
-from groupscore.sandbox import Limits, RunStatus, ensure_available, run
+from groupscore.sandbox import Limits, RunStatus, run
 from groupscore.sandbox.classify import classify
 from groupscore.sandbox.jail import RawRun
 from groupscore.verifiers.code.item import CodeItem
@@ -39,11 +39,6 @@ def test_a_setup_failure_without_an_oom_kill_stays_a_sandbox_error():
     assert status is RunStatus.SANDBOX_ERROR
 
 
-@pytest.fixture(scope="module")
-def jail():
-    ensure_available()
-
-
 # Fill memfds (no CLOEXEC, so they survive exec) to the slot's limit, then exec the jail's small dash: every process
 # left in the slot is smaller than nsjail, so the OOM killer picks nsjail whenever it can (the red team's F1c).
 MEMFD_BOMB = """\
@@ -66,7 +61,7 @@ os.execv(sh, ["sh", "-c", "for f in 3 4 5 6; do while echo %s >&$f 2>/dev/null; 
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_a_memfd_bomb_is_a_memory_limit_whichever_process_the_oom_killer_takes(jail, attempt):
+def test_a_memfd_bomb_is_a_memory_limit_whichever_process_the_oom_killer_takes(jail_available, attempt):
     result = run({"main.py": MEMFD_BOMB}, limits=LIMITS)
     assert result.status in (RunStatus.MEMORY_LIMIT, RunStatus.TIMEOUT), (result.status, result.error)
     assert result.status is not RunStatus.SANDBOX_ERROR
@@ -95,7 +90,7 @@ int main(void) {
 """
 
 
-def test_a_program_that_bombs_the_slot_on_the_input_it_cannot_solve_scores_that_test_zero(jail):
+def test_a_program_that_bombs_the_slot_on_the_input_it_cannot_solve_scores_that_test_zero(jail_available):
     # The red team's F1b: answer the small inputs, fill the slot on the large one. The item must score the solved
     # tests and a 0 for the bombed one, never an infra_error that masks the whole item.
     item = CodeItem(id="f1b", language="c", completion=f"```c\n{C_MEMFD_BOMB}\n```", memory_mb=64, time_limit_s=3.0,
@@ -121,7 +116,7 @@ def add(a, b):
 """
 
 
-def test_a_call_test_that_fills_the_slot_under_the_runner_is_the_programs_zero(jail):
+def test_a_call_test_that_fills_the_slot_under_the_runner_is_the_programs_zero(jail_available):
     # Call tests run under the Python runner (the jail's pid 1); the bomb may take the runner or nsjail with it.
     item = CodeItem(id="runner", completion=f"```python\n{RUNNER_BOMB}```", memory_mb=64, time_limit_s=3.0,
                     tests=[{"type": "call", "fn": "add", "args": [1, 2], "expected": 3}],
@@ -136,7 +131,7 @@ MANY_FUNCTIONS = "int main(void) { return 0; }\n" + "".join(f"int f{i}(int x) {{
                                                          for i in range(3000))
 
 
-def test_a_compile_that_fills_its_slot_is_a_compile_error_of_the_program(jail):
+def test_a_compile_that_fills_its_slot_is_a_compile_error_of_the_program(jail_available):
     # cc1 killed by the compile jail's cgroup limit: the program's compile error (a 0), never a sandbox error.
     result = run({"main.c": MANY_FUNCTIONS}, language="c",
                  compile_limits=Limits(wall_time_s=20, memory_mb=16, max_processes=16))
@@ -144,7 +139,7 @@ def test_a_compile_that_fills_its_slot_is_a_compile_error_of_the_program(jail):
     assert result.compile.status is RunStatus.MEMORY_LIMIT
 
 
-def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_error(jail, monkeypatch):
+def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_error(jail_available, monkeypatch):
     # The compiler's jail could not start (our side): before, this came back as the program's compile error, a 0
     # trained on; now it is a sandbox error, which the code verifier turns into infra_error.
     from groupscore.sandbox import runner
@@ -157,7 +152,7 @@ def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_
     assert result.error == "compile step: jail setup failed"
 
 
-def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(jail):
+def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(jail_available):
     # tmpfs pages of the work dir are charged to the slot like memfd pages: whichever limit stops the program (the
     # tmpfs size, or the OOM killer on any process of the slot), it is the program's result, never a sandbox error.
     fill = ("chunk = b'x' * (1 << 20)\nwith open('/work/big', 'wb') as fh:\n"
@@ -166,7 +161,7 @@ def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(ja
     assert result.status in (RunStatus.MEMORY_LIMIT, RunStatus.RUNTIME_ERROR), (result.status, result.error)
 
 
-def test_a_program_that_closes_or_floods_the_runners_output_scores_zero_not_infra(jail):
+def test_a_program_that_closes_or_floods_the_runners_output_scores_zero_not_infra(jail_available):
     # The runner's answers go out on its own copy of stdout, each line marked with a secret: closing fds 1 and 2 does
     # not silence it (an honest answer still scores), and unmarked lines that forge records are ignored (a 0).
     for body, status in (("import os\nos.close(1)\nos.close(2)\ndef add(a, b):\n    return a + b\n", "correct"),
