@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from helpers import groupscore
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ROOT / "fixtures" / "checks"
@@ -14,8 +15,7 @@ CHECKS = ROOT / "fixtures" / "checks"
 
 def run_check(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "groupscore", "check", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
+    return groupscore("check", *args, cwd=cwd, env=env, timeout=240)
 
 
 def test_a_bad_reward_exits_1_with_a_table_and_a_json_report(tmp_path):

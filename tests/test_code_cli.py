@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import groupscore, read_jsonl
 
 FIXTURE = Path(__file__).resolve().parent.parent / "cli" / "data" / "code" / "cli_items.jsonl"
 EXPECTED = {  # id -> (reward, status)
@@ -21,10 +20,9 @@ EXPECTED = {  # id -> (reward, status)
 
 def test_groupscore_score_handles_code_items(tmp_path):
     out = tmp_path / "verdicts.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "groupscore", "score", str(FIXTURE), "-o", str(out), "-j", "2",
-                           "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = groupscore("score", str(FIXTURE), "-o", str(out), "-j", "2", "--no-progress", timeout=300)
     assert proc.returncode == 1, proc.stderr  # the malformed item makes it 1; every other item is still scored
-    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = read_jsonl(out)
     assert [r["id"] for r in records] == list(EXPECTED)
     for record in records:
         assert (record["reward"], record["status"]) == EXPECTED[record["id"]], record

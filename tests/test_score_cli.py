@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import groupscore, read_jsonl, write_jsonl
 
 from groupscore import score as score_cli
 from groupscore.runtime import batch
@@ -25,12 +24,7 @@ def math_line(item_id, completion, answer) -> str:
 
 
 def run_cli(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "groupscore", "score", *args],
-                          capture_output=True, text=True, timeout=timeout_s)
-
-
-def read_records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return groupscore("score", *args, timeout=timeout_s)
 
 
 def test_cli_scores_good_lines_and_answers_each_bad_line_with_its_number(tmp_path):
@@ -46,7 +40,7 @@ def test_cli_scores_good_lines_and_answers_each_bad_line_with_its_number(tmp_pat
     out = tmp_path / "out.jsonl"
     done = run_cli(str(source), "-o", str(out), "-j", "1")
     assert done.returncode == 1, done.stderr  # some lines were bad
-    records = read_records(out)
+    records = read_jsonl(out)
     assert [r["id"] for r in records] == ["good-1", None, "no-answer-field", "bad-kind", None, "good-2"]
     for record in records:
         assert record.keys() >= RECORD_FIELDS
@@ -91,10 +85,10 @@ def test_cli_missing_input_is_one_clear_line(tmp_path):
 def test_score_jsonl_in_process_matches_score_batch(tmp_path):
     items = [{"id": i, "verifier": "math", "completion": f"Final answer: {i % 7}", "answer": "3"} for i in range(40)]
     source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(item) + "\n" for item in items))
+    write_jsonl(source, items)
     out = tmp_path / "out.jsonl"
     assert score_cli.score_jsonl(source, out, workers=2, progress=False) == 0
-    from_file = [(r["id"], r["status"], r["reward"]) for r in read_records(out)]
+    from_file = [(r["id"], r["status"], r["reward"]) for r in read_jsonl(out)]
     from_batch = [(v.id, v.status.value, v.reward) for v in batch.score_batch(items, workers=2)]
     assert from_file == from_batch
     assert [status for _, status, _ in from_file].count("correct") == sum(1 for i in range(40) if i % 7 == 3)
@@ -178,15 +172,14 @@ def test_cli_reward_spec_scores_every_item_with_its_components(tmp_path):
     spec.write_text(json.dumps(REWARD_SPEC))
     done = run_cli(str(source), "-o", str(out), "-j", "1", "--reward", str(spec))
     assert done.returncode == 0, done.stderr
-    records = {r["id"]: r for r in read_records(out)}
+    records = {r["id"]: r for r in read_jsonl(out)}
     assert records["right-formatted"]["reward"] == 1.0
     assert records["right-formatted"]["components"] == {"correct": 1.0, "format": 1.0}
     assert records["right-unformatted"]["reward"] == 0.0  # the format gate zeroes the total
     assert records["right-unformatted"]["components"]["correct"] == 1.0
     assert records["wrong-formatted"]["reward"] == pytest.approx(0.25 / 1.25)
     # the same spec through score_batch gives the same rewards
-    verdicts = batch.score_batch([json.loads(line) for line in source.read_text().splitlines()], workers=1,
-                                 reward=RewardSpec.model_validate(REWARD_SPEC))
+    verdicts = batch.score_batch(read_jsonl(source), workers=1, reward=RewardSpec.model_validate(REWARD_SPEC))
     assert [v.reward for v in verdicts] == [records[k]["reward"] for k in records]
 
 
@@ -239,7 +232,7 @@ def test_compare_reports_every_item_whose_verdict_changed_keyed_by_id(tmp_path, 
     assert "only in the old run: gone" in report and "only in this run: new" in report
     assert f"2 of 3 matched items changed verdict (math@1 -> {version}: 2)" in report
     assert [json.loads(line)["id"] for line in changes.read_text().splitlines()] == ["fixed", "broke"]
-    assert [r["id"] for r in read_records(out)] == ["same", "fixed", "broke", "new"]  # scoring output as usual
+    assert [r["id"] for r in read_jsonl(out)] == ["same", "fixed", "broke", "new"]  # scoring output as usual
 
 
 def test_compare_matches_repeated_and_missing_ids_in_order(tmp_path, capsys):
