@@ -25,20 +25,28 @@ ROOT = Path(__file__).resolve().parent.parent
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
 NOT_SHIPPED = {"tests", "tools", "bench", "fixtures", "runs", "build"}  # repository folders that are no package
 SQL_GOLD = "SELECT name FROM customers WHERE city = 'London'"
-ITEMS = [  # id -> the verdict the installed command must give
-    ({"id": "sql-right", "verifier": "sql", "database": "shop", "gold_sql": SQL_GOLD,
-      "completion": "```sql\nSELECT c.name FROM customers AS c WHERE c.city IN ('London')\n```"}, ("correct", 1.0)),
-    ({"id": "sql-wrong", "verifier": "sql", "database": "shop", "gold_sql": SQL_GOLD,
-      "completion": "```sql\nSELECT name FROM customers WHERE city = 'Boston'\n```"}, ("incorrect", 0.0)),
-    ({"id": "math-right", "verifier": "math", "answer": "0.5",
-      "completion": "Half of the cake is left, so the answer is $\\boxed{\\frac{1}{2}}$."}, ("correct", 1.0)),
-    ({"id": "math-wrong", "verifier": "math", "answer": "0.5",
-      "completion": "A third is left: $\\boxed{\\frac{1}{3}}$."}, ("incorrect", 0.0)),
+
+
+def _sql(item_id: str, query: str) -> dict:
+    """An item on the bundled shop database (package data of groupscore.verifiers.sql)."""
+    return {"id": item_id, "verifier": "sql", "database": "shop", "gold_sql": SQL_GOLD, "completion": query}
+
+
+def _math(item_id: str, completion: str) -> dict:
+    return {"id": item_id, "verifier": "math", "answer": "0.5", "completion": completion}
+
+
+ITEMS = [  # an item, the verdict (status, reward) the installed command must give it
+    (_sql("sql-right", "SELECT c.name FROM customers AS c WHERE c.city IN ('London')"), ("correct", 1.0)),
+    (_sql("sql-wrong", "SELECT name FROM customers WHERE city = 'Boston'"), ("incorrect", 0.0)),
+    (_math("math-right", "Half of the cake is left, so the answer is $\\boxed{\\frac{1}{2}}$."), ("correct", 1.0)),
+    (_math("math-wrong", "A third is left: $\\boxed{\\frac{1}{3}}$."), ("incorrect", 0.0)),
 ]
 
 
 WHERE = "import importlib, json, sys\nprint(json.dumps({n: importlib.import_module(n).__file__ for n in sys.argv[1:]}))"
 PATH = "import json, sys\nprint(json.dumps(sys.path))"
+PURELIB = "import sysconfig\nprint(sysconfig.get_path('purelib'))"
 DEMO = "import sys\nfrom groupscore.demo import run_demo\nraise SystemExit(run_demo(sys.argv[1], train=False))"
 DEMO_TASKSETS = """import json
 from groupscore.train.config import load_config
@@ -65,16 +73,21 @@ def test_every_package_folder_is_in_pyproject_packages():
     assert sorted(set(folders) - listed) == [], "package folders missing from [tool.setuptools] packages"
     assert sorted(listed - set(folders)) == [], "packages listed without a folder (and __init__.py) behind them"
     mapped = {Path(folder).parts[0] for folder in SETUPTOOLS["package-dir"].values()}
-    unmapped = sorted(init.parent.name for init in ROOT.glob("*/__init__.py")
-                      if init.parent.name not in mapped | NOT_SHIPPED)
+    unmapped = sorted(
+        init.parent.name for init in ROOT.glob("*/__init__.py") if init.parent.name not in mapped | NOT_SHIPPED
+    )
     assert unmapped == [], "top-level package folders missing from [tool.setuptools] package-dir"
 
 
 def test_package_data_patterns_all_match_files():
     """A package-data pattern that matches nothing is a file the runtime will miss (or a stale entry)."""
     folders = package_folders()
-    stale = [f"{package}: {pattern}" for package, patterns in SETUPTOOLS["package-data"].items()
-             for pattern in patterns if not any(folders[package].glob(pattern))]
+    stale = [
+        f"{package}: {pattern}"
+        for package, patterns in SETUPTOOLS["package-data"].items()
+        for pattern in patterns
+        if not any(folders[package].glob(pattern))
+    ]
     assert stale == []
 
 
@@ -86,13 +99,18 @@ class Installed:
     scratch: Path  # inputs and outputs
 
     def run(self, *args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
-                                                                 "GROUPSCORE_SQL_FIXTURES")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "GROUPSCORE_SQL_FIXTURES")
+        }
         env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-        result = subprocess.run([str(a) for a in args], cwd=self.empty, env=env, capture_output=True, text=True,
-                                timeout=timeout)
-        assert result.returncode == 0, f"{args[:3]} exited {result.returncode}\n{result.stdout[-3000:]}\n" \
-                                       f"{result.stderr[-3000:]}"
+        result = subprocess.run(
+            [str(a) for a in args], cwd=self.empty, env=env, capture_output=True, text=True, timeout=timeout
+        )
+        assert result.returncode == 0, (
+            f"{args[:3]} exited {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        )
         return result
 
     def python(self, code: str, *args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -116,15 +134,15 @@ def installed(tmp_path_factory) -> Installed:
     for top in sorted({Path(folder).parts[0] for folder in SETUPTOOLS["package-dir"].values()}):
         shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = base / "dist"
-    _quiet(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-           "-w", dist, source)
+    # Offline: the project venv's setuptools builds it (no isolated build env to download), no index is asked.
+    _quiet(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", dist, source)
     (wheel,) = dist.glob("groupscore-*.whl")
 
     venv = base / "venv"
     _quiet(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
-    site_packages = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                        capture_output=True, text=True, check=True).stdout.strip())
+    where = subprocess.run([python, "-c", PURELIB], capture_output=True, text=True, check=True)
+    site_packages = Path(where.stdout.strip())
     ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])  # the project venv's
     (site_packages / "_groupscore_test_deps.pth").write_text("".join(f"{path}\n" for path in ours))
     _quiet(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel)
@@ -139,8 +157,9 @@ def installed(tmp_path_factory) -> Installed:
 @pytest.mark.slow
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     files = json.loads(installed.python(WHERE, *sorted(SETUPTOOLS["packages"])).stdout)
-    outside = {name: file for name, file in files.items()
-               if not Path(file).resolve().is_relative_to(installed.site_packages)}
+    outside = {
+        name: file for name, file in files.items() if not Path(file).resolve().is_relative_to(installed.site_packages)
+    }
     assert len(files) >= 10 and outside == {}
     # Nothing of the checkout on the path (its .venv's site-packages is there, for the dependencies).
     entries = [Path(entry).resolve() for entry in json.loads(installed.python(PATH).stdout) if entry]
@@ -166,8 +185,12 @@ def test_groupscore_demo_service_stages_and_training_data_from_an_empty_folder(i
     command runs them; the training stage takes minutes, so only its config and tasksets are loaded."""
     run_dir = installed.scratch / "demo"
     out = installed.python(DEMO, run_dir, timeout=240)
-    cases = sum(1 for path in (ROOT / "cli" / "data" / "math").glob("*.jsonl")
-                for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    cases = sum(
+        1
+        for path in (ROOT / "cli" / "data" / "math").glob("*.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    )
     math = (run_dir / "math_fixtures_verdicts.jsonl").read_text().splitlines()
     assert len(math) == cases > 900 and f"all {cases}" in " ".join(out.stdout.split())
     code = {v["id"]: v for v in map(json.loads, (run_dir / "code_fixtures_verdicts.jsonl").read_text().splitlines())}
