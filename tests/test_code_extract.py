@@ -1,6 +1,9 @@
 """Program extraction from completions: fences, languages, block choice, unfenced code, prompts."""
 
-from groupscore.verifiers.code.extract import ProgramExtraction, extract_program
+from typing import get_args
+
+from groupscore.sandbox import LANGUAGES, MAIN_FILE
+from groupscore.verifiers.code.extract import LANGUAGE_TAGS, Language, ProgramExtraction, extract_program
 from groupscore.verifiers.text import fenced_blocks
 
 PY = ProgramExtraction("python")
@@ -95,3 +98,8 @@ def test_pathological_unfenced_text_is_no_program_not_a_crash():
     assert extract_program("-" * 200_000 + "1", PY) is None
     assert extract_program("(" * 100_000, PY) is None
     assert extract_program("x = 1\x00", PY) is None
+
+
+def test_the_item_languages_are_the_sandboxs():
+    # The item's Literal is a type and cannot be built from the sandbox's tuple; this keeps the two one list.
+    assert set(get_args(Language)) == set(LANGUAGES) == set(MAIN_FILE) == set(LANGUAGE_TAGS)
