@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from groupscore.runtime import tasks
-from groupscore.service.embedded import start_embedded
 from groupscore.verifiers.budget import item_time_budget_s
 from groupscore.verifiers.code.verify import MAX_RUNNER_WALL_S
 
@@ -25,12 +24,9 @@ SLOW = "```python\nimport time\ndef add(a, b):\n    time.sleep(30)\n```"
 COMPLETIONS = [HONEST, HONEST, SLOW, HONEST, HONEST, HONEST]
 
 
-@pytest.fixture(scope="module")
-def http():
-    # One worker: the items queue behind the slow one, and (by the default chunking) would share tasks with it.
-    with (start_embedded(workers=1, env={"GROUPSCORE_DEADLINE_S": "60"}) as url,
-          httpx.Client(base_url=url, timeout=120) as client):
-        yield client
+# The `http` fixture (conftest.py). One worker: the items queue behind the slow one, and (by the default chunking)
+# would share tasks with it.
+pytestmark = pytest.mark.service(workers=1, env={"GROUPSCORE_DEADLINE_S": "60"})
 
 
 def _group(http: httpx.Client, deadline_s: float | None = None) -> list[dict]:
