@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers import groupscore
 
 from groupscore.sandbox import COMPILE_LIMITS, Limits, RunRequest, RunStatus, jail, run, run_many
 from groupscore.sandbox.policy import host_cgroups
@@ -97,8 +98,8 @@ def test_cli_runs_a_file(tmp_path):
     prog.write_text("print(int(input()) + 1)")
     stdin = tmp_path / "in.txt"
     stdin.write_text("41\n")
-    out = subprocess.run([sys.executable, "-m", "groupscore", "sandbox", "run", str(prog), "--stdin", str(stdin),
-                          "--time-limit", "5", "--memory-mb", "256"], capture_output=True, text=True, timeout=120)
+    out = groupscore("sandbox", "run", str(prog), "--stdin", str(stdin), "--time-limit", "5", "--memory-mb", "256",
+                     timeout=120)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert (data["status"], data["stdout"]) == ("ok", "42\n")
@@ -107,8 +108,7 @@ def test_cli_runs_a_file(tmp_path):
 def test_cli_reports_a_failing_program(tmp_path):
     prog = tmp_path / "p.c"
     prog.write_text("int main(void){ return 4; }")
-    out = subprocess.run([sys.executable, "-m", "groupscore", "sandbox", "run", str(prog), "--language", "c"],
-                         capture_output=True, text=True, timeout=120)
+    out = groupscore("sandbox", "run", str(prog), "--language", "c", timeout=120)
     data = json.loads(out.stdout)
     assert out.returncode == 1 and (data["status"], data["exit_code"]) == ("runtime_error", 4)
     assert data["compile"]["status"] == "ok"

