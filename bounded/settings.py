@@ -29,8 +29,10 @@ class BoundedSettings:
     worker_memory_mb: int = 4096
 
     # (field, variable, what it takes): for messages, the README's table and tests/test_settings.py.
-    VARIABLES = (("bounded_workers", SIZE_ENV, "a number of workers, at least 1"),
-                 ("worker_memory_mb", MEMORY_ENV, f"megabytes, 0 (no cap) or at least {MIN_WORKER_MEMORY_MB}"))
+    VARIABLES = (
+        ("bounded_workers", SIZE_ENV, "a number of workers, at least 1"),
+        ("worker_memory_mb", MEMORY_ENV, f"megabytes, 0 (no cap) or at least {MIN_WORKER_MEMORY_MB}"),
+    )
 
 
 def _integer(name: str, takes: str, smallest: int) -> int | None:
@@ -51,6 +53,8 @@ def load() -> BoundedSettings:
     size = _integer(SIZE_ENV, BoundedSettings.VARIABLES[0][2], 1)
     memory = _integer(MEMORY_ENV, BoundedSettings.VARIABLES[1][2], 0)
     if memory is not None and memory != 0 and memory < MIN_WORKER_MEMORY_MB:
-        raise ValueError(f"{MEMORY_ENV}={memory} is below {MIN_WORKER_MEMORY_MB}: a worker needs that much address "
-                         "space to start (0: no cap)")
+        raise ValueError(
+            f"{MEMORY_ENV}={memory} is below {MIN_WORKER_MEMORY_MB}: a worker needs that much address "
+            "space to start (0: no cap)"
+        )
     return BoundedSettings(size, BoundedSettings.worker_memory_mb if memory is None else memory)

@@ -18,10 +18,15 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 class ClientSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="ignore")
 
-    url: str = Field(default=DEFAULT_URL, description=(
-        "the scoring service's base URL, or several separated by commas (batches are sharded across them)"))
-    token: str | None = Field(default=None, description="bearer token the client sends (the service's "
-                                                        "GROUPSCORE_TOKEN)")
+    url: str = Field(
+        default=DEFAULT_URL,
+        description=(
+            "the scoring service's base URL, or several separated by commas (batches are sharded across them)"
+        ),
+    )
+    token: str | None = Field(
+        default=None, description="bearer token the client sends (the service's GROUPSCORE_TOKEN)"
+    )
 
     @field_validator("url")
     @classmethod
@@ -49,6 +54,8 @@ def load() -> ClientSettings:
         for error in exc.errors(include_url=False):
             field = str(error["loc"][0])
             message = str(error["msg"]).removeprefix("Value error, ")
-            problems.append(f"{ENV_PREFIX}{field.upper()}={error.get('input')!r}: {message} "
-                            f"(give {ClientSettings.model_fields[field].description})")
+            problems.append(
+                f"{ENV_PREFIX}{field.upper()}={error.get('input')!r}: {message} "
+                f"(give {ClientSettings.model_fields[field].description})"
+            )
         raise ValueError(" | ".join(problems)) from None

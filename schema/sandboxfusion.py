@@ -12,9 +12,37 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # SandboxFusion's language names (the service answers SandboxError for those its sandbox does not run).
 SandboxFusionLanguage = Literal[
-    "python", "cpp", "c", "nodejs", "go", "go_test", "java", "php", "csharp", "bash", "typescript", "sql", "rust",
-    "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala", "julia", "pytest", "junit", "kotlin_script", "jest",
-    "verilog", "python_gpu", "lean", "swift", "racket"]
+    "python",
+    "cpp",
+    "c",
+    "nodejs",
+    "go",
+    "go_test",
+    "java",
+    "php",
+    "csharp",
+    "bash",
+    "typescript",
+    "sql",
+    "rust",
+    "cuda",
+    "lua",
+    "R",
+    "perl",
+    "D_ut",
+    "ruby",
+    "scala",
+    "julia",
+    "pytest",
+    "junit",
+    "kotlin_script",
+    "jest",
+    "verilog",
+    "python_gpu",
+    "lean",
+    "swift",
+    "racket",
+]
 
 
 class RunCodeRequest(BaseModel):

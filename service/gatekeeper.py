@@ -21,8 +21,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 # Paths anyone may call: probes and the API description. Everything else needs the token when one is set.
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", docs.DOCS_PATH, docs.OAUTH2_REDIRECT_PATH,
-                        docs.REDOC_PATH})
+OPEN_PATHS = frozenset(
+    {"/healthz", "/readyz", "/openapi.json", docs.DOCS_PATH, docs.OAUTH2_REDIRECT_PATH, docs.REDOC_PATH}
+)
 OPEN_PREFIXES = (docs.ASSETS_PATH + "/",)  # the docs pages' scripts and styles
 _DRAIN_LIMIT_BYTES = 512 * 1024 * 1024  # an oversized body is read (and dropped) up to this, so the 413 gets through
 
@@ -62,8 +63,9 @@ class Gatekeeper:
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self._expected_auth):
                 self.metrics.rejected.labels("auth").inc()
-                await _send_json(send, 401, {"detail": "missing or invalid bearer token"},
-                                 [(b"www-authenticate", b"Bearer")])
+                await _send_json(
+                    send, 401, {"detail": "missing or invalid bearer token"}, [(b"www-authenticate", b"Bearer")]
+                )
                 return
         if scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
@@ -109,7 +111,15 @@ class Gatekeeper:
 
 async def _send_json(send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     body = codec.dumps(payload)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

@@ -25,12 +25,26 @@ async def verdicts_response(payload: Any, n_items: int) -> Response:
 
 def validation_error_response(errors: list[dict[str, Any]]) -> JSONResponse:
     """422 naming each problem's field path; the offending input is not echoed back (it may be megabytes)."""
-    detail = [{"loc": list(e.get("loc", ())), "field": ".".join(str(p) for p in e.get("loc", ())),
-               "msg": e.get("msg", ""), "type": e.get("type", "value_error")} for e in errors[:50]]
+    detail = [
+        {
+            "loc": list(e.get("loc", ())),
+            "field": ".".join(str(p) for p in e.get("loc", ())),
+            "msg": e.get("msg", ""),
+            "type": e.get("type", "value_error"),
+        }
+        for e in errors[:50]
+    ]
     return JSONResponse({"detail": detail}, status_code=422)
 
 
 def too_many_items(field: str, count: int, limit: int) -> JSONResponse:
     """422 for a request with more items than the service takes in one request (`max_items`)."""
-    return validation_error_response([{"loc": ("body", field), "type": "too_long",
-                                       "msg": f"{count} items in one request; at most {limit} are allowed"}])
+    return validation_error_response(
+        [
+            {
+                "loc": ("body", field),
+                "type": "too_long",
+                "msg": f"{count} items in one request; at most {limit} are allowed",
+            }
+        ]
+    )

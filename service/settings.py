@@ -21,8 +21,19 @@ from groupscore.schema.reward import KIND_NAMES
 ENV_PREFIX = "GROUPSCORE_"
 
 # The math item's conventions and extraction options: what `math_defaults` may set for a whole service.
-MATH_DEFAULTABLE = ("profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",
-                    "reference", "fallback", "strict", "rel_tol", "timeout_s")
+MATH_DEFAULTABLE = (
+    "profile",
+    "percent",
+    "decimal_comma",
+    "significant_digits",
+    "order",
+    "rename_variables",
+    "reference",
+    "fallback",
+    "strict",
+    "rel_tol",
+    "timeout_s",
+)
 
 
 class SettingsError(ValueError):
@@ -39,28 +50,49 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="address to listen on")
     port: int = Field(default=8000, ge=0, le=65535, description="port to listen on")
     workers: int = Field(default_factory=_cores, ge=1, description="scoring processes (default: the usable cores)")
-    token: str | None = Field(default=None, description="bearer token required on every path but the probes and "
-                                                        "/docs (unset: no auth); the client sends the same variable")
+    token: str | None = Field(
+        default=None,
+        description="bearer token required on every path but the probes and "
+        "/docs (unset: no auth); the client sends the same variable",
+    )
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, description="larger request bodies get 413")
-    max_items: int = Field(default=16384, ge=1, description="items (or completions, summed over groups) per "
-                                                            "request; more get 422")
-    max_queue_items: int = Field(default=65536, ge=1, description="items admitted and not yet answered, over all "
-                                                                  "requests; more get 429 (at least max_items)")
-    deadline_s: float = Field(default=300.0, gt=0, description="per-request deadline in seconds; a request may ask "
-                                                               "for a shorter one")
+    max_items: int = Field(
+        default=16384, ge=1, description="items (or completions, summed over groups) per request; more get 422"
+    )
+    max_queue_items: int = Field(
+        default=65536,
+        ge=1,
+        description="items admitted and not yet answered, over all requests; more get 429 (at least max_items)",
+    )
+    deadline_s: float = Field(
+        default=300.0, gt=0, description="per-request deadline in seconds; a request may ask for a shorter one"
+    )
     chunk_items: int = Field(default=32, ge=1, description="at most this many items go to a worker in one task")
     max_attempts: int = Field(default=3, ge=1, description="tries per task when worker processes die under it")
-    stuck_grace_s: float = Field(default=30.0, gt=0, description="a task still running this long after its request "
-                                                                 "gave up: its workers are replaced")
-    worker_memory_mb: int = Field(default=4096, ge=0, description=(
-        f"address-space cap of each scoring process in MB (0: none, else at least {MIN_WORKER_MEMORY_MB}); an item "
-        "that hits it gets an error verdict. The bounded workers read the same variable"))
+    stuck_grace_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="a task still running this long after its request gave up: its workers are replaced",
+    )
+    worker_memory_mb: int = Field(
+        default=4096,
+        ge=0,
+        description=(
+            f"address-space cap of each scoring process in MB (0: none, else at least {MIN_WORKER_MEMORY_MB}); an item "
+            "that hits it gets an error verdict. The bounded workers read the same variable"
+        ),
+    )
     openrlhf_verifier: str = Field(default="math", description="kind /get_reward scores plain-text labels with")
-    math_defaults: str = Field(default="", description=(
-        "server-side defaults of the math item's conventions, a JSON object such as '{\"profile\": "
-        "\"math_verify\"}': applied to every math item that leaves the option out (README, \"Math answers\")"))
-    debug: bool = Field(default=False, description="test hooks (/debug/workers, metadata.debug_sleep_s); never "
-                                                   "in production")
+    math_defaults: str = Field(
+        default="",
+        description=(
+            "server-side defaults of the math item's conventions, a JSON object such as '{\"profile\": "
+            '"math_verify"}\': applied to every math item that leaves the option out (README, "Math answers")'
+        ),
+    )
+    debug: bool = Field(
+        default=False, description="test hooks (/debug/workers, metadata.debug_sleep_s); never in production"
+    )
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -91,8 +123,10 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _a_request_fits_the_queue(self) -> Settings:
         if self.max_queue_items < self.max_items:
-            raise ValueError(f"{ENV_PREFIX}MAX_QUEUE_ITEMS ({self.max_queue_items}) is below {ENV_PREFIX}MAX_ITEMS "
-                             f"({self.max_items}): a request must fit the queue; raise the one or lower the other")
+            raise ValueError(
+                f"{ENV_PREFIX}MAX_QUEUE_ITEMS ({self.max_queue_items}) is below {ENV_PREFIX}MAX_ITEMS "
+                f"({self.max_items}): a request must fit the queue; raise the one or lower the other"
+            )
         return self
 
     def math_default_options(self) -> dict[str, Any]:
@@ -113,7 +147,7 @@ def math_default_options(text: str) -> dict[str, Any]:
     """A `math_defaults` text as a dict of math item options, checked against the math item's own schema."""
     if not text.strip():
         return {}
-    fix = "give a JSON object of math options, e.g. '{\"profile\": \"math_verify\"}'"
+    fix = 'give a JSON object of math options, e.g. \'{"profile": "math_verify"}\''
     try:
         options = json.loads(text)
     except ValueError:
@@ -122,8 +156,10 @@ def math_default_options(text: str) -> dict[str, Any]:
         raise ValueError(f"math_defaults must be a JSON object: {fix}")
     unknown = sorted(set(options) - set(MATH_DEFAULTABLE))
     if unknown:
-        raise ValueError(f"math_defaults: {', '.join(unknown)} cannot have a server default; options that can: "
-                         f"{', '.join(MATH_DEFAULTABLE)}")
+        raise ValueError(
+            f"math_defaults: {', '.join(unknown)} cannot have a server default; options that can: "
+            f"{', '.join(MATH_DEFAULTABLE)}"
+        )
     from groupscore.verifiers.math.item import MathItem
     from groupscore.verifiers.registry import describe_error
 
@@ -172,6 +208,8 @@ def help_text(width: int = 100) -> str:
     for name, default, what in describe():
         lines.append(f"  {name} (default {default})")
         lines += textwrap.wrap(what, width=width, initial_indent="      ", subsequent_indent="      ")
-    lines.append("The scoring processes also read the verifiers', the sandbox's and the bounded workers' settings "
-                 "(README, \"Settings\").")
+    lines.append(
+        "The scoring processes also read the verifiers', the sandbox's and the bounded workers' settings "
+        '(README, "Settings").'
+    )
     return "\n".join(lines)

@@ -19,8 +19,13 @@ ENV_PREFIX = "GROUPSCORE_"
 class VerifierSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="ignore")
 
-    sql_fixtures: Path | None = Field(default=None, description=(
-        "folder of the SQL kind's fixture databases, one <name>.sql script each (default: the ones groupscore ships)"))
+    sql_fixtures: Path | None = Field(
+        default=None,
+        description=(
+            "folder of the SQL kind's fixture databases, one <name>.sql script each "
+            "(default: the ones groupscore ships)"
+        ),
+    )
 
 
 @functools.cache
@@ -29,8 +34,10 @@ def current() -> VerifierSettings:
     try:
         return VerifierSettings()
     except ValidationError as exc:
-        problems = [f"{ENV_PREFIX}{str(e['loc'][0]).upper()}={e.get('input')!r}: {e['msg']}"
-                    for e in exc.errors(include_url=False)]
+        problems = [
+            f"{ENV_PREFIX}{str(e['loc'][0]).upper()}={e.get('input')!r}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        ]
         raise ValueError(" | ".join(problems)) from None
 
 
