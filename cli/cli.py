@@ -107,6 +107,11 @@ def _serve_settings() -> str:
     return help_text()
 
 
+# groupscore.sandbox's LANGUAGES, written out: importing the sandbox here would slow every command's start
+# (tests/test_code_extract.py keeps the two equal).
+SANDBOX_LANGUAGES = ("python", "c", "cpp")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="groupscore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -129,13 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(dest="sandbox_command", required=True)
     p = sb.add_parser("run", help="run one program and print the result as JSON")
     p.add_argument("file", type=Path)
-    p.add_argument("--language", choices=["python", "c", "cpp"], default="python")
-    p.add_argument("--time-limit", type=float, default=5.0, help="wall-clock seconds")
-    p.add_argument("--memory-mb", type=int, default=512)
+    p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
+    p.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds (default: the sandbox's default)")
+    p.add_argument("--memory-mb", type=int, default=None, help="memory limit in MB (default: the sandbox's default)")
     p.add_argument("--stdin", type=Path, default=None, help="file fed to the program's stdin")
     p.set_defaults(func=_sandbox_run)
     p = sb.add_parser("policy", help="print the isolation policy")
-    p.add_argument("--language", choices=["python", "c", "cpp"], default="python")
+    p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
     p.set_defaults(func=_sandbox_policy)
 
     p = sub.add_parser("serve", help="run the scoring service", epilog_from=_serve_settings,

@@ -2,6 +2,7 @@
 
 from typing import get_args
 
+from groupscore.cli import SANDBOX_LANGUAGES
 from groupscore.sandbox import LANGUAGES, MAIN_FILE
 from groupscore.verifiers.code.extract import LANGUAGE_TAGS, Language, ProgramExtraction, extract_program
 from groupscore.verifiers.text import fenced_blocks
@@ -102,4 +103,4 @@ def test_pathological_unfenced_text_is_no_program_not_a_crash():
 
 def test_the_item_languages_are_the_sandboxs():
     # The item's Literal is a type and cannot be built from the sandbox's tuple; this keeps the two one list.
-    assert set(get_args(Language)) == set(LANGUAGES) == set(MAIN_FILE) == set(LANGUAGE_TAGS)
+    assert set(get_args(Language)) == set(LANGUAGES) == set(MAIN_FILE) == set(LANGUAGE_TAGS) == set(SANDBOX_LANGUAGES)
