@@ -117,10 +117,11 @@ class Installed:
         return self.run(self.venv / "bin" / "python", "-c", code, *args, timeout=timeout)
 
 
-def _quiet(*args: str | Path, cwd: Path | None = None) -> None:
+def _quiet(*args: str | Path, cwd: Path | None = None) -> str:
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
     result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"{args[:5]} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +136,11 @@ def installed(tmp_path_factory) -> Installed:
         shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     dist = base / "dist"
     # Offline: the project venv's setuptools builds it (no isolated build env to download), no index is asked.
-    _quiet(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", dist, source)
+    build = ("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-v", "-w", dist, source)
+    log = _quiet(sys.executable, "-m", "pip", *build)
+    # setuptools' warning for a folder it would leave out: a package missing from `packages`, or a data folder picked
+    # up by include-package-data instead of being listed in package-data
+    assert "absent from the `packages` configuration" not in log
     (wheel,) = dist.glob("groupscore-*.whl")
 
     venv = base / "venv"
