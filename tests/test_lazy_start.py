@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+from helpers import write_jsonl
+
 NUMERIC = {"id": "n", "verifier": "math", "completion": "So the answer is \\boxed{42}.", "answer": "42"}
 FORMAT = {"id": "f", "verifier": "format", "completion": "<answer>4</answer>", "tags": ["answer"]}
 SYMBOLIC = {"id": "s", "verifier": "math", "completion": "\\boxed{\\lfloor 3.5 \\rfloor}", "answer": "3",
@@ -89,7 +91,7 @@ def test_cli_process_on_an_empty_file_starts_nothing_and_imports_no_item_models(
 
 
 def test_cli_process_scoring_items_imports_no_heavy_module(tmp_path):
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps(item) + "\n" for item in (NUMERIC, FORMAT, SYMBOLIC)))
+    write_jsonl(tmp_path / "in.jsonl", [NUMERIC, FORMAT, SYMBOLIC])
     records, loaded = run_python(f"""
         import json, sys
         from groupscore.cli import main
