@@ -1,9 +1,10 @@
 """Plain functions that test modules share (fixtures are in conftest.py): a program as a model's fenced answer, JSONL
-files, and the `groupscore` command in a subprocess."""
+files, the `groupscore` command in a subprocess, and the host's processes a sandboxed run may have left behind."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -28,3 +29,16 @@ def read_jsonl(path: Path) -> list[dict]:
 def groupscore(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """Run `python -m groupscore ARGS` (text output captured); keyword arguments go to subprocess.run."""
     return subprocess.run([sys.executable, "-m", "groupscore", *args], capture_output=True, text=True, **kwargs)
+
+
+def host_pids_with(marker: str) -> list[int]:
+    """Host processes whose command line carries `marker` (a test passes one in a jailed program's argv)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass  # the process ended while we looked
+    return found

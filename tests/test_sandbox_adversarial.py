@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import host_pids_with
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run, run_many
 from groupscore.sandbox.toolchains import toolchain
@@ -34,19 +35,6 @@ def sys_call(*a):
 """
 FAST = Limits(wall_time_s=3, memory_mb=256)
 IS_ROOT = os.geteuid() == 0
-
-
-def host_pids_with(marker: str) -> list[int]:
-    """Host processes whose command line carries `marker` (every run below passes one in argv)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def host_uid(pid: int) -> int:

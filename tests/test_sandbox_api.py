@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers import groupscore
+from helpers import groupscore, host_pids_with
 
 from groupscore.sandbox import COMPILE_LIMITS, Limits, RunRequest, RunStatus, jail, run, run_many
 from groupscore.sandbox.policy import host_cgroups
@@ -176,20 +176,9 @@ def test_as_init_program_killed_by_the_wall_clock_leaves_nothing():
             limits=Limits(wall_time_s=1, memory_mb=256), as_init=True)
     assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 5
     deadline = time.monotonic() + 5
-    while _host_pids_with(marker) and time.monotonic() < deadline:
+    while host_pids_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _host_pids_with(marker) == []
-
-
-def _host_pids_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(int(entry))
-        except OSError:
-            pass
-    return found
+    assert host_pids_with(marker) == []
 
 
 v1_only = pytest.mark.skipif(host_cgroups().version != "v1", reason="the slot thread is the v1 path")
