@@ -154,7 +154,6 @@ class ThreadCaller(Caller):
 
     def __init__(self, target: Target):
         self.target = target
-        self.abandoned_threads = 0
         self.fallback_reason = ""  # why calls run in threads rather than in a worker process, when not asked for
 
     def call(self, cases: Sequence[Case], timeout_s: float) -> CallResult:
@@ -178,7 +177,6 @@ class ThreadCaller(Caller):
         out = []
         for worker, result in zip(workers, results):
             if worker.is_alive() or result is None:
-                self.abandoned_threads += 1
                 out.append(_hang(timeout_s))
             else:
                 out.append(result)
@@ -206,7 +204,6 @@ class ProcessCaller(Caller):
         self.spec = spec
         self.hash_seed = hash_seed
         self.startup_timeout_s = startup_timeout_s
-        self.restarts = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
 
@@ -306,11 +303,9 @@ class ProcessCaller(Caller):
             reply = self._request(message, time.monotonic() + timeout_s)
         except _Overran:
             self._kill()
-            self.restarts += 1
             return [_hang(timeout_s)] * expected
         except _WorkerGone as exc:
             self._kill()
-            self.restarts += 1
             return [CallResult(None, f"the process running the reward died ({exc})", 0.0)] * expected
         return reply[1]
 
