@@ -1,16 +1,23 @@
-"""Fixtures that test modules share: a real scoring service on a loopback port, and the jail check that sandbox tests
+"""Fixtures that test modules share: a real scoring service on a loopback port, and the jail checks that sandbox tests
 start with. Plain functions (fenced programs, JSONL files, the CLI in a subprocess) are in helpers.py.
 
 A module picks its server's settings with a mark, read once per module:
 
     pytestmark = pytest.mark.service(workers=1, env={"GROUPSCORE_DEADLINE_S": "60"})
 
-Imports of groupscore are deferred to the fixtures, so collecting a module that uses neither pays nothing for them.
+A test marked destructive (adversarial programs) runs only after `jail_proven` passed, wherever it is.
+
+Imports of groupscore are deferred to the fixtures, so collecting a module that uses none of them pays nothing for them.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +66,70 @@ def jail_available() -> None:
     from groupscore.sandbox import ensure_available
 
     ensure_available()
+
+
+@pytest.fixture(scope="session")
+def jail_proven() -> dict:
+    """Harmless probe: prove pid namespace + unprivileged host uid before any destructive program runs. FAILS (never
+    skips) unless the probe shows a real jail: its own pid namespace (pid 1, no host pids visible) and a non-root uid
+    on the host."""
+    from helpers import host_pids_with
+
+    from groupscore.sandbox import Limits, RunResult, RunStatus, run
+    from groupscore.sandbox.toolchains import toolchain
+
+    is_root = os.geteuid() == 0
+    marker = "gsprobe-" + secrets.token_hex(6)
+    exe = toolchain("python").executable
+    code = (
+        "import os, time\n"
+        "print(os.getpid(), os.getuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
+        "time.sleep(1.5)\n"
+    )
+    box: dict[str, RunResult] = {}
+    t = threading.Thread(
+        target=lambda: box.setdefault(
+            "r", run({"probe.py": code}, [exe, "probe.py", marker], limits=Limits(wall_time_s=20))
+        )
+    )
+    t.start()
+    outside_uids: list[int] = []
+    deadline = time.monotonic() + 15
+    while t.is_alive() and time.monotonic() < deadline and not outside_uids:
+        # The jailed probe (not nsjail, which starts as root and carries the marker too) is the
+        # marker process whose parent is nsjail.
+        for pid in host_pids_with(marker):
+            try:
+                if "nsjail" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode():
+                    outside_uids.append(_host_uid(pid))
+            except OSError:
+                pass
+        time.sleep(0.05)
+    t.join(30)
+    result = box.get("r")
+    if result is None or result.status is not RunStatus.OK:
+        pytest.fail(f"jail probe did not run cleanly; refusing destructive tests: {result}")
+    pid, uid, visible = result.stdout.split(" ", 2)
+    if int(pid) != 2 or visible.strip() != "[1, 2]":  # pid 1 is the jail's init shell
+        pytest.fail(f"jail has no own pid namespace (pid {pid}, sees {visible.strip()}); refusing destructive tests")
+    if not outside_uids:
+        pytest.fail("could not see the jailed probe from the host to check its real uid; refusing")
+    if is_root and 0 in outside_uids:
+        pytest.fail(f"jailed process runs as real uid 0 on the host ({outside_uids}); refusing destructive tests")
+    if is_root and int(uid) == 0:
+        pytest.fail("jailed process is uid 0 inside; refusing destructive tests")
+    return {"pid_inside": int(pid), "uid_inside": int(uid), "uids_on_host": outside_uids}
+
+
+def _host_uid(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])  # real uid
+    raise AssertionError("no Uid line")
+
+
+@pytest.fixture(autouse=True)
+def _destructive_tests_need_a_proven_jail(request: pytest.FixtureRequest) -> None:
+    """The `destructive` mark's promise, kept wherever the mark is used: the jail probe first."""
+    if request.node.get_closest_marker("destructive") is not None:
+        request.getfixturevalue("jail_proven")

@@ -1,8 +1,8 @@
 """Adversarial programs against the nsjail sandbox: each pins its exact outcome and checks the host is untouched.
 
-SAFETY: these run as root on shared machines. Every destructive case depends on the session fixture
-`jail_proven`, which runs a harmless probe first and FAILS the session (never skips) unless the probe
-shows a real jail: its own pid namespace (pid 1, no host pids visible) and a non-root uid on the host.
+SAFETY: these run as root on shared machines. Every test here, and every test marked destructive anywhere, depends
+on the session fixture `jail_proven` (tests/conftest.py), which runs a harmless probe first and FAILS (never skips)
+unless the probe shows a real jail: its own pid namespace (pid 1, no host pids visible) and a non-root uid on the host.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
-import time
-from pathlib import Path
 
 import pytest
 from helpers import host_pids_with
@@ -37,13 +34,6 @@ FAST = Limits(wall_time_s=3, memory_mb=256)
 IS_ROOT = os.geteuid() == 0
 
 
-def host_uid(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Uid:"):
-            return int(line.split()[1])  # real uid
-    raise AssertionError("no Uid line")
-
-
 def jailed(code: str, *, limits: Limits = FAST, stdin: str = "", collect=(), files=None) -> tuple[RunResult, str]:
     """Run `code` (after PRELUDE) as main.py with a unique marker in argv; assert nothing of it survives."""
     marker = "gsmark-" + secrets.token_hex(6)
@@ -52,46 +42,6 @@ def jailed(code: str, *, limits: Limits = FAST, stdin: str = "", collect=(), fil
                  limits=limits, stdin=stdin, collect=list(collect))
     assert host_pids_with(marker) == [], "a process of the run survived it"
     return result, marker
-
-
-@pytest.fixture(scope="session")
-def jail_proven() -> dict:
-    """Harmless probe: prove pid namespace + unprivileged host uid before any destructive program runs."""
-    marker = "gsprobe-" + secrets.token_hex(6)
-    exe = toolchain("python").executable
-    code = ("import os, time\n"
-            "print(os.getpid(), os.getuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n"
-            "time.sleep(1.5)\n")
-    box: dict[str, RunResult] = {}
-    t = threading.Thread(target=lambda: box.setdefault("r", run({"probe.py": code}, [exe, "probe.py", marker],
-                                                                 limits=Limits(wall_time_s=20))))
-    t.start()
-    outside_uids: list[int] = []
-    deadline = time.monotonic() + 15
-    while t.is_alive() and time.monotonic() < deadline and not outside_uids:
-        # The jailed probe (not nsjail, which starts as root and carries the marker too) is the
-        # marker process whose parent is nsjail.
-        for pid in host_pids_with(marker):
-            try:
-                if "nsjail" not in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode():
-                    outside_uids.append(host_uid(pid))
-            except OSError:
-                pass
-        time.sleep(0.05)
-    t.join(30)
-    result = box.get("r")
-    if result is None or result.status is not RunStatus.OK:
-        pytest.fail(f"jail probe did not run cleanly; refusing destructive tests: {result}")
-    pid, uid, visible = result.stdout.split(" ", 2)
-    if int(pid) != 2 or visible.strip() != "[1, 2]":  # pid 1 is the jail's init shell
-        pytest.fail(f"jail has no own pid namespace (pid {pid}, sees {visible.strip()}); refusing destructive tests")
-    if not outside_uids:
-        pytest.fail("could not see the jailed probe from the host to check its real uid; refusing")
-    if IS_ROOT and 0 in outside_uids:
-        pytest.fail(f"jailed process runs as real uid 0 on the host ({outside_uids}); refusing destructive tests")
-    if IS_ROOT and int(uid) == 0:
-        pytest.fail("jailed process is uid 0 inside; refusing destructive tests")
-    return {"pid_inside": int(pid), "uid_inside": int(uid), "uids_on_host": outside_uids}
 
 
 @pytest.fixture
