@@ -75,7 +75,7 @@ def check_command(target: str, cases: Path, report: Path | None = Path("check-re
     except TargetError as exc:
         print(f"groupscore check: error: cannot load target {target!r}: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - a fault of the checker itself: say so, never let it pass for a failed check
+    except Exception as exc:  # noqa: BLE001 - the checker's own fault: say so, never let it pass for a failed check
         print(f"groupscore check: error: the checker failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     print(result.table())

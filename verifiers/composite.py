@@ -18,6 +18,7 @@ from groupscore.schema.reward import Component, RewardSpec
 from groupscore.schema.verdict import Status, Verdict, join_versions, split_versions
 from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
+
 class CheckedRewardSpec(RewardSpec):
     """A RewardSpec whose components' params are checked against their kinds' item models when it is parsed, so a bad
     spec fails the request (or the config) with the field path, not every item it would score."""

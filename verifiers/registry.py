@@ -6,9 +6,10 @@ The CLI, the service and every adapter build and score items through this module
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Callable, Union
+from typing import Annotated, Any, Union
 
 from pydantic import Field, TypeAdapter, ValidationError
 

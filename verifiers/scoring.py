@@ -15,6 +15,7 @@ from groupscore.schema.verdict import Verdict
 from groupscore.verifiers.composite import score_composite
 from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
+
 def raw_item_id(raw: Any) -> str | int | None:
     """The id of a raw item when it has a usable one, so an error verdict still lines up with its input."""
     if isinstance(raw, dict):

@@ -15,8 +15,9 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from groupscore.verifiers.code import host_eval
 from groupscore.verifiers.code.extract import parse_python
@@ -201,9 +202,8 @@ def prompt_helper_names(prompt: str | None, entry_point: str | None = None) -> f
         return frozenset()
     names: set[str] = set()
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(node):
-            names.add(node.name)
-        elif isinstance(node, ast.ClassDef):
+        is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(node)
+        if is_def or isinstance(node, ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from groupscore.verifiers.code.jail_runner import MAX_INT_DIGITS, NotPlainData, check_hash_spread
 
@@ -162,7 +163,7 @@ def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
         value: Any = None
         for v in n.values:
             value = _eval(v, env)
-            if isinstance(n.op, ast.And) and not value or isinstance(n.op, ast.Or) and value:
+            if (isinstance(n.op, ast.And) and not value) or (isinstance(n.op, ast.Or) and value):
                 return value
         return value
     if isinstance(n, ast.Compare):
@@ -196,7 +197,7 @@ def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
             raise EvalFailed("integer too large")
         if fn is int and args and isinstance(args[0], (str, bytes)) and len(args[0]) > 2 * MAX_INT_DIGITS:
             # Python refuses over 4300 digits by default; a host that lifted that limit would pay n**1.6 for int().
-            raise EvalFailed("int() of a string of more than %d characters" % (2 * MAX_INT_DIGITS))
+            raise EvalFailed(f"int() of a string of more than {2 * MAX_INT_DIGITS} characters")
         if fn is type and len(args) != 1:
             raise EvalFailed("type() only tells a value's type here")  # three arguments would build a class
         if fn is sum and len(args) > 1 and not isinstance(args[1], (int, float, complex)):
@@ -226,6 +227,6 @@ def _check_size(op: type, left: Any, right: Any) -> None:
                 raise EvalFailed("sequence repetition too large")
     if op is ast.Mod and isinstance(left, (str, bytes)):
         raise EvalFailed("string formatting is not evaluated on the host")  # "%0999999999d" % 1
-    if op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0:
-        if max(left.bit_length(), 1) * right > MAX_POW_BITS:
-            raise EvalFailed("power too large")
+    if (op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0
+            and max(left.bit_length(), 1) * right > MAX_POW_BITS):
+        raise EvalFailed("power too large")

@@ -1,4 +1,4 @@
-"""The program that runs inside the jail for call-style tests: a trusted runner, a zygote, and workers holding the candidate.
+"""The program run inside the jail for call-style tests: a trusted runner, a zygote, and workers holding the candidate.
 
 This file is run by the jail's Python (3.8+, standard library only) as `python -S runner.py [site-packages dir...]`
 (the host ships it compiled by that interpreter, as runner.pyc); the host imports it too, for the value codec both

@@ -10,8 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from groupscore.verifiers.code.assertions import (Call, ConvertedAssert, PlanError, convert_assert_code,
-                                                  convert_humaneval)
+from groupscore.verifiers.code.assertions import (
+    Call,
+    ConvertedAssert,
+    PlanError,
+    convert_assert_code,
+    convert_humaneval,
+)
 from groupscore.verifiers.code.item import AssertTest, CallTest, CodeItem, HumanEvalTest, StdioTest
 
 

@@ -43,7 +43,7 @@ def decode_files(files: dict[str, str]) -> dict[str, bytes]:
 
 
 def run_program(request: ProgramRun) -> RunResult:
-    """Run the program in a fresh jail; raises SandboxUnavailable when no jail can be started, ValueError on bad input."""
+    """Run the program in a fresh jail; raises SandboxUnavailable when no jail can start, ValueError on bad input."""
     if request.language not in LANGUAGES:
         raise ValueError(f"language {request.language!r} is not supported here; supported: {', '.join(LANGUAGES)}")
     main = MAIN_FILE[request.language]

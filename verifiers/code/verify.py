@@ -206,7 +206,8 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
 
 
 def _assert_failure(check: ConvertedAssert, unit: CallUnit, results: list[Any], problem: str) -> str:
-    # Two quoted pieces at most: the evaluation's problem (it may quote a value) or the first returned value, and one more.
+    # Two quoted pieces at most: the evaluation's problem (it may quote a value) or the first returned value,
+    # and one more.
     quoted = ([_echo(problem)] if problem else []) + [
         f"{_call_text(unit.calls[i])} returned {_echo_value(results[i])}" for _, i in check.placeholders]
     shown = "; ".join(quoted[:2]) + ("; ..." if len(quoted) > 2 else "")

@@ -1,12 +1,12 @@
-"""Scores a FormatItem: each required tag once, in order, non-empty (optionally nothing outside), or a regex fullmatch."""
+"""Scores a FormatItem: each required tag once, in order, non-empty (optionally nothing outside), or a regex match."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.format.item import FormatItem
 from groupscore.verifiers.text import compile_linear
-from groupscore.schema.verdict import Status, Verdict
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from groupscore.verifiers.text import find_document
-from groupscore.verifiers.json_schema.item import JsonItem
 from groupscore.schema.verdict import Status, Verdict
+from groupscore.verifiers.json_schema.item import JsonItem
+from groupscore.verifiers.text import find_document
 
 MAX_MESSAGES = 5
 IN_PROCESS_MAX_CHARS = 100_000
@@ -77,8 +77,13 @@ def score_json(item: JsonItem) -> Verdict:
 
     try:
         if len(text) > IN_PROCESS_MAX_CHARS or _uses_slow_keywords(item.json_schema):
-            from groupscore.bounded.workers import (BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded,
-                                                      start_once)
+            from groupscore.bounded.workers import (
+                BudgetExceeded,
+                WorkerCrashed,
+                WorkerUnavailable,
+                run_bounded,
+                start_once,
+            )
 
             start_once([__name__])  # the pool's cold start is not this item's time: it happens once, outside it
             try:
@@ -95,7 +100,7 @@ def score_json(item: JsonItem) -> Verdict:
     except RecursionError:
         return Verdict(id=item.id, reward=0.0, status=Status.unparsable, extracted=text[:200],
                        reason="document nested too deeply to validate")
-    except Exception as exc:  # an unresolvable $ref or a pattern Python cannot compile: the item is at fault
+    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref or a pattern Python cannot compile: the item's fault
         return Verdict.error(item.id, f"schema cannot be applied: {type(exc).__name__}: {str(exc)[:200]}")
 
     if not messages:

@@ -1,4 +1,4 @@
-"""The length item: a target range in characters or whitespace-separated tokens, and how fast reward falls outside it."""
+"""The length item: a target range in characters or whitespace-separated tokens, and how reward falls outside it."""
 
 from __future__ import annotations
 

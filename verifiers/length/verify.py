@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from groupscore.verifiers.length.item import LengthItem
 from groupscore.schema.verdict import Status, Verdict
+from groupscore.verifiers.length.item import LengthItem
 
 
 def measure(text: str, unit: str) -> int:

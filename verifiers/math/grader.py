@@ -234,7 +234,7 @@ class _Judge:
         if isinstance(gold, Items) and len(gold.items) == 1 and _unwraps(gold, pred):
             return self.match(pred, gold.items[0])
         colon = Ratio | ClockTime
-        if isinstance(pred, colon) and not isinstance(gold, Relation) or isinstance(gold, colon):
+        if (isinstance(pred, colon) and not isinstance(gold, Relation)) or isinstance(gold, colon):
             return self._colon(pred, gold)
         if isinstance(gold, Interval | Union) or isinstance(pred, Interval | Union):
             return self._intervals(pred, gold)
@@ -305,9 +305,9 @@ class _Judge:
         return False
 
     def _items(self, pred: Items, gold: Items) -> Tri:
-        if gold.ordered and pred.kind == "set" or pred.ordered and gold.kind == "set":
+        if (gold.ordered and pred.kind == "set") or (pred.ordered and gold.kind == "set"):
             return False
-        ordered = gold.ordered and pred.kind in ("tuple", "list") or pred.ordered and gold.kind == "list"
+        ordered = (gold.ordered and pred.kind in ("tuple", "list")) or (pred.ordered and gold.kind == "list")
         if ordered and self.conventions.order == "written":
             if len(pred.items) != len(gold.items):
                 return False
@@ -492,7 +492,7 @@ def _value_of(relation: Relation) -> Node | None:
 
 
 def _has_relation(node: Node) -> bool:
-    return isinstance(node, Relation) or isinstance(node, Items) and any(_has_relation(i) for i in node.items)
+    return isinstance(node, Relation) or (isinstance(node, Items) and any(_has_relation(i) for i in node.items))
 
 
 def _unlabel(node: Node) -> Node:
@@ -591,7 +591,7 @@ def compare_answers(
         if outcome.equal is True:
             break
         alternative = _compare(*other, rel_tol, symbolic, conventions)
-        if alternative.equal is True or alternative.equal is None and outcome.equal is False:
+        if alternative.equal is True or (alternative.equal is None and outcome.equal is False):
             outcome = alternative
     return outcome
 

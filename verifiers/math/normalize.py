@@ -1,4 +1,4 @@
-"""Normalisation of an answer string to one canonical LaTeX-ish spelling, so cheap string and numeric tests decide most pairs.
+"""An answer string normalised to one canonical LaTeX-ish spelling, so cheap string and numeric tests decide most pairs.
 
 Every rewrite here is a linear-time regex or string operation; callers cap the input length, so normalising is
 bounded in time. The output stays parseable by latex2sympy for the symbolic step.
@@ -144,7 +144,7 @@ def _strip_units(text: str) -> str:
 
 
 def _meridiem(match: re.Match[str]) -> str:
-    hours, minutes, wrapped, letter, dot, m = match.groups()
+    hours, minutes, wrapped, letter, dot, _m = match.groups()
     if not (minutes or wrapped or dot or letter.isupper()):
         return match.group(0)
     return f"{hours}{minutes or ':00'}{letter.lower()}m"
@@ -310,7 +310,7 @@ def _compact(text: str) -> str:
     """Drop spaces that carry no meaning, keeping those that separate words or a command from a letter."""
     out: list[str] = []
     parts = text.split(" ")
-    for i, part in enumerate(parts):
+    for part in parts:
         if not part:
             continue
         if out:

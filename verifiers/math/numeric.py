@@ -15,7 +15,7 @@ from __future__ import annotations
 import cmath
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from fractions import Fraction
@@ -92,7 +92,8 @@ def _exact_root(q: Fraction, k: int) -> Fraction | None:
 
 
 GREEK = frozenset(
-    r"\alpha \beta \gamma \delta \theta \lambda \mu \phi \varphi \omega \sigma \tau \rho \psi \xi \eta \zeta \kappa \nu".split()
+    (r"\alpha \beta \gamma \delta \theta \lambda \mu \phi \varphi \omega \sigma \tau \rho \psi"
+     r" \xi \eta \zeta \kappa \nu").split()
 )
 
 
@@ -242,7 +243,7 @@ class _Reader:
         raise NotNumeric(f"unsupported token {tok!r}")
 
 
-def _apply_function(fn, arg: Number, analytic: bool) -> Number:  # noqa: ANN001 - one of the cmath functions
+def _apply_function(fn: Callable[[complex], complex], arg: Number, analytic: bool) -> Number:  # fn: from cmath
     try:
         return _approx(fn(_as_complex(arg)), arg, sound=analytic or _unsound_if_varying(arg))
     except (OverflowError, ValueError, ZeroDivisionError) as exc:
@@ -406,7 +407,7 @@ def rounds_to(literal: str, exact: Number, min_digits: int) -> bool:
     if len(digits) < min_digits:
         return False
     value = exact.value if isinstance(exact.value, Fraction) else to_complex(exact)
-    if value is None or isinstance(value, complex) and (value.imag != 0 or not math.isfinite(value.real)):
+    if value is None or (isinstance(value, complex) and (value.imag != 0 or not math.isfinite(value.real))):
         return False
     if isinstance(value, Fraction):
         target = Decimal(value.numerator) / Decimal(value.denominator)

@@ -316,7 +316,7 @@ def _clean(answer: str) -> str:
 
 def _last_match(pattern: re.Pattern[str], text: str, end: int | None = None) -> re.Match[str] | None:
     last = None
-    for last in pattern.finditer(text, 0, len(text) if end is None else end):
+    for last in pattern.finditer(text, 0, len(text) if end is None else end):  # noqa: B007 - keeps the last one
         pass
     return last
 

@@ -41,7 +41,8 @@ class Relation:
 @dataclass(frozen=True)
 class Items:
     items: tuple[Node, ...]
-    kind: str  # "set" (\{..\}), "tuple" ((..) or \langle..\rangle), "list" (a, b / a and b), "or" (a or b), "pm" (a \pm b)
+    # "set" (\{..\}), "tuple" ((..) or \langle..\rangle), "list" (a, b / a and b), "or" (a or b), "pm" (a \pm b)
+    kind: str
 
     @property
     def ordered(self) -> bool:
@@ -146,9 +147,7 @@ def _inside_word(text: str, i: int, sep: str) -> bool:
     """`\\in` must not match the start of `\\infty`, nor `or` the middle of `for`."""
     if sep[-1].isalpha() and i + len(sep) < len(text) and text[i + len(sep)].isalpha():
         return True
-    if sep[0].isalpha() and i > 0 and (text[i - 1].isalpha() or text[i - 1] == "\\"):
-        return True
-    return False
+    return sep[0].isalpha() and i > 0 and (text[i - 1].isalpha() or text[i - 1] == "\\")
 
 
 def _relation_ops(text: str) -> list[tuple[int, str]]:

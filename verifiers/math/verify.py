@@ -42,7 +42,7 @@ _CONFIGS = {(False, True): LENIENT, (True, True): STRICT, (False, False): NO_FAL
 
 
 class _SymbolicCache:
-    """Outcomes the workers computed, keyed by (prediction, reference, rel_tol, conventions); timeouts are never cached."""
+    """Outcomes the workers computed, by (prediction, reference, rel_tol, conventions); timeouts are never cached."""
 
     def __init__(self, size: int) -> None:
         self._size = size

@@ -11,10 +11,10 @@ import sqlite3
 from collections import Counter
 from typing import Any
 
-from groupscore.verifiers.text import find_document
 from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.sql.databases import SetupError, deadline, read_only_copy, script_for
 from groupscore.verifiers.sql.item import SqlItem
+from groupscore.verifiers.text import find_document
 
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
 _READ_KEYWORDS = frozenset({"SELECT", "WITH"})
