@@ -3,7 +3,7 @@
     from groupscore.bounded.workers import BudgetExceeded, run_bounded
 
     try:
-        equal = run_bounded(symbolic_equal, gold, predicted, timeout_s=2.0)
+        comparison = run_bounded(symbolic_outcome, predicted, gold, 1e-6, timeout_s=2.0)
     except BudgetExceeded:
         ...  # score the item as a timeout
 
