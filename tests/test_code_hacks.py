@@ -4,6 +4,7 @@ cannot actually solve, while an honest program scores 1 on the same item."""
 from __future__ import annotations
 
 import pytest
+from helpers import py
 
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
@@ -24,12 +25,8 @@ HIDDEN = [
 HONEST = "def add(a, b):\n    return a + b\n"
 
 
-def py_block(program: str) -> str:
-    return f"```python\n{program}\n```"
-
-
 def add_item(program: str, **extra) -> CodeItem:
-    return CodeItem(completion=f"```python\n{program}\n```", tests=PUBLIC, hidden_tests=HIDDEN, **{"time_limit_s": 2.0, **extra})
+    return CodeItem(completion=py(program), tests=PUBLIC, hidden_tests=HIDDEN, **{"time_limit_s": 2.0, **extra})
 
 
 def test_honest_program_scores_one():
@@ -153,14 +150,14 @@ def readable():
 
 def test_the_runners_memory_is_out_of_the_workers_reach():
     # The runner is the jail's pid 1; every process but the worker itself is ours.
-    verdict = score_code(CodeItem(completion=py_block(READABLE), tests=[{"type": "call", "fn": "readable", "expected": [2, []]}]))
+    verdict = score_code(CodeItem(completion=py(READABLE), tests=[{"type": "call", "fn": "readable", "expected": [2, []]}]))
     assert verdict.reward == 1.0, verdict.reason  # two processes (runner as pid 1, worker), neither readable
 
 
 def test_a_replacement_worker_comes_from_a_zygote_whose_memory_is_out_of_reach_too():
     # The first unit hangs, so its worker is killed and the next comes from the zygote (exec'd on demand).
     program = READABLE + "def spin():\n    while True:\n        pass\n"
-    verdict = score_code(CodeItem(completion=py_block(program), time_limit_s=1.0, tests=[
+    verdict = score_code(CodeItem(completion=py(program), time_limit_s=1.0, tests=[
         {"type": "call", "fn": "spin", "expected": None},
         {"type": "call", "fn": "readable", "expected": [3, []]},  # runner, zygote, worker; none readable
         {"type": "call", "fn": "readable", "expected": [3, []]},  # the same worker serves the next unit
@@ -201,7 +198,7 @@ def add(a, b):
         os.wait()
     return a + b
 """
-    item = CodeItem(completion=py_block(program),
+    item = CodeItem(completion=py(program),
                     tests=[{"type": "call", "fn": "add", "args": [i, i], "expected": 2 * i} for i in range(12)])
     verdict = score_code(item)
     assert verdict.reward == 1.0, verdict.reason
@@ -321,7 +318,7 @@ def test_stdio_program_that_exits_zero_first_or_prints_markers_scores_zero():
     for program in ("import sys\nsys.exit(0)\nprint(sum(map(int, input().split())))",
                     "print('PASSED')\nprint('All tests passed')",
                     "print(5)"):  # hardcodes the public answer
-        verdict = score_code(CodeItem(completion=f"```python\n{program}\n```", tests=tests, hidden_tests=hidden))
+        verdict = score_code(CodeItem(completion=py(program), tests=tests, hidden_tests=hidden))
         assert verdict.details["hidden_passed"] == 0, program
         assert verdict.reward == 0.0
     honest = score_code(CodeItem(completion="```python\nprint(sum(map(int, input().split())))\n```",

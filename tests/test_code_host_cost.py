@@ -18,6 +18,7 @@ import sys
 import time
 
 import pytest
+from helpers import py
 
 from groupscore.verifiers.code import host_eval
 from groupscore.verifiers.code.jail_runner import (
@@ -65,7 +66,7 @@ def forged(payload_expression: str) -> str:
 
 def item(program: str, expected=None, tests=None, **extra) -> dict:
     tests = tests or [{"type": "call", "fn": "f", "args": [0], "expected": expected}]
-    return {"id": "hostile", "verifier": "code", "completion": f"```python\n{program}\n```", "tests": tests,
+    return {"id": "hostile", "verifier": "code", "completion": py(program), "tests": tests,
             "time_limit_s": 10.0, **extra}
 
 

@@ -9,6 +9,7 @@ import threading
 
 import httpx
 import pytest
+from helpers import py
 
 from groupscore.client.http import ScoreClient, ServiceError
 from groupscore.service.embedded import start_embedded
@@ -26,7 +27,7 @@ def math_item(id, boxed, answer):
 
 
 def code_item(id, program, tests):
-    return {"id": id, "verifier": "code", "completion": f"```python\n{program}\n```", "tests": tests}
+    return {"id": id, "verifier": "code", "completion": py(program), "tests": tests}
 
 
 DOUBLE_TESTS = [{"type": "stdio", "stdin": "3\n", "stdout": "6\n"}, {"type": "stdio", "stdin": "5\n", "stdout": "10\n"}]
