@@ -34,8 +34,8 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
 
     One record per non-blank input line, in input order: id, reward, status, extracted, reason, plus components and
     details where the verifier gives them. A line that is not valid JSON or not a valid item gets an error record that
-    names its line number. Returns 0, or 1 when any record has status "error" or "infra_error". Input "-" reads stdin. `reward`: a
-    composite reward spec for every item (the service's `reward` field), else each item's own verifier.
+    names its line number. Returns 0, or 1 when any record has status "error" or "infra_error". Input "-" reads stdin.
+    `reward`: a composite reward spec for every item (the service's `reward` field), else each item's own verifier.
     """
     input_path = Path(input_path)
     if str(input_path) != "-" and not input_path.is_file():

@@ -88,7 +88,7 @@ def map_chunks[Entry, Result](
     pool = _batch_pool(size)
     run = partial(_run_isolated, pool, fn, on_failure)
     threads = ThreadPoolExecutor(max_workers=pool.size, thread_name_prefix="groupscore-batch")
-    pending: deque = deque()
+    pending: deque[Any] = deque()  # futures of chunk results
     try:
         for part in itertools.chain([first], parts):
             pending.append(threads.submit(run, part))

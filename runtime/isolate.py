@@ -43,7 +43,8 @@ def run_isolated[Entry, Result](
     if timeout_s is None:
         return [on_failure(entry, NoTimeLeft("no time was left to score this item")) for entry in part]
     try:
-        return pool.run(fn, part, timeout_s=timeout_s)
+        results: list[Result] = pool.run(fn, part, timeout_s=timeout_s)
+        return results
     except Exception as exc:  # noqa: BLE001 - the worker died, hung, or could not send its answer back
         if observe is not None:
             observe(exc)

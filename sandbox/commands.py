@@ -18,7 +18,7 @@ def run_file(file: Path, language: str = "python", time_limit_s: float | None = 
     A limit left as None is Limits' default."""
     source = Path(file).read_bytes()
     stdin = Path(stdin_path).read_bytes() if stdin_path else b""
-    given = {"wall_time_s": time_limit_s, "memory_mb": memory_mb}
+    given: dict[str, Any] = {"wall_time_s": time_limit_s, "memory_mb": memory_mb}
     try:
         result = run({MAIN_FILE[language]: source}, language=language, stdin=stdin,
                      limits=Limits(**{name: value for name, value in given.items() if value is not None}))

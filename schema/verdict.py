@@ -1,4 +1,4 @@
-"""What scoring one item produces: its `Verdict`, the `Status` values, and the `verifier_version` tags verdicts carry."""
+"""What scoring one item produces: its `Verdict`, the `Status` values, and the `verifier_version` tags it carries."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,7 +33,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     dispatcher = Dispatcher(settings, metrics)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await dispatcher.start()
         try:
             yield
@@ -75,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
               responses={413: {"description": "Body too large"}, 422: {"description": "Invalid request"},
                          429: {"description": "Queue full; see Retry-After"}})
     async def score_groups(body: GroupsRequest) -> Response:
-        """Score each group's completions; per group: mean, std, advantages, zero-variance flag (total and components)."""
+        """Score each group's completions; per group: mean, std, advantages, zero-variance flag (total, components)."""
         total = sum(len(group.completions) for group in body.groups)
         if total > settings.max_items:
             return too_many_items("groups", total, settings.max_items)

@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO
 
 import httpx
 
@@ -42,23 +43,23 @@ def start_embedded(port: int = 0, workers: int | None = None, token: str | None 
     if token is not None:
         child_env["GROUPSCORE_TOKEN"] = token
     # The server's output goes to a file, not a pipe nobody reads (a full pipe would stall the server).
-    log = tempfile.TemporaryFile()
-    process = subprocess.Popen(command, env=child_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://{host}:{port}"
-    try:
-        _wait_ready(process, url, ready_timeout_s, log)
-        yield url
-    finally:
-        _stop(process)
-        log.close()
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        url = f"http://{host}:{port}"
+        try:
+            _wait_ready(process, url, ready_timeout_s, log)
+            yield url
+        finally:
+            _stop(process)
 
 
-def _tail(log) -> str:
+def _tail(log: IO[bytes]) -> str:
     log.seek(0)
     return log.read().decode(errors="replace")[-4000:]
 
 
-def _wait_ready(process: subprocess.Popen, url: str, timeout_s: float, log) -> None:
+def _wait_ready(process: subprocess.Popen[bytes], url: str, timeout_s: float, log: IO[bytes]) -> None:
     deadline = time.monotonic() + timeout_s
     with httpx.Client(timeout=2.0) as client:
         while time.monotonic() < deadline:
@@ -73,7 +74,7 @@ def _wait_ready(process: subprocess.Popen, url: str, timeout_s: float, log) -> N
     raise RuntimeError(f"groupscore serve at {url} not ready after {timeout_s:.0f} s:\n{_tail(log)}")
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly: lifespan closes the pool
         try:

@@ -27,7 +27,8 @@ RawItem = Annotated[Any, WithJsonSchema({
 
 def item_component_schemas() -> dict[str, Any]:
     """The item models (and the models they use) as OpenAPI component schemas, for RawItem's references."""
-    return TypeAdapter(Item).json_schema(ref_template=ITEM_SCHEMA_REF).get("$defs", {})
+    adapter: TypeAdapter[Any] = TypeAdapter(Item)  # type: ignore[arg-type]  # Item is a Union built at run time
+    return adapter.json_schema(ref_template=ITEM_SCHEMA_REF).get("$defs", {})
 
 
 class ScoreRequest(wire.ScoreRequest):

@@ -23,8 +23,9 @@ import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from groupscore.testing.cases import Case
 from groupscore.testing.targets import InfraError, ItemError, Target, TargetError, TargetSpec
@@ -84,7 +85,7 @@ def classify_reward(value: Any) -> Value:
     if isinstance(value, numbers.Real) or (hasattr(value, "__float__") and not isinstance(value, (str, bytes))):
         try:
             number = float(value)
-        except Exception as exc:  # a tensor with several elements, say
+        except Exception as exc:  # noqa: BLE001 - a tensor with several elements, say
             return Value("other", detail=f"{type(value).__name__} that float() rejects ({exc})")
         return Value("number", number, "" if type(value) in (float, int) else type(value).__name__)
     text = repr(value)
@@ -96,7 +97,7 @@ def run_call(target: Target, cases: Sequence[Case]) -> CallResult:
     start = time.perf_counter()
     try:
         raw = target.score(cases)
-    except BaseException as exc:  # SystemExit from a reward is a finding too
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from a reward is a finding too
         elapsed = time.perf_counter() - start
         return CallResult(None, _describe_exception(exc), elapsed)
     elapsed = time.perf_counter() - start
@@ -214,7 +215,7 @@ class ProcessCaller(Caller):
         env = dict(os.environ, PYTHONHASHSEED=str(self.hash_seed), PYTHONUNBUFFERED="1")
         # The worker must import what this process imports (a reward module found through the current directory).
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's for its whole life; _kill closes it
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "groupscore.testing.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,

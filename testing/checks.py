@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import statistics
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from groupscore.testing.calls import Caller, CallResult, ProcessCaller, Value, make_caller
 from groupscore.testing.cases import Case
@@ -77,7 +78,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
     rank = q / 100 * (len(sorted_values) - 1)
-    low = int(math.floor(rank))
+    low = math.floor(rank)
     high = min(low + 1, len(sorted_values) - 1)
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (rank - low)
 
@@ -124,7 +125,7 @@ class CheckRun:
             step()
         except TargetError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the checker's own failure becomes ERROR rows (docstring)
             frames = traceback.extract_tb(exc.__traceback__)[-1:]
             where = f" at {frames[0].filename.rsplit('/', 1)[-1]}:{frames[0].lineno}" if frames else ""
             for name in names:
