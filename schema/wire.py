@@ -7,7 +7,7 @@ checks a reward spec's params against the kinds (`groupscore.service.requests`);
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

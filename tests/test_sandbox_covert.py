@@ -520,7 +520,7 @@ def test_a_jail_cannot_evict_shared_pages_from_the_page_cache():
         fh.read()
     pages = _resident_pages(path)
     assert pages > 100
-    r = _run(f"""
+    r = _run("""
 import pydoc_data.topics as t
 fd = os.open(t.__file__, os.O_RDONLY)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
