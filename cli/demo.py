@@ -146,8 +146,10 @@ def run_demo(run_dir: Path, train: bool = True) -> int:
         print("\n[3/3] GRPO: tiny Llama, SFT cold start, preflight, GRPO with rewards from the service, evaluation")
         summary = run_training_demo(run_dir / "train", service_urls=[url])
 
-    print(f"\nheld-out pass@1: {summary['pass_at_1_before']:.3f} before GRPO -> {summary['pass_at_1_after']:.3f} after")
-    for name, path in summary.get("plots", {}).items():
+    if summary.eval is not None:
+        print(f"\nheld-out pass@1: {summary.eval.before.pass_at_1:.3f} before GRPO -> "
+              f"{summary.eval.after.pass_at_1:.3f} after")
+    for name, path in (summary.plots or {}).items():
         print(f"  plot {name}: {path}")
     print(f"  summary: {run_dir / 'train' / 'summary.json'}")
     return 0 if ok else 1

@@ -16,7 +16,7 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -135,20 +135,20 @@ class _Base:
         return [(start, stop, {"items": raw[start:stop], **extra})
                 for start, stop in _shards(len(raw), len(self.urls), self.max_batch)]
 
-    def _groups_payloads(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None, eps: float,
-                         std: str, deadline_s: float | None) -> list[dict[str, Any]]:
+    def _groups_payloads(self, groups: Sequence[Mapping[str, Any] | BaseModel], reward: RewardSpec | dict | None,
+                         eps: float, std: str, deadline_s: float | None) -> list[dict[str, Any]]:
         extra: dict[str, Any] = {"eps": eps, "std": std}
         if reward is not None:
             extra["reward"] = _as_json(reward)
         if deadline_s is not None:
             extra["deadline_s"] = deadline_s
-        groups = [_as_json(group) for group in groups]
+        raw = [group.model_dump(mode="json") if isinstance(group, BaseModel) else dict(group) for group in groups]
         # Shard by groups (a group's statistics need all of it), keeping each shard under max_batch completions.
         shards: list[list[dict[str, Any]]] = [[]]
-        per_shard = max(1, math.ceil(sum(len(g.get("completions", [])) for g in groups) / len(self.urls)))
+        per_shard = max(1, math.ceil(sum(len(g.get("completions", [])) for g in raw) / len(self.urls)))
         per_shard = min(per_shard, self.max_batch)
         count = 0
-        for group in groups:
+        for group in raw:
             size = len(group.get("completions", []))
             if shards[-1] and count + size > per_shard:
                 shards.append([])
@@ -209,7 +209,7 @@ class ScoreClient(_Base):
               deadline_s: float | None = None) -> list[Verdict]:
         return [Verdict.model_validate(v) for v in self.score_raw(items, reward, deadline_s)]
 
-    def score_groups(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None = None,
+    def score_groups(self, groups: Sequence[Mapping[str, Any] | BaseModel], reward: RewardSpec | dict | None = None,
                      eps: float = 1e-4, std: str = "sample", deadline_s: float | None = None) -> list[GroupResult]:
         """Per group, in input order: its verdicts, the total's statistics (rewards, mean, std, advantages,
         zero_variance, masked) and each component's."""
@@ -274,7 +274,8 @@ class AsyncScoreClient(_Base):
                     deadline_s: float | None = None) -> list[Verdict]:
         return [Verdict.model_validate(v) for v in await self.score_raw(items, reward, deadline_s)]
 
-    async def score_groups(self, groups: Sequence[dict[str, Any]], reward: RewardSpec | dict | None = None,
+    async def score_groups(self, groups: Sequence[Mapping[str, Any] | BaseModel],
+                           reward: RewardSpec | dict | None = None,
                            eps: float = 1e-4, std: str = "sample",
                            deadline_s: float | None = None) -> list[GroupResult]:
         payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)

@@ -146,22 +146,22 @@ def test_batch_stats_count_masked_completions_and_leave_them_out_of_the_mean():
     batch = ScoredBatch(["t"] * 4, ["p"] * 4, ["c"] * 4,
                         [_group([1.0, 0.0, 0.0, 1.0], ["correct", "incorrect", "infra_error", "correct"])], 0.0, 0.0)
     stats = batch_stats(batch)
-    assert stats["infra_errors"] == 1 and stats["infra_error_share"] == 0.25
-    assert stats["reward_mean"] == pytest.approx(2 / 3)
+    assert stats.infra_errors == 1 and stats.infra_error_share == 0.25
+    assert stats.reward_mean == pytest.approx(2 / 3)
 
 
 def test_the_monitor_warns_when_the_infra_error_share_passes_its_threshold():
     assert MonitorConfig().infra_error_share == 0.05
     warnings = []
     monitor = Monitor(MonitorConfig(), emit=warnings.append)
-    monitor.check(1, {"infra_error_share": 0.04})
+    monitor.check(1, infra_error_share=0.04)
     assert warnings == []
-    monitor.check(2, {"infra_error_share": 0.25})
+    monitor.check(2, infra_error_share=0.25)
     assert len(warnings) == 1 and "25%" in warnings[0] and "infra_error" in warnings[0]
-    monitor.check(3, {"infra_error_share": 0.30})  # still on: said once
+    monitor.check(3, infra_error_share=0.30)  # still on: said once
     assert len(warnings) == 1
     strict = Monitor(MonitorConfig(infra_error_share=0.5), emit=warnings.append)
-    strict.check(1, {"infra_error_share": 0.25})
+    strict.check(1, infra_error_share=0.25)
     assert len(warnings) == 1
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from groupscore.schema.wire import GroupResult
 from groupscore.train.config import MonitorConfig
 from groupscore.train.observe import Monitor, batch_stats, plot_run
 from groupscore.train.rewards import ScoredBatch
+from groupscore.train.summary import BatchStats, EvalRecord, EvalResult, StepMetrics
 
 
 def monitor():
@@ -17,7 +20,7 @@ def monitor():
 def test_kl_spike_warns_when_it_starts_and_again_after_it_cleared():
     m, messages = monitor()
     for step, kl in enumerate([0.1, 2.0, 3.0, 0.2, 1.5], 1):
-        m.check(step, {"kl": kl})
+        m.check(step, kl=kl)
     assert [w["step"] for w in m.warnings if w["kind"] == "kl_spike"] == [2, 5]
     assert len(messages) == 2 and "drifting" in messages[0]
 
@@ -25,15 +28,15 @@ def test_kl_spike_warns_when_it_starts_and_again_after_it_cleared():
 def test_kl_collapse_is_only_a_problem_after_warm_up():
     m, _ = monitor()
     for step in (1, 2, 3):
-        m.check(step, {"kl": 0.0})
+        m.check(step, kl=0.0)
     assert [(w["kind"], w["step"]) for w in m.warnings] == [("kl_collapse", 3)]
 
 
 def test_flat_groups_and_saturated_reward_warn():
     m, _ = monitor()
-    m.check(1, {"zero_variance_share": 0.5, "reward_mean": 0.5})
+    m.check(1, zero_variance_share=0.5, reward_mean=0.5)
     assert m.warnings == []
-    m.check(2, {"zero_variance_share": 0.9, "reward_mean": 0.97})
+    m.check(2, zero_variance_share=0.9, reward_mean=0.97)
     assert sorted(w["kind"] for w in m.warnings) == ["saturation", "zero_variance"]
 
 
@@ -48,13 +51,24 @@ def test_batch_stats_per_component():
         for rewards, correct, format_, statuses in [([1.0, 0.0], [1.0, 0.0], [1.0, 1.0], ["correct", "incorrect"]),
                                                     ([0.0, 0.0], [0.0, 0.0], [1.0, 0.0], ["incorrect"] * 2)]]
     stats = batch_stats(ScoredBatch(["a", "a", "b", "b"], ["p"] * 4, ["c"] * 4, groups, wait_s=0.01, request_s=0.1))
-    assert stats["reward_mean"] == 0.25 and stats["zero_variance_share"] == 0.5
-    assert stats["component/correct/mean"] == 0.25 and stats["component/format/mean"] == 0.75
+    assert stats.reward_mean == 0.25 and stats.zero_variance_share == 0.5
+    assert stats.components["correct"].mean == 0.25 and stats.components["format"].mean == 0.75
+    flat = stats.as_json()  # metrics.jsonl's flat shape
+    assert flat["reward_mean"] == 0.25 and flat["component/correct/mean"] == 0.25
+    assert flat["component/format/std"] == pytest.approx(3**0.5 / 4)  # population std of 1, 1, 1, 0
 
 
 def test_plots_are_png_files_in_the_run_folder(tmp_path):
-    metrics = [{"step": s, "reward_mean": s / 10, "kl": s / 100} for s in range(1, 6)]
-    paths = plot_run(tmp_path, metrics, [{"step": 0, "pass@1": 0.3}, {"step": 5, "pass@1": 0.5}])
+    def batch(reward):
+        return BatchStats(reward_mean=reward, reward_std=0.0, zero_variance_share=0.0, infra_errors=0,
+                          infra_error_share=0.0, reward_wait_s=0.0, reward_request_s=0.0)
+
+    def result(pass_at_1):
+        return EvalResult(n=1, pass_at={1: pass_at_1}, mean_reward=pass_at_1, solvable_share=0.0,
+                          zero_variance_share=0.0)
+
+    metrics = [StepMetrics(step=s, step_time_s=1.0, batch=batch(s / 10), kl=s / 100) for s in range(1, 6)]
+    paths = plot_run(tmp_path, metrics, [EvalRecord(0, result(0.3)), EvalRecord(5, result(0.5))])
     assert set(paths) == {"reward", "kl", "pass_at_1"}
     for path in paths.values():
         assert path.startswith(str(tmp_path))

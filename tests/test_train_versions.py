@@ -11,6 +11,7 @@ from groupscore.schema.wire import GroupResult
 from groupscore.train.config import load_config
 from groupscore.train.pipeline import report_text
 from groupscore.train.scoring import ServiceScorer
+from groupscore.train.summary import RunSummary
 from groupscore.train.versions import ALLOW_FLAG, MixedVerifierVersions, VersionLedger
 
 TASKSETS = Path(__file__).resolve().parent.parent / "train" / "tasks"
@@ -71,8 +72,8 @@ def test_mixing_is_allowed_when_the_config_says_so():
     scorer.score_groups([{}])
     scorer.score_groups([{}])
     assert scorer.versions.summary() == {"math": [2, 3]}
-    summary = {"run_dir": "r", "stages": {}, "selected_model": "m", "plots": {}, "logs": {}, "seconds": 1,
-               "device": "cpu", "verifier_versions": scorer.versions.summary()}
+    summary = RunSummary(run_dir="r", device="cpu", precision="fp32", seed=0, selected_model="m", plots={}, logs={},
+                         seconds=1, verifier_versions=scorer.versions.summary())
     assert "verifier versions: math@2 and math@3 (mixed)" in report_text(summary)
 
 

@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
+from groupscore.train.hardware import Hardware
 from groupscore.train.pipeline import prepare, run, say
 from groupscore.train.scoring import GroupScorer, open_scorer, wire_group
+from groupscore.train.summary import DryRunReport
 from groupscore.train.taskset import Task
 
 MEASURED_GRPO_STEPS = 3  # the first step pays for warm-up; the estimate uses the ones after it
@@ -20,56 +22,57 @@ MEASURED_SFT_STEPS = 10
 def train_command(config_path: Path, dry_run: bool = False) -> int:
     config = load_config(Path(config_path))
     if dry_run:
-        return 0 if dry_run_report(config)["ok"] else 1
+        return 0 if dry_run_report(config).ok else 1
     run(config)
     return 0
 
 
 def check_references(tasks: list[Task], scorer: GroupScorer) -> list[str]:
     """Every task's worked solution must score 1 through the service, or the taskset (or verifier) is wrong."""
-    with_solution = [t for t in tasks if t.solution is not None]
-    scored = scorer.score_groups([wire_group(t.id, t.item, [t.solution]) for t in with_solution])
+    with_solution = [(t, t.solution) for t in tasks if t.solution is not None]
+    scored = scorer.score_groups([wire_group(t.id, t.item, [solution]) for t, solution in with_solution])
     return [f"{t.id}: reference scored {g.total.rewards[0]} ({g.results[0].status})"
-            for t, g in zip(with_solution, scored) if g.total.rewards[0] < 1.0]
+            for (t, _), g in zip(with_solution, scored) if g.total.rewards[0] < 1.0]
 
 
-def dry_run_report(config: TrainConfig) -> dict:
+def dry_run_report(config: TrainConfig) -> DryRunReport:
     """Validate config, taskset and service; count rollouts; time a few real steps to estimate the run."""
     hardware, train_tasks, eval_tasks = prepare(config)
-    report: dict = {"ok": True, "device": hardware.device, "precision": hardware.precision}
+    report = DryRunReport(device=hardware.device, precision=hardware.precision)
     say(f"config ok; {len(train_tasks)} train / {len(eval_tasks)} held-out tasks; {hardware.device} "
         f"({hardware.precision}, {hardware.threads} threads)")
     with open_scorer(config.service.urls, config.service.token, config.service.timeout_s,
                      config.service.reward, config.service.allow_mixed_verifier_versions) as scorer:
         say(f"service at {', '.join(scorer.urls)}")
         failures = check_references(train_tasks + eval_tasks, scorer)
-        report["verifier_versions"] = scorer.versions.summary()
-        say("verifier versions: " + (", ".join(f"{k}@{v}" for k, v in report["verifier_versions"].items()) or "none"))
+        report.verifier_versions = scorer.versions.summary()
+        say("verifier versions: " + (", ".join(f"{k}@{v}" for k, v in report.verifier_versions.items()) or "none"))
         missing = sum(t.solution is None for t in train_tasks + eval_tasks)
-        report["reference_failures"] = failures
+        report.reference_failures = failures
         if failures:
-            report["ok"] = False
+            report.ok = False
             say(f"[error] {len(failures)} reference solutions do not score 1:\n  " + "\n  ".join(failures[:20]))
         else:
             say(f"all {len(train_tasks) + len(eval_tasks) - missing} reference solutions score 1 through the service"
                 + (f" ({missing} tasks have no solution to check)" if missing else ""))
         if config.sft is not None and not any(t.solution for t in train_tasks):
-            report["ok"] = False
+            report.ok = False
             say("[error] sft is configured but no train task has a `solution`")
         if config.grpo is not None:
             g = config.grpo
             epochs = g.max_steps * g.prompts_per_step / len(train_tasks)
             rollouts = g.max_steps * g.prompts_per_step * g.num_generations
-            report["rollouts"] = rollouts
+            report.rollouts = rollouts
             say(f"rollouts: {g.max_steps * g.prompts_per_step} prompts x {g.num_generations} generations "
                 f"= {rollouts} ({epochs:.2f} epochs over {len(train_tasks)} train prompts)")
-        if report["ok"]:
-            report["estimate_s"] = estimate_run_time(config, hardware, train_tasks, eval_tasks, scorer)
-            say(f"estimated run time: {report['estimate_s'] / 60:.1f} min (from measured steps; see above)")
+        if report.ok:
+            report.estimate_s = estimate = estimate_run_time(config, hardware, train_tasks, eval_tasks, scorer)
+            say(f"estimated run time: {estimate / 60:.1f} min (from measured steps; see above)")
     return report
 
 
-def estimate_run_time(config: TrainConfig, hardware, train_tasks, eval_tasks, scorer) -> float:
+def estimate_run_time(config: TrainConfig, hardware: Hardware, train_tasks: list[Task], eval_tasks: list[Task],
+                      scorer: GroupScorer) -> float:
     """Run a few SFT and GRPO steps in a scratch folder and extrapolate; evaluations are timed once."""
     from groupscore.train.grpo import run_grpo
     from groupscore.train.models import lora_config, resolve_model
@@ -89,14 +92,14 @@ def estimate_run_time(config: TrainConfig, hardware, train_tasks, eval_tasks, sc
             per_step = (time.perf_counter() - t0) / steps
             say(f"  sft: {per_step:.3f} s/step measured over {steps} steps -> {per_step * config.sft.max_steps:.0f} s")
             total += per_step * config.sft.max_steps
-        if config.grpo is not None:
+        if config.grpo is not None and config.eval is not None:  # the config refuses grpo without eval
             steps = min(MEASURED_GRPO_STEPS, config.grpo.max_steps)
             quiet = Monitor(config.monitor, emit=lambda _msg: None)
             # eval_every beyond the measured steps: the one evaluation at step 0 and at the end are timed apart
             cfg = config.grpo.model_copy(update={"eval_every": 10**6})
             outcome = run_grpo(model_path, train_tasks, eval_tasks, cfg, config.eval, hardware, scorer, scratch,
                                config.seed, quiet, lora_config(config.model), max_steps=steps)
-            step_times = [m["step_time_s"] for m in outcome.metrics]
+            step_times = [m.step_time_s for m in outcome.metrics]
             per_step = sum(step_times[1:]) / max(1, len(step_times) - 1) if len(step_times) > 1 else step_times[0]
             eval_s = max(0.0, (outcome.train_s - sum(step_times)) / 2)  # the step-0 and final evaluations
             # during GRPO (every eval_every, and step 0), final before/after, preflight and merged model if configured

@@ -108,12 +108,14 @@ class EvalConfig(_Section):
 
 
 class MergeConfig(_Section):
-    ratio: float = Field(default=0.7, gt=0, le=1, description="Weight of the selected checkpoint; the rest is cold start.")
+    ratio: float = Field(default=0.7, gt=0, le=1,
+                         description="Weight of the selected checkpoint; the rest is cold start.")
 
 
 class MonitorConfig(_Section):
     kl_spike: float = Field(default=1.0, gt=0, description="Warn when KL exceeds this.")
-    kl_floor: float = Field(default=1e-6, ge=0, description="Warn when KL stays below this after warm-up (no learning).")
+    kl_floor: float = Field(default=1e-6, ge=0,
+                            description="Warn when KL stays below this after warm-up (no learning).")
     zero_variance_share: float = Field(default=0.8, gt=0, le=1, description="Warn when this share of groups is flat.")
     saturation: float = Field(default=0.95, gt=0, le=1, description="Warn when the mean reward reaches this.")
     infra_error_share: float = Field(default=0.05, gt=0, le=1, description=(
@@ -123,7 +125,8 @@ class MonitorConfig(_Section):
 
 
 class TrainConfig(_Section):
-    run_dir: Path = Field(description="Where checkpoints, logs, plots and the summary go (relative to the working dir).")
+    run_dir: Path = Field(
+        description="Where checkpoints, logs, plots and the summary go (relative to the working dir).")
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

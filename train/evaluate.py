@@ -3,33 +3,23 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from groupscore.train.passk import pass_at_k
 from groupscore.train.scoring import GroupScorer, unscored, wire_group
+from groupscore.train.summary import EvalResult, TaskSamples
 from groupscore.train.taskset import Task
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidden tests, the exact answer)
 
 
-@dataclass
-class EvalResult:
-    n: int
-    pass_at: dict[int, float]  # k -> mean unbiased pass@k
-    mean_reward: float
-    solvable_share: float  # share of prompts with at least one sample of positive reward
-    zero_variance_share: float
-    per_task: list[dict] = field(default_factory=list)
-    infra_errors: int = 0  # samples the service could not score: left out of every number above
-
-    def as_dict(self) -> dict:
-        return {"n": self.n, **{f"pass@{k}": v for k, v in self.pass_at.items()}, "mean_reward": self.mean_reward,
-                "solvable_share": self.solvable_share, "zero_variance_share": self.zero_variance_share,
-                "infra_errors": self.infra_errors}
-
-
-def sample_completions(model, tokenizer, prompts: list[str], n: int, temperature: float, max_new_tokens: int,
-                       seed: int, batch_prompts: int = 32) -> list[list[str]]:
+def sample_completions(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompts: list[str], n: int,
+                       temperature: float, max_new_tokens: int, seed: int,
+                       batch_prompts: int = 32) -> list[list[str]]:
     """n sampled completions per prompt (greedy when temperature is 0), seeded, in prompt order."""
     import torch
 
@@ -46,34 +36,39 @@ def sample_completions(model, tokenizer, prompts: list[str], n: int, temperature
     return out
 
 
-def _sample_chunk(model, tokenizer, chunk: list[str], n: int, temperature: float, max_new_tokens: int):
+def _sample_chunk(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, chunk: list[str], n: int,
+                  temperature: float, max_new_tokens: int) -> list[list[str]]:
     import torch
 
     enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
-    sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 \
-        else {"do_sample": False}
+    sampling: dict[str, bool | float] = {"do_sample": False}  # greedy at temperature 0
+    if temperature > 0:
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+    # PreTrainedModel's type leaves out GenerationMixin, which every causal LM class mixes in.
+    generate: Callable[..., torch.Tensor] = model.generate  # type: ignore[assignment]
     with torch.no_grad():
-        generated = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=n,
-                                   pad_token_id=tokenizer.pad_token_id, **sampling)
+        generated = generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=n,
+                             pad_token_id=tokenizer.pad_token_id, **sampling)
     texts = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
     return [texts[i * n:(i + 1) * n] for i in range(len(chunk))]
 
 
-def evaluate(model, tokenizer, tasks: list[Task], scorer: GroupScorer, *, n: int, ks: list[int], temperature: float,
-             max_new_tokens: int, seed: int, max_prompts: int | None = None) -> EvalResult:
+def evaluate(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tasks: list[Task], scorer: GroupScorer, *,
+             n: int, ks: list[int], temperature: float, max_new_tokens: int, seed: int,
+             max_prompts: int | None = None) -> EvalResult:
     """Sample, score every prompt's n samples as one group through the service, and summarise."""
     if max_prompts is not None and max_prompts < len(tasks):
         tasks = random.Random(seed).sample(tasks, max_prompts)
     completions = sample_completions(model, tokenizer, [t.prompt for t in tasks], n, temperature, max_new_tokens, seed)
     groups = [wire_group(t.id, t.item, cs) for t, cs in zip(tasks, completions)]
     scored = scorer.score_groups(groups)
-    counts, per_task = [], []  # (judged samples, correct ones) per task
+    counts: list[tuple[int, int]] = []  # (judged samples, correct ones) per task
+    per_task: list[TaskSamples] = []
     for task, texts, group in zip(tasks, completions, scored):
         judged = [r for r, m in zip(group.total.rewards, unscored(group)) if not m]  # an infra_error is no failure
         correct = sum(r >= SOLVED for r in judged)
         counts.append((len(judged), correct))
-        per_task.append({"id": task.id, "correct": correct, "judged": len(judged), "rewards": group.total.rewards,
-                         "completions": texts})
+        per_task.append(TaskSamples(task.id, correct, len(judged), group.total.rewards, texts))
     rewards = [r for g in scored for r, m in zip(g.total.rewards, unscored(g)) if not m]
     return EvalResult(
         n=n, pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import TrainerCallback
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
@@ -26,10 +28,16 @@ from groupscore.train.hardware import Hardware
 from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_group_log
 from groupscore.train.rewards import ServiceReward
 from groupscore.train.scoring import GroupScorer, unscored
+from groupscore.train.summary import BatchStats, EvalRecord, StepMetrics
 from groupscore.train.taskset import Task
 
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from peft import PeftConfig
+    from transformers import PreTrainedTokenizerBase
 
-def grpo_dataset(tasks: list[Task]):
+
+def grpo_dataset(tasks: list[Task]) -> Dataset:
     from datasets import Dataset
 
     # Items differ in shape between kinds, so they travel as JSON text; the reward function parses them back.
@@ -57,7 +65,7 @@ def grpo_args(cfg: GrpoConfig, hardware: Hardware, out_dir: Path, seed: int, wor
     )
 
 
-def mask_unscored(output: dict, masked: list[bool], gather) -> None:
+def mask_unscored(output: dict[str, Any], masked: list[bool], gather: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Zero the loss mask of the completions nothing judged, and recount the tokens the loss is divided by.
 
     Their advantage is 0 already (the service leaves them out of the group statistics); masking them also drops
@@ -75,13 +83,14 @@ def mask_unscored(output: dict, masked: list[bool], gather) -> None:
 class ServiceGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages are the scoring service's per-group advantages."""
 
-    def __init__(self, *args, service_reward: ServiceReward, group_log: JsonlWriter, **kwargs):
-        super().__init__(*args, reward_funcs=[service_reward], **kwargs)
+    def __init__(self, *args: Any, service_reward: ServiceReward, group_log: JsonlWriter, **kwargs: Any) -> None:
+        # TRL's annotation of reward_funcs leaves out the async callables it accepts (and awaits).
+        super().__init__(*args, reward_funcs=[service_reward], **kwargs)  # type: ignore[misc, list-item]
         self.service_reward = service_reward
         self.group_log = group_log
-        self.last_batch_stats: dict[str, float] = {}
+        self.last_batch_stats: BatchStats | None = None
 
-    def _generate_and_score_completions(self, inputs):
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self.service_reward.expect(inputs)
         output = super()._generate_and_score_completions(inputs)
         batch = self.service_reward.batches[-1]
@@ -99,7 +108,7 @@ class ServiceGRPOTrainer(GRPOTrainer):
         self.service_reward.batches.clear()
         return output
 
-    def _generate(self, prompts):
+    def _generate(self, prompts: list[Any]) -> Any:
         result = super()._generate(prompts)
         completions = result[3]
         self.service_reward.prefetch(completions, getattr(self, "async_loop", None))
@@ -110,7 +119,7 @@ class ServiceGRPOTrainer(GRPOTrainer):
 class Checkpoint:
     step: int
     path: Path
-    metrics: dict
+    record: EvalRecord
 
 
 @dataclass
@@ -118,7 +127,7 @@ class RunCallback(TrainerCallback):
     """Per-step metrics and warnings, a progress bar, held-out evaluations and the best-so-far checkpoint."""
 
     trainer: ServiceGRPOTrainer
-    tokenizer: object
+    tokenizer: PreTrainedTokenizerBase
     eval_tasks: list[Task]
     eval_cfg: EvalConfig
     grpo_cfg: GrpoConfig
@@ -126,8 +135,8 @@ class RunCallback(TrainerCallback):
     run_dir: Path
     seed: int
     monitor: Monitor
-    metrics: list[dict] = field(default_factory=list)
-    evals: list[dict] = field(default_factory=list)
+    metrics: list[StepMetrics] = field(default_factory=list)
+    evals: list[EvalRecord] = field(default_factory=list)
     best: Checkpoint | None = None
     _bar: tqdm | None = None
     _step_started: float = 0.0
@@ -139,9 +148,9 @@ class RunCallback(TrainerCallback):
                           ks=self.eval_cfg.k, temperature=self.eval_cfg.temperature,
                           max_new_tokens=self.eval_cfg.max_completion_length or self.grpo_cfg.max_completion_length,
                           seed=self.seed, max_prompts=self.eval_cfg.max_prompts)
-        record = {"step": step, **result.as_dict()}
+        record = EvalRecord(step, result)
         self.evals.append(record)
-        if self.best is None or record["pass@1"] > self.best.metrics["pass@1"]:  # ties keep the earlier (closer to ref)
+        if self.best is None or result.pass_at_1 > self.best.record.result.pass_at_1:  # ties keep the earlier one
             path = self.run_dir / "checkpoints" / f"step-{step:05d}"
             if self.trainer.accelerator.is_main_process:
                 model.save_pretrained(path)
@@ -150,56 +159,65 @@ class RunCallback(TrainerCallback):
                     shutil.rmtree(self.best.path, ignore_errors=True)  # keep one full copy: the best so far
             self.best = Checkpoint(step, path, record)
         if self._bar is not None:
-            self._bar.write(f"[eval] step {step}: held-out pass@1 {record['pass@1']:.3f}"
-                            f" (best {self.best.metrics['pass@1']:.3f} at step {self.best.step})")
+            self._bar.write(f"[eval] step {step}: held-out pass@1 {result.pass_at_1:.3f}"
+                            f" (best {self.best.record.result.pass_at_1:.3f} at step {self.best.step})")
 
-    def on_train_begin(self, args, state, control, **kwargs):
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                       **kwargs: Any) -> None:
         self._writer = JsonlWriter(self.run_dir / "metrics.jsonl")
         self._bar = tqdm(total=state.max_steps, desc="grpo", unit="step", dynamic_ncols=True,
                          disable=not self.trainer.accelerator.is_main_process)
         self._evaluate(0)  # the starting point is a candidate too: GRPO must beat it to be selected
 
-    def on_step_begin(self, args, state, control, **kwargs):
+    def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                      **kwargs: Any) -> None:
         self._step_started = time.perf_counter()
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+               logs: dict[str, float] | None = None, **kwargs: Any) -> None:
         logs = logs or {}
         if "loss" not in logs:  # the end-of-training summary log, not a step
             return
-        record = {"step": state.global_step, "step_time_s": time.perf_counter() - self._step_started,
-                  **self.trainer.last_batch_stats,
-                  "kl": logs.get("kl"), "completion_length": logs.get("completions/mean_length"),
-                  "entropy": logs.get("entropy"), "loss": logs.get("loss"), "grad_norm": logs.get("grad_norm"),
-                  "clip_ratio": logs.get("clip_ratio/region_mean")}
+        batch = self.trainer.last_batch_stats
+        if batch is None or self._writer is None or self._bar is None:
+            raise RuntimeError("TRL logged a training step before the run began or any batch was scored")
+        record = StepMetrics(step=state.global_step, step_time_s=time.perf_counter() - self._step_started, batch=batch,
+                             kl=logs.get("kl"), completion_length=logs.get("completions/mean_length"),
+                             entropy=logs.get("entropy"), loss=logs.get("loss"), grad_norm=logs.get("grad_norm"),
+                             clip_ratio=logs.get("clip_ratio/region_mean"))
         self.metrics.append(record)
         if self.trainer.accelerator.is_main_process:
-            self._writer.write(record)
-        self.monitor.check(state.global_step, record)
-        self._bar.set_postfix(reward=f"{record['reward_mean']:.3f}",
-                              kl=f"{record['kl']:.4f}" if record["kl"] is not None else "-",
-                              flat=f"{record['zero_variance_share']:.0%}", refresh=False)
+            self._writer.write(record.as_json())
+        self.monitor.check_step(record)
+        self._bar.set_postfix(reward=f"{batch.reward_mean:.3f}",
+                              kl=f"{record.kl:.4f}" if record.kl is not None else "-",
+                              flat=f"{batch.zero_variance_share:.0%}", refresh=False)
         self._bar.update(1)
 
-    def on_step_end(self, args, state, control, **kwargs):
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    **kwargs: Any) -> None:
         if state.global_step % self.grpo_cfg.eval_every == 0 or state.global_step == state.max_steps:
             self._evaluate(state.global_step)
 
-    def on_train_end(self, args, state, control, **kwargs):
-        self._bar.close()
-        self._writer.close()
+    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                     **kwargs: Any) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        if self._writer is not None:
+            self._writer.close()
 
 
 @dataclass
 class GrpoOutcome:
     best: Checkpoint
-    metrics: list[dict]
-    evals: list[dict]
+    metrics: list[StepMetrics]
+    evals: list[EvalRecord]
     train_s: float
 
 
 def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], cfg: GrpoConfig, eval_cfg: EvalConfig,
-             hardware: Hardware, scorer: GroupScorer, run_dir: Path, seed: int, monitor: Monitor, peft_config=None,
-             max_steps: int | None = None) -> GrpoOutcome:
+             hardware: Hardware, scorer: GroupScorer, run_dir: Path, seed: int, monitor: Monitor,
+             peft_config: PeftConfig | None = None, max_steps: int | None = None) -> GrpoOutcome:
     """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome."""
     from transformers import AutoTokenizer
 
@@ -210,7 +228,8 @@ def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], c
     group_log = JsonlWriter(run_dir / "groups.jsonl")
     service_reward = ServiceReward(scorer, cfg.num_generations, overlap=cfg.overlap_scoring)
     trainer = ServiceGRPOTrainer(
-        model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed, hardware.num_processes), train_dataset=grpo_dataset(train_tasks),
+        model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed, hardware.num_processes),
+        train_dataset=grpo_dataset(train_tasks),
         processing_class=tokenizer, peft_config=peft_config, service_reward=service_reward, group_log=group_log,
     )
     trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
@@ -221,6 +240,8 @@ def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], c
         trainer.train()
     finally:
         group_log.close()
+    if callback.best is None:  # on_train_begin evaluates step 0: a trained run always has a best checkpoint
+        raise RuntimeError("GRPO ended without evaluating any checkpoint")
     return GrpoOutcome(callback.best, callback.metrics, callback.evals, time.perf_counter() - started)
 
 

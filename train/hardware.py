@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    import torch
+
+
+class PrecisionFlags(TypedDict):
+    """The precision flags transformers' TrainingArguments (and TRL's configs) expect."""
+
+    bf16: bool
+    fp16: bool
+    use_cpu: bool
 
 
 @dataclass(frozen=True)
@@ -16,12 +28,12 @@ class Hardware:
     is_main: bool = True  # the process that writes files and prints progress
 
     @property
-    def torch_dtype(self):
+    def torch_dtype(self) -> torch.dtype:
         import torch
 
         return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[self.precision]
 
-    def trainer_flags(self) -> dict:
+    def trainer_flags(self) -> PrecisionFlags:
         """The precision flags transformers' TrainingArguments (and TRL's configs) expect."""
         return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16",
                 "use_cpu": self.device == "cpu"}

@@ -5,11 +5,16 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groupscore.train.config import ModelConfig
 from groupscore.train.hardware import Hardware
 from groupscore.train.taskset import Task
 from groupscore.train.tiny_model import ensure_tiny_model
+
+if TYPE_CHECKING:
+    from peft import LoraConfig
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def set_offline() -> None:
@@ -40,21 +45,23 @@ def resolve_model(model: ModelConfig, tasks: list[Task], cache_dir: Path, seed: 
         from groupscore.train.smollm2 import ensure_smollm2
 
         return str(ensure_smollm2(cache_dir))
+    if model.path is None:  # ModelConfig refuses a config without a source
+        raise ValueError("model: give one of path, tiny, smollm2")
     return model.path
 
 
-def load_model(path: str, hardware: Hardware):
+def load_model(path: str, hardware: Hardware) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"  # generation pads on the left
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=hardware.torch_dtype).to(hardware.device)
-    return model, tokenizer
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=hardware.torch_dtype)
+    return model.to(hardware.device), tokenizer  # type: ignore[arg-type]  # transformers types .to() oddly
 
 
-def lora_config(model: ModelConfig):
+def lora_config(model: ModelConfig) -> LoraConfig | None:
     if model.lora is None:
         return None
     from peft import LoraConfig
@@ -72,5 +79,12 @@ def apply_chat_template(model_path: str, tasks: list[Task]) -> list[Task]:
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     if not tokenizer.chat_template:
         raise ValueError(f"model.chat_template: the tokenizer at {model_path} has no chat template")
-    return [replace(t, prompt=tokenizer.apply_chat_template([{"role": "user", "content": t.prompt}], tokenize=False,
-                                                            add_generation_prompt=True)) for t in tasks]
+    return [replace(t, prompt=_rendered(tokenizer, t.prompt)) for t in tasks]
+
+
+def _rendered(tokenizer: PreTrainedTokenizerBase, prompt: str) -> str:
+    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                         add_generation_prompt=True)
+    if not isinstance(text, str):  # tokenize=False renders text; anything else is a transformers change to notice
+        raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, not text")
+    return text

@@ -5,21 +5,24 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from groupscore.train.config import MonitorConfig
 from groupscore.train.rewards import ScoredBatch
 from groupscore.train.scoring import component_rewards, unscored
+from groupscore.train.summary import BatchStats, EvalRecord, HealthWarning, Spread, StepMetrics
 
 
 class JsonlWriter:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.path.open("w")  # a rerun into the same folder starts its logs afresh
 
-    def write(self, record: dict) -> None:
+    def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._file.flush()  # a crashed run still leaves every finished step on disk
 
@@ -42,21 +45,23 @@ def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
         })
 
 
-def batch_stats(batch: ScoredBatch) -> dict[str, float]:
+def _spread(values: list[float]) -> Spread:
+    return Spread(statistics.fmean(values), statistics.pstdev(values)) if values else Spread(math.nan, math.nan)
+
+
+def batch_stats(batch: ScoredBatch) -> BatchStats:
     """Reward mean/std in total and per component over the judged completions, the share of groups the service
     flagged zero-variance, and how many completions were masked because nothing judged them (infra_error)."""
     rewards = [r for g in batch.groups for r, m in zip(g.total.rewards, unscored(g)) if not m]
     total = sum(len(g.total.rewards) for g in batch.groups)
-    stats = {"reward_mean": statistics.fmean(rewards) if rewards else math.nan,
-             "reward_std": statistics.pstdev(rewards) if rewards else math.nan,
-             "zero_variance_share": sum(g.total.zero_variance for g in batch.groups) / len(batch.groups),
-             "infra_errors": total - len(rewards), "infra_error_share": (total - len(rewards)) / total,
-             "reward_wait_s": batch.wait_s, "reward_request_s": batch.request_s}
-    for name in sorted({c for g in batch.groups for c in g.components}):
-        values = [v for g in batch.groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m]
-        stats[f"component/{name}/mean"] = statistics.fmean(values) if values else math.nan
-        stats[f"component/{name}/std"] = statistics.pstdev(values) if values else math.nan
-    return stats
+    reward = _spread(rewards)
+    components = {
+        name: _spread([v for g in batch.groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m])
+        for name in sorted({c for g in batch.groups for c in g.components})}
+    return BatchStats(reward_mean=reward.mean, reward_std=reward.std,
+                      zero_variance_share=sum(g.total.zero_variance for g in batch.groups) / len(batch.groups),
+                      infra_errors=total - len(rewards), infra_error_share=(total - len(rewards)) / total,
+                      reward_wait_s=batch.wait_s, reward_request_s=batch.request_s, components=components)
 
 
 @dataclass
@@ -64,8 +69,8 @@ class Monitor:
     """Raises a warning when a failure mode starts (not on every step it lasts), and keeps them for the summary."""
 
     cfg: MonitorConfig
-    emit: callable = print
-    warnings: list[dict] = field(default_factory=list)
+    emit: Callable[[str], object] = print
+    warnings: list[HealthWarning] = field(default_factory=list)
     _active: set[str] = field(default_factory=set)
 
     def _flag(self, step: int, kind: str, on: bool, message: str) -> None:
@@ -76,31 +81,37 @@ class Monitor:
         elif not on:
             self._active.discard(kind)
 
-    def check(self, step: int, metrics: dict) -> None:
+    def check_step(self, metrics: StepMetrics) -> None:
+        """check() with what one GRPO step measured."""
+        self.check(metrics.step, kl=metrics.kl, zero_variance_share=metrics.batch.zero_variance_share,
+                   infra_error_share=metrics.batch.infra_error_share, reward_mean=metrics.batch.reward_mean)
+
+    def check(self, step: int, *, kl: float | None = None, zero_variance_share: float | None = None,
+              infra_error_share: float | None = None, reward_mean: float | None = None) -> None:
+        """Flag what these measurements show (None: not measured this step, nothing changes)."""
         cfg = self.cfg
-        kl = metrics.get("kl")
         if kl is not None and not math.isnan(kl):
             self._flag(step, "kl_spike", kl > cfg.kl_spike,
                        f"KL to the reference is {kl:.3g} (> {cfg.kl_spike}): the policy is drifting fast")
             self._flag(step, "kl_collapse", step > cfg.warmup_steps and kl < cfg.kl_floor,
                        f"KL to the reference is {kl:.2g}: the policy has stopped moving")
-        share = metrics.get("zero_variance_share")
+        share = zero_variance_share
         if share is not None:
             self._flag(step, "zero_variance", share >= cfg.zero_variance_share,
                        f"{share:.0%} of groups have zero reward variance: no learning signal from them")
-        infra = metrics.get("infra_error_share")
+        infra = infra_error_share
         if infra is not None:
             self._flag(step, "infra_errors", infra > cfg.infra_error_share,
                        f"{infra:.0%} of completions could not be scored (infra_error: sandbox, dead worker or "
                        f"deadline; > {cfg.infra_error_share:.0%}): they are masked, so the batch is thinner and may be "
                        "biased; see the service's groupscore_infra_errors_total on /metrics")
-        reward = metrics.get("reward_mean")
+        reward = reward_mean
         if reward is not None and not math.isnan(reward):
             self._flag(step, "saturation", reward >= cfg.saturation,
                        f"mean reward {reward:.3f} has saturated: the tasks are too easy now")
 
 
-def plot_run(run_dir: Path, metrics: list[dict], evals: list[dict]) -> dict[str, str]:
+def plot_run(run_dir: Path, metrics: list[StepMetrics], evals: list[EvalRecord]) -> dict[str, str]:
     """PNG plots of reward, KL and held-out pass@1 over steps; returns their paths."""
     import matplotlib
 
@@ -108,13 +119,13 @@ def plot_run(run_dir: Path, metrics: list[dict], evals: list[dict]) -> dict[str,
     import matplotlib.pyplot as plt
 
     paths = {}
-    series = {
-        "reward": ("reward_mean", "mean reward (training groups)", metrics),
-        "kl": ("kl", "KL to reference", metrics),
-        "pass_at_1": ("pass@1", "held-out pass@1", evals),
+    series: dict[str, tuple[str, list[tuple[int, float | None]]]] = {
+        "reward": ("mean reward (training groups)", [(m.step, m.batch.reward_mean) for m in metrics]),
+        "kl": ("KL to reference", [(m.step, m.kl) for m in metrics]),
+        "pass_at_1": ("held-out pass@1", [(e.step, e.result.pass_at.get(1)) for e in evals]),
     }
-    for name, (key, label, rows) in series.items():
-        points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+    for name, (label, measured) in series.items():
+        points = [(step, value) for step, value in measured if value is not None]
         fig, ax = plt.subplots(figsize=(6, 3.5))
         if points:
             ax.plot(*zip(*points), marker="o" if name == "pass_at_1" else None, markersize=4)

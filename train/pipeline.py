@@ -10,11 +10,22 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig
-from groupscore.train.evaluate import EvalResult, evaluate
+from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware, barrier, is_main_process, pick_hardware
 from groupscore.train.models import apply_chat_template, load_model, lora_config, resolve_model, set_offline
 from groupscore.train.observe import Monitor, plot_run
-from groupscore.train.scoring import open_scorer
+from groupscore.train.scoring import GroupScorer, open_scorer
+from groupscore.train.summary import (
+    EvalRecord,
+    EvalResult,
+    FinalEval,
+    GrpoStage,
+    MergeStage,
+    PreflightReport,
+    RunSummary,
+    SftStage,
+    StepMetrics,
+)
 from groupscore.train.taskset import Task, load_tasks
 
 FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, not the ones selection looked at
@@ -35,9 +46,11 @@ def prepare(config: TrainConfig) -> tuple[Hardware, list[Task], list[Task]]:
     return hardware, load_tasks(config.taskset.train), load_tasks(config.taskset.eval)
 
 
-def evaluate_folder(path: str | Path, tasks: list[Task], config: TrainConfig, hardware: Hardware, scorer,
-                    seed: int) -> EvalResult:
+def evaluate_folder(path: str | Path, tasks: list[Task], config: TrainConfig, hardware: Hardware,
+                    scorer: GroupScorer, seed: int) -> EvalResult:
     eval_cfg = config.eval
+    if eval_cfg is None:
+        raise ValueError("evaluate_folder needs the config's eval section")
     model, tokenizer = load_model(str(path), hardware)
     max_new = eval_cfg.max_completion_length or (config.grpo.max_completion_length if config.grpo else 256)
     return evaluate(model, tokenizer, tasks, scorer, n=eval_cfg.samples, ks=eval_cfg.k,
@@ -45,19 +58,22 @@ def evaluate_folder(path: str | Path, tasks: list[Task], config: TrainConfig, ha
                     max_prompts=eval_cfg.max_prompts)
 
 
-def preflight(model_path: str, tasks: list[Task], config: TrainConfig, hardware: Hardware, scorer) -> dict:
+def preflight(model_path: str, tasks: list[Task], config: TrainConfig, hardware: Hardware,
+              scorer: GroupScorer) -> PreflightReport:
     """Can GRPO learn from this model? Groups with no positive reward give it nothing to work with."""
     cfg = config.preflight
+    if cfg is None:
+        raise ValueError("preflight needs the config's preflight section")
     model, tokenizer = load_model(model_path, hardware)
     temperature = config.grpo.temperature if config.grpo else 0.9
     max_new = config.grpo.max_completion_length if config.grpo else 256
     result = evaluate(model, tokenizer, tasks, scorer, n=cfg.generations, ks=[1, cfg.generations],
                       temperature=temperature, max_new_tokens=max_new, seed=config.seed, max_prompts=cfg.max_prompts)
-    report = {**result.as_dict(), "threshold": cfg.min_solvable_share, "ok": result.solvable_share >= cfg.min_solvable_share}
+    report = PreflightReport(result, threshold=cfg.min_solvable_share)
     say(f"preflight on {len(result.per_task)} train prompts x {cfg.generations}: pass@1 {result.pass_at[1]:.3f}, "
         f"pass@{cfg.generations} {result.pass_at[cfg.generations]:.3f}, groups with a positive reward "
         f"{result.solvable_share:.0%} (need {cfg.min_solvable_share:.0%})")
-    if not report["ok"]:
+    if not report.ok:
         message = (f"only {result.solvable_share:.0%} of groups have any positive reward: GRPO will see mostly flat "
                    f"groups. Cold-start longer, pick easier tasks or a stronger model.")
         if cfg.on_fail == "stop":
@@ -66,7 +82,7 @@ def preflight(model_path: str, tasks: list[Task], config: TrainConfig, hardware:
     return report
 
 
-def run(config: TrainConfig) -> dict:
+def run(config: TrainConfig) -> RunSummary:
     started = time.perf_counter()
     run_dir = config.run_dir
     hardware, train_tasks, eval_tasks = prepare(config)
@@ -75,8 +91,8 @@ def run(config: TrainConfig) -> dict:
         (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
     say(f"{hardware.device} ({hardware.precision}, {hardware.threads} threads); {len(train_tasks)} train / "
         f"{len(eval_tasks)} held-out tasks; run folder {run_dir}")
-    summary: dict = {"run_dir": str(run_dir), "device": hardware.device, "precision": hardware.precision,
-                     "seed": config.seed, "stages": {}}
+    summary = RunSummary(run_dir=str(run_dir), device=hardware.device, precision=hardware.precision, seed=config.seed)
+    stages = summary.stages
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
     with open_scorer(config.service.urls, config.service.token, config.service.timeout_s,
@@ -92,14 +108,16 @@ def run(config: TrainConfig) -> dict:
 
             t0 = time.perf_counter()
             say(f"cold start: SFT for {config.sft.max_steps} steps on {len(train_tasks)} worked solutions")
-            model_path = cold_start_path = str(cold_start(model_path, train_tasks, config.sft, hardware, run_dir / "sft",
-                                                          config.seed, peft_config))
-            summary["stages"]["sft"] = {"model": model_path, "seconds": round(time.perf_counter() - t0, 1)}
+            model_path = cold_start_path = str(cold_start(model_path, train_tasks, config.sft, hardware,
+                                                          run_dir / "sft", config.seed, peft_config))
+            stages.sft = SftStage(model=model_path, seconds=round(time.perf_counter() - t0, 1))
         if config.preflight is not None:
-            summary["stages"]["preflight"] = preflight(model_path, train_tasks, config, hardware, scorer)
+            stages.preflight = preflight(model_path, train_tasks, config, hardware, scorer)
 
-        selected, evals, metrics = model_path, [], []
-        if config.grpo is not None:
+        selected = model_path
+        evals: list[EvalRecord] = []
+        metrics: list[StepMetrics] = []
+        if config.grpo is not None and config.eval is not None:  # the config refuses grpo without eval
             from groupscore.train.grpo import materialize, run_grpo
 
             g = config.grpo
@@ -109,18 +127,15 @@ def run(config: TrainConfig) -> dict:
                                config.seed, monitor, peft_config)
             selected = str(materialize(outcome.best.path, model_path))
             evals, metrics = outcome.evals, outcome.metrics
-            summary["stages"]["grpo"] = {"seconds": round(outcome.train_s, 1), "steps": len(metrics),
-                                         "selected_step": outcome.best.step, "selected_checkpoint": selected,
-                                         "selected_by": "held-out pass@1", "evals": evals,
-                                         "warnings": monitor.warnings}
+            stages.grpo = GrpoStage(seconds=round(outcome.train_s, 1), steps=len(metrics),
+                                    selected_step=outcome.best.step, selected_checkpoint=selected, evals=evals,
+                                    warnings=monitor.warnings)
         if config.eval is not None:
             seed = config.seed + FINAL_EVAL_SEED_OFFSET
             before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed)
             after = evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed) if selected != model_path \
                 else before
-            summary["eval"] = {"before": before.as_dict(), "after": after.as_dict(), "seed": seed}
-            summary["pass_at_1_before"] = before.pass_at[1]
-            summary["pass_at_1_after"] = after.pass_at[1]
+            summary.eval = FinalEval(before=before, after=after, seed=seed)
         if config.merge is not None:
             from groupscore.train.merge import merge_weights
 
@@ -128,54 +143,54 @@ def run(config: TrainConfig) -> dict:
             if hardware.is_main:
                 merge_weights(Path(selected), Path(cold_start_path), config.merge.ratio, merged)
             barrier()
-            entry = {"model": str(merged), "ratio": config.merge.ratio}
+            merged_eval = None
             if config.eval is not None:
-                entry["eval"] = evaluate_folder(merged, eval_tasks, config, hardware, scorer,
-                                                config.seed + FINAL_EVAL_SEED_OFFSET).as_dict()
-            summary["stages"]["merge"] = entry
-        summary["verifier_versions"] = scorer.versions.summary()  # every verdict of the run, one version per kind
-    summary["selected_model"] = selected
+                merged_eval = evaluate_folder(merged, eval_tasks, config, hardware, scorer,
+                                              config.seed + FINAL_EVAL_SEED_OFFSET)
+            stages.merge = MergeStage(model=str(merged), ratio=config.merge.ratio, eval=merged_eval)
+        summary.verifier_versions = scorer.versions.summary()  # every verdict of the run, one version per kind
+    summary.selected_model = selected
     if not hardware.is_main:
         return summary
-    summary["plots"] = plot_run(run_dir, metrics, evals) if config.grpo is not None else {}
-    summary["logs"] = {name: str(run_dir / f"{name}.jsonl") for name in ("groups", "metrics")
-                       if (run_dir / f"{name}.jsonl").exists()}
-    summary["seconds"] = round(time.perf_counter() - started, 1)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    summary.plots = plot_run(run_dir, metrics, evals) if config.grpo is not None else {}
+    summary.logs = {name: str(run_dir / f"{name}.jsonl") for name in ("groups", "metrics")
+                    if (run_dir / f"{name}.jsonl").exists()}
+    summary.seconds = round(time.perf_counter() - started, 1)
+    (run_dir / "summary.json").write_text(json.dumps(summary.as_json(), indent=2))
     (run_dir / "summary.md").write_text(report_text(summary))
     print(report_text(summary), flush=True)
     return summary
 
 
-def report_text(summary: dict) -> str:
-    lines = [f"# Training run: {summary['run_dir']}", ""]
-    if "pass_at_1_before" in summary:
-        ev = summary["eval"]
-        lines.append(f"held-out pass@1: {summary['pass_at_1_before']:.3f} before -> {summary['pass_at_1_after']:.3f} "
-                     f"after (n={ev['after']['n']} samples per prompt, fresh seed {ev['seed']})")
-        ks = [k for k in ev["after"] if k.startswith("pass@") and k != "pass@1"]
-        for k in ks:
-            lines.append(f"held-out {k}: {ev['before'][k]:.3f} -> {ev['after'][k]:.3f}")
-    stages = summary["stages"]
-    if "preflight" in stages:
-        p = stages["preflight"]
-        lines.append(f"preflight: {p['solvable_share']:.0%} of groups with a positive reward "
-                     f"({'ok' if p['ok'] else 'BELOW'} threshold {p['threshold']:.0%})")
-    if "grpo" in stages:
-        g = stages["grpo"]
-        lines.append(f"GRPO: {g['steps']} steps in {g['seconds']} s; selected step {g['selected_step']} by held-out "
-                     f"pass@1; {len(g['warnings'])} warnings")
-        lines += [f"  - step {w['step']}: {w['message']}" for w in g["warnings"]]
-    if "merge" in stages:
-        m = stages["merge"]
-        extra = f", pass@1 {m['eval']['pass@1']:.3f}" if "eval" in m else ""
-        lines.append(f"merged release ({m['ratio']:.2f} GRPO / {1 - m['ratio']:.2f} cold start): {m['model']}{extra}")
-    lines.append(f"model: {summary['selected_model']}")
-    if summary.get("verifier_versions"):
+def report_text(summary: RunSummary) -> str:
+    lines = [f"# Training run: {summary.run_dir}", ""]
+    if summary.eval is not None:
+        ev = summary.eval
+        lines.append(f"held-out pass@1: {ev.before.pass_at_1:.3f} before -> {ev.after.pass_at_1:.3f} "
+                     f"after (n={ev.after.n} samples per prompt, fresh seed {ev.seed})")
+        for k in ev.after.pass_at:
+            if k != 1:
+                lines.append(f"held-out pass@{k}: {ev.before.pass_at[k]:.3f} -> {ev.after.pass_at[k]:.3f}")
+    stages = summary.stages
+    if stages.preflight is not None:
+        p = stages.preflight
+        lines.append(f"preflight: {p.result.solvable_share:.0%} of groups with a positive reward "
+                     f"({'ok' if p.ok else 'BELOW'} threshold {p.threshold:.0%})")
+    if stages.grpo is not None:
+        g = stages.grpo
+        lines.append(f"GRPO: {g.steps} steps in {g.seconds} s; selected step {g.selected_step} by held-out "
+                     f"pass@1; {len(g.warnings)} warnings")
+        lines += [f"  - step {w['step']}: {w['message']}" for w in g.warnings]
+    if stages.merge is not None:
+        m = stages.merge
+        extra = f", pass@1 {m.eval.pass_at_1:.3f}" if m.eval is not None else ""
+        lines.append(f"merged release ({m.ratio:.2f} GRPO / {1 - m.ratio:.2f} cold start): {m.model}{extra}")
+    lines.append(f"model: {summary.selected_model}")
+    if summary.verifier_versions:
         tags = [f"{kind}@{v}" if isinstance(v, int) else " and ".join(f"{kind}@{x}" for x in v) + " (mixed)"
-                for kind, v in summary["verifier_versions"].items()]
+                for kind, v in summary.verifier_versions.items()]
         lines.append(f"verifier versions: {', '.join(tags)}")
-    for name, path in {**summary["plots"], **summary["logs"]}.items():
+    for name, path in {**(summary.plots or {}), **(summary.logs or {})}.items():
         lines.append(f"{name}: {path}")
-    lines.append(f"total time: {summary['seconds']} s on {summary['device']}")
+    lines.append(f"total time: {summary.seconds} s on {summary.device}")
     return "\n".join(lines) + "\n"

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groupscore.train.config import SftConfig
 from groupscore.train.hardware import Hardware
 from groupscore.train.taskset import Task
 
+if TYPE_CHECKING:
+    from peft import PeftConfig
+
 
 def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Hardware, out_dir: Path,
-               seed: int, peft_config=None) -> Path:
+               seed: int, peft_config: PeftConfig | None = None) -> Path:
     """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback

@@ -5,8 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<unk>"]
 
@@ -24,7 +28,7 @@ class TinyModelSpec(BaseModel):
     max_positions: int = Field(default=128, ge=16, le=4096)
 
 
-def build_tokenizer(corpus: list[str], vocab_size: int):
+def build_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
     """A BPE tokenizer over the corpus that keeps every digit its own token, so numbers stay learnable."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
