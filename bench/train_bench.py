@@ -50,13 +50,13 @@ def main() -> None:
                                scratch / f"grpo-{overlap}", config.seed, Monitor(config.monitor, emit=lambda _m: None),
                                max_steps=args.steps)
             steps = outcome.metrics[1:]
-            step_s = sum(m["step_time_s"] for m in steps)
+            step_s = sum(m.step_time_s for m in steps)
             rows.append({
                 "mode": "overlapped (default)" if overlap else "not overlapped",
-                "steps": len(steps), "step_s": statistics.median(m["step_time_s"] for m in steps),
-                "wait_share": sum(m["reward_wait_s"] for m in steps) / step_s,
-                "wait_ms": 1000 * statistics.median(m["reward_wait_s"] for m in steps),
-                "request_ms": 1000 * statistics.median(m["reward_request_s"] for m in steps),
+                "steps": len(steps), "step_s": statistics.median(m.step_time_s for m in steps),
+                "wait_share": sum(m.batch.reward_wait_s for m in steps) / step_s,
+                "wait_ms": 1000 * statistics.median(m.batch.reward_wait_s for m in steps),
+                "request_ms": 1000 * statistics.median(m.batch.reward_request_s for m in steps),
                 "wall_s": time.perf_counter() - started,
             })
         scorer.close()
