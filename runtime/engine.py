@@ -128,7 +128,7 @@ class ScoringEngine:
         spec = tasks.spec_of(spec_json)
         size = chunk_size(len(raw_items), self.config.workers, self.config.chunk_items)
         parts = chunks_with_singles(raw_items, size, lambda raw: runs_programs(raw, spec))
-        run = partial(self._score_chunk, pool, spec_json, deadline_wall)
+        run = partial(self._score_chunk, pool, spec_json, deadline_wall, time.perf_counter())
         futures = [loop.run_in_executor(threads, run, part) for part in parts]
         try:
             if futures:
@@ -148,10 +148,9 @@ class ScoringEngine:
         return verdicts
 
     def _score_chunk(
-        self, pool: WorkerPool, spec_json: str | None, deadline_wall: float, part: list[Any]
+        self, pool: WorkerPool, spec_json: str | None, deadline_wall: float, submitted: float, part: list[Any]
     ) -> list[dict[str, Any]]:
         # In one of the engine's threads: the call and its retries, bounded by the request's deadline plus the grace.
-        started = time.perf_counter()
 
         def timeout_for(count: int) -> float | None:
             left = deadline_wall - time.time()
@@ -161,7 +160,7 @@ class ScoringEngine:
         verdicts = run_isolated(
             pool, fn, part, self._failed_verdict, timeout_for, self.config.max_attempts, self._observe
         )
-        self.events.chunk_done(len(part), time.perf_counter() - started)
+        self.events.chunk_done(len(part), time.perf_counter() - submitted)  # the wait for a thread included
         return verdicts
 
     async def call(self, fn: Any, *args: Any, timeout_s: float) -> Any:
