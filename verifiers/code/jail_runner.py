@@ -2,7 +2,8 @@
 
 This file is run by the jail's Python (3.8+, standard library only) as `python -S runner.py [site-packages dir...]`
 (the host ships it compiled by that interpreter, as runner.pyc); the host imports it too, for the value codec both
-sides share.
+sides share. It is one file because the jail receives exactly one program: verify.py reads this source, sandbox_jobs
+compiles it to runner.pyc and ships that single file into the jail, where no package of ours can be imported.
 
 Three kinds of process, because in-process grading can be fooled by the code it grades:
 - the runner reads the test plan from stdin, never runs candidate code, and writes one marked JSON line per test unit
