@@ -45,7 +45,6 @@ protocol (the boot line, the control socket, the ready/ok/err replies) and are o
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import importlib
 import json
@@ -561,6 +560,8 @@ def run_bounded(fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
 
 async def run_bounded_async(fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
     """`run_bounded` for event loops: waits in a thread, so the loop keeps running."""
+    import asyncio  # here, not at the top: a one-shot `groupscore score` never needs it (~0.1 s of imports)
+
     return await asyncio.to_thread(run_bounded, fn, *args, timeout_s=timeout_s)
 
 
