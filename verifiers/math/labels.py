@@ -1,0 +1,71 @@
+"""Labels on answers: `(p,q)=(3,2)` is the tuple (3,2), `y=3, x=4` is (x, y) = (4, 3), and `W(x)=1 or W(x)=-1`
+gives two values of one unknown. The grader drops a label that only one side carries before matching structures.
+"""
+
+from __future__ import annotations
+
+import re
+
+from groupscore.verifiers.math.structures import Items, Node, Relation, parse_structure
+
+
+def has_relation(node: Node) -> bool:
+    return isinstance(node, Relation) or (isinstance(node, Items) and any(has_relation(i) for i in node.items))
+
+
+def unlabel(node: Node) -> Node:
+    """The answer without its labels: `(p,q)=(3,2)` -> (3,2); `AB=4, CD=5` -> 4, 5; `p=5,q=2;p=7,q=2` -> the
+    list of lists 5, 2 and 7, 2 (a tuple on the other side still fixes the order). Only a name (structures.is_name) is
+    a label: `7 = 11a+c` keeps its meaning."""
+    if isinstance(node, Relation):
+        if not node.is_assignment:
+            return node
+        value = parse_structure(node.rhs)
+        labels = _tuple_labels(node.lhs)
+        if labels and isinstance(value, Items) and value.kind == "tuple" and len(value.items) == len(labels):
+            # `(y, x) = (3, 4)` is (x, y) = (4, 3): the values follow their labels, as for `y=3, x=4`.
+            order = sorted(range(len(labels)), key=lambda k: _label_key(labels[k]))
+            value = Items(tuple(value.items[k] for k in order), value.kind)
+        return unlabel(value)
+    if not isinstance(node, Items):
+        return node
+    return Items(tuple(unlabel(i) for i in _by_label(node.items)), node.kind)
+
+
+_LETTER_LABEL = re.compile(r"([a-zA-Z])(?:_\{?(\w{1,3})\}?)?")
+
+
+def _by_label(items: tuple[Node, ...]) -> tuple[Node, ...]:
+    """Values labelled by distinct letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in the order of their labels:
+    x before y, a before b, x_1 before x_2, as an unlabelled tuple lists them. Read in text order, `y=3, x=4` paid
+    against `(3, 4)`, which is (x, y) = (4, 3). Other labels (`AB`, `V_1:V_2`) keep the text's order."""
+    labels = [_LETTER_LABEL.fullmatch(i.lhs.strip()) if isinstance(i, Relation) and i.is_assignment else None
+              for i in items]
+    if len(items) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore[union-attr]
+        return items
+    return tuple(item for _, item in sorted(zip(labels, items), key=lambda pair: _label_key(pair[0])))  # type: ignore
+
+
+def _label_key(label: re.Match[str]) -> tuple:
+    letter, sub = label.group(1), label.group(2) or ""
+    return (letter.lower(), letter, (0, int(sub), "") if sub.isdigit() else (1, 0, sub))
+
+
+def _tuple_labels(lhs: str) -> list[re.Match[str]] | None:
+    """The labels of a tuple of distinct single letters on a left side (`(y, x)`), else None."""
+    lhs = lhs.strip()
+    if not (lhs.startswith("(") and lhs.endswith(")")):
+        return None
+    labels = [_LETTER_LABEL.fullmatch(part.strip()) for part in lhs[1:-1].split(",")]
+    if len(labels) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore
+        return None
+    return labels  # type: ignore[return-value]
+
+
+def one_label(node: Node) -> str | None:
+    """The label of an answer that gives several values of one unknown (`W(x)=1 or W(x)=-1`), else None."""
+    if not (isinstance(node, Items) and node.items):
+        return None
+    labels = {i.lhs for i in node.items if isinstance(i, Relation) and i.is_assignment}
+    count = sum(1 for i in node.items if isinstance(i, Relation) and i.is_assignment)
+    return labels.pop() if count == len(node.items) and len(labels) == 1 else None
