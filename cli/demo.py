@@ -20,7 +20,6 @@ from typing import Any
 DATA = Path(__file__).resolve().with_name("data")
 MATH_FIXTURES = DATA / "math"
 CODE_FIXTURES = [DATA / "code" / "cli_items.jsonl"]
-ITEM_FIELDS = ("id", "completion", "answer", "strict", "rel_tol", "timeout_s")  # the rest of a case is its label
 
 
 @dataclass(frozen=True)
@@ -35,6 +34,9 @@ class LabelledCase:
 
 def load_math_cases(folder: Path = MATH_FIXTURES) -> list[LabelledCase]:
     """Every labelled case of data/math/*.jsonl, in file order."""
+    from groupscore.verifiers.math.item import MathItem
+
+    item_fields = MathItem.model_fields.keys() - {"verifier"}
     paths = sorted(folder.glob("*.jsonl"))
     if not paths:
         raise FileNotFoundError(f"no math fixtures in {folder} (the package's data files are missing)")
@@ -45,8 +47,13 @@ def load_math_cases(folder: Path = MATH_FIXTURES) -> list[LabelledCase]:
                 continue
             raw = json.loads(line)
             try:
-                item = {"verifier": "math", **{k: raw[k] for k in ITEM_FIELDS if k in raw}}
-                cases.append(LabelledCase(item, bool(raw["expected"]), raw.get("expected_status"), raw["category"]))
+                # A case is a math item (its options included: profile, percent, question, ...) plus its label.
+                item = {"verifier": "math", **{k: raw[k] for k in item_fields if k in raw}}
+                expected = raw["expected"]  # True/False (is the answer right?), or the status the verdict must have
+                if isinstance(expected, str):
+                    cases.append(LabelledCase(item, expected == "correct", expected, raw["category"]))
+                else:
+                    cases.append(LabelledCase(item, bool(expected), raw.get("expected_status"), raw["category"]))
             except KeyError as missing:
                 raise ValueError(f"{path.name}:{number}: missing key {missing}") from None
     return cases
