@@ -6,13 +6,12 @@ import time
 
 import pytest
 
+from groupscore.verifiers.math.boxes import box_spans_from_end, boxed_contents
 from groupscore.verifiers.math.parser import (
     LENIENT,
     NO_FALLBACK,
     STRICT,
     box_run,
-    box_spans_from_end,
-    boxed_contents,
     extract_answer,
 )
 from groupscore.verifiers.math.reference import parse_gold

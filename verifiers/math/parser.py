@@ -8,7 +8,8 @@ boxes it ends: `\\boxed{1} and \\boxed{2}`), unless a `#### X` / `Final answer:`
 3. the last of `#### X`, `Final answer: X` and Minerva's "The final answer is $X$"; 4. "The answer is X" and
 `Answer $X$`; 5. a completion that is nothing but an answer; 6. fallback: the last formula of the text if it holds the
 last number, else the last number. A marker whose sentence is prose ("The largest $n$ is 34.") yields that sentence's
-one value. Steps 5-6 and the prose reduction are the `fallback` (off: an explicit marker is required).
+one value. Steps 5-6 and the prose reduction are the `fallback` (off: an explicit marker is required). Boxes are
+found by boxes.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from groupscore.verifiers.math.boxes import (
+    MAX_PROBES,
+    box_spans_from_end,
+    boxed_contents,
+    connects_answers,
+    final_box_group,
+)
 from groupscore.verifiers.math.qualifiers import qualified_number, qualifiers
 
 
@@ -50,8 +58,6 @@ class Extracted:
     too_long: bool = False
 
 
-# One token per structural event; `\{` and `\}` are literal braces of a set and never open or close a group.
-_BOX_SCAN = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]|\\boxed[ \t]+([^\s${}\\]+)")
 _FINAL_MARKERS = re.compile(
     r"####|final\s+answer\s*(?:is\s*)?[:：]|\bFINAL\s*[:：]|final\s+answer\s+is\b", re.IGNORECASE
 )
@@ -61,7 +67,6 @@ _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|(?<!\s)\s+I hope it is correct|,\s*(?
 _NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\\?\"|\s)+", re.IGNORECASE)
 _SPAN_LIMIT = 4000  # how far past a marker an answer may run
-_MAX_PROBES = 64
 _BARE_MAX_CHARS = 120
 _PROSE = re.compile(r"[a-zA-Z]{2,}\s+[a-zA-Z]{2,}")  # two words in a row: a sentence, not a bare answer
 _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+(?:\{[^{}]*\})?")
@@ -70,140 +75,6 @@ _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+(?:\{[^{}]*\})?")
 def is_prose(text: str) -> bool:
     """Two words in a row once LaTeX commands are dropped: a sentence, not a bare answer."""
     return _PROSE.search(_LATEX_COMMAND.sub(" ", text)) is not None
-
-
-def boxed_contents(text: str) -> list[tuple[int, str]]:
-    """(start, content) of every outermost, closed \\boxed{...} or \\fbox{...}, in order; one linear pass."""
-    boxes: list[tuple[int, str]] = []
-    stack: list[tuple[bool, int, int]] = []  # (is_box, opener_start, content_start) per open brace
-    open_boxes = 0
-    first = min((p for p in (text.find("\\boxed"), text.find("\\fbox")) if p >= 0), default=-1)
-    if first < 0:
-        return boxes
-    for match in _BOX_SCAN.finditer(text, first):  # braces before the first box cannot matter
-        token = match.group(0)
-        if match.group(1) is not None:  # `\boxed 5`: a box without braces
-            if open_boxes == 0:
-                boxes.append((match.start(), match.group(1)))
-        elif token.endswith("{") and token.startswith("\\") and len(token) > 2:
-            stack.append((True, match.start(), match.end()))
-            open_boxes += 1
-        elif token == "{":
-            stack.append((False, match.start(), match.end()))
-        elif token == "}":
-            if not stack:
-                continue
-            is_box, opener, start = stack.pop()
-            if is_box:
-                open_boxes -= 1
-                if open_boxes == 0:
-                    boxes.append((opener, text[start : match.start()]))
-    return boxes
-
-
-BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
-
-
-def _closing_brace(text: str, start: int, end: int) -> int:
-    """Index of the `}` closing a group whose content starts at `start` (-1 if none); escaped braces don't count.
-
-    Counting with `str.find`/`str.count` keeps the work at C speed: one Python step per `}` on the way.
-    """
-    depth, i = 1, start
-    while True:
-        close = text.find("}", i, end)
-        if close < 0:
-            return -1
-        opens = text.count("{", i, close) - text.count("\\{", i, close)
-        depth += opens
-        if text[close - 1] != "\\" or (close >= 2 and text[close - 2] == "\\"):
-            depth -= 1
-        if depth <= 0:
-            return close
-        i = close + 1
-
-
-_PLAIN_BOX = re.compile(r"\\boxed[ \t]+([^\s${}\\]+)")
-
-
-def box_spans_from_end(text: str, limit: int, window: int) -> tuple[list[tuple[int, int, str]], bool]:
-    """(start, closing brace, content) of the last `limit` top-level closed boxes, in text order, found from the end.
-
-    A box must close within `window` characters (a longer one is no answer), so each probe costs at most one
-    window and the whole search at most `_MAX_PROBES` windows, however long the text. The flag says that the last
-    box runs past `window` (an overlong answer, not a truncated one: enough text follows it).
-    """
-    found: list[tuple[int, int, str]] = []  # (start, end, content), latest first
-    overlong = False
-    pos = len(text)
-    for _ in range(_MAX_PROBES):
-        if len(found) >= limit:
-            break
-        pos = max(text.rfind("\\boxed", 0, pos), text.rfind("\\fbox", 0, pos))
-        if pos < 0:
-            break
-        opener = BOX_OPENER.match(text, pos)
-        if opener is None:
-            plain = _PLAIN_BOX.match(text, pos)  # `\boxed 5`
-            if plain is not None:
-                found.append((pos, plain.end() - 1, plain.group(1)))
-            continue
-        close = _closing_brace(text, opener.end(), min(len(text), opener.end() + window))
-        if close < 0:
-            overlong |= not found and len(text) > opener.end() + window
-            continue  # unclosed (a truncated completion) or too long to be an answer
-        while found and found[-1][0] < close:
-            found.pop()  # a box found earlier sits inside this one: only the outer box counts
-        found.append((pos, close, text[opener.end() : close]))
-    return list(reversed(found)), overlong and not found
-
-
-# What may sit between two boxes of one answer list: `\boxed{1}, \boxed{2}`, `\boxed{(2, 2)} \quad \text{and} \quad
-# \boxed{(6, 2)}`, `y_1 = \boxed{..} \) and \( y_2 = \boxed{..}`; plus at most a few plain words ("papers and").
-_GAP_TOKENS = re.compile(
-    r"\\[()\[\]]|\\q?quad(?![a-zA-Z])|\\[,;:! ]|\\\\|\\(?:text|mathrm|textbf|textrm|mbox)\s*\{[^{}]{0,60}\}"
-    r"|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*=|[$,;.:&]"
-)
-_GAP_WORD = re.compile(r"[A-Za-z']{1,15}")
-_GAP_PUNCTUATION = re.compile(r"[^\w\\{}]+")
-_GAP_MAX_CHARS = 160
-_GAP_MAX_WORDS = 4
-
-
-def _joins_boxes(gap: str) -> bool:
-    """Whether the text between two boxes only connects them (a list of answers, not reasoning in between)."""
-    if len(gap) > _GAP_MAX_CHARS:
-        return False
-    words = _GAP_TOKENS.sub(" ", gap).split()
-    words = [w for w in words if not _GAP_PUNCTUATION.fullmatch(w)]
-    return len(words) <= _GAP_MAX_WORDS and all(_GAP_WORD.fullmatch(w) for w in words)
-
-
-def final_box_group(text: str, spans: list[tuple[int, int, str]], joins=_joins_boxes) -> tuple[str, ...]:
-    """The contents of the run of boxes the text ends with, joined only by connectors (`joins` says which gaps are)."""
-    start = len(spans) - 1
-    while start > 0 and joins(text[spans[start - 1][1] + 1 : spans[start][0]]):
-        start -= 1
-    return tuple(content for _, _, content in spans[start:])
-
-
-# Between two boxes of a completion's answer list only connectors may stand: words of a list (`and`, `or`,
-# `respectively`, "for part (a) and"), labels (`y_2 =`), spacing, math delimiters and punctuation. Any other word is
-# reasoning ("Wait, no"): the boxes are a correction and the last one is the answer.
-_LIST_WORDS = frozenset({"and", "or", "also", "respectively", "for", "part", "parts", "case", "cases"})
-_GAP_WORDS = re.compile(r"\w+")  # a digit between two boxes is no connector either
-_GAP_WRAPPER = re.compile(r"\\(?:text|mathrm|textbf|textrm|mbox)\s*\{([^{}]{0,60})\}")
-_GAP_CONNECTOR = re.compile(
-    r"\\\\|\\[()\[\]]|\\q?quad(?![a-zA-Z])|\\[,;:! ]|[a-zA-Z](?:_\{?\w{1,3}\}?)?\s*=|\([a-z]\)|[$,;.:&]"
-)
-
-
-def _connects_answers(gap: str) -> bool:
-    """Whether the text between two boxes of a completion only lists them (see `_LIST_WORDS`)."""
-    if len(gap) > _GAP_MAX_CHARS:
-        return False
-    gap = _GAP_CONNECTOR.sub(" ", _GAP_WRAPPER.sub(lambda m: f" {m.group(1)} ", gap))
-    return all(word.lower() in _LIST_WORDS for word in _GAP_WORDS.findall(gap))
 
 
 def unescaped(text: str, needle: str, start: int) -> int:
@@ -222,7 +93,7 @@ def _formula_list(text: str) -> str | None:
     comparison refuses), not the first formula alone. None when only one formula starts the text."""
     parts: list[str] = []
     pos = 0
-    for _ in range(_MAX_PROBES):
+    for _ in range(MAX_PROBES):
         end = unescaped(text, "$", pos + 1)
         if end < 0 or text.startswith("$$", pos):
             return None
@@ -325,11 +196,11 @@ def _last_marker(text: str, needles: tuple[str, ...], pattern: re.Pattern[str]) 
     """The last match of `pattern`, found by probing occurrences of its literal `needles` from the end.
 
     `rfind` runs at memory speed, so the common case (a marker near the end) never scans the whole text; after
-    `_MAX_PROBES` false alarms the rest is scanned once by the regex, which keeps the worst case linear.
+    `MAX_PROBES` false alarms the rest is scanned once by the regex, which keeps the worst case linear.
     """
     ends = {needle: len(text) for needle in needles}
     found = {needle: text.rfind(needle) for needle in needles}
-    for _ in range(_MAX_PROBES):
+    for _ in range(MAX_PROBES):
         needle = max(found, key=found.__getitem__)
         pos = found[needle]
         if pos < 0:
@@ -378,7 +249,7 @@ def box_run(completion: str, config: AnswerExtraction = LENIENT) -> tuple[str, .
         if tag_end > 0 and ("boxed" in completion[tag_start:tag_end] or "fbox" in completion[tag_start:tag_end]):
             text = completion[tag_start + len("<answer>") : tag_end]
     spans, _ = box_spans_from_end(text, config.boxes_considered, config.max_answer_chars + 1)
-    run = final_box_group(text, spans, _connects_answers) if len(spans) > 1 else ()
+    run = final_box_group(text, spans, connects_answers) if len(spans) > 1 else ()
     return tuple(_clean(content) for content in run) if len(run) > 1 else ()
 
 

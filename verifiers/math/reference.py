@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import re
 
+from groupscore.verifiers.math.boxes import BOX_OPENER, box_spans_from_end, final_box_group
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.parser import (
-    BOX_OPENER,
-    box_spans_from_end,
     extract_answer,
-    final_box_group,
     is_prose,
     join_digit_groups,
     undouble_commands,
