@@ -12,7 +12,7 @@ from groupscore.testing.api import (
     check_reward_fn,
 )
 from groupscore.testing.cases import Case, CasesError, load_cases
-from groupscore.testing.checks import CheckConfig
+from groupscore.testing.check_base import CheckConfig
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 from groupscore.testing.targets import (
     InfraError,

@@ -9,7 +9,8 @@ from typing import Any
 
 from groupscore.testing.calls import ThreadCaller, make_caller
 from groupscore.testing.cases import Case, as_cases
-from groupscore.testing.checks import CheckConfig, CheckRun, value_problem
+from groupscore.testing.check_base import CheckConfig, value_problem
+from groupscore.testing.checks import CheckRun
 from groupscore.testing.report import Report
 from groupscore.testing.targets import Target, as_target
 

@@ -10,7 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from groupscore.testing.cases import CasesError, load_cases
-from groupscore.testing.checks import CHECK_GROUPS, CheckConfig, CheckRun
+from groupscore.testing.check_base import CHECK_GROUPS, CheckConfig
+from groupscore.testing.checks import CheckRun
 from groupscore.testing.targets import TargetError, resolve_target
 
 
