@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from groupscore.testing.calls import Caller, CallResult, Value
+from groupscore.testing.call_result import CallResult, Value
+from groupscore.testing.calls import Caller
 from groupscore.testing.cases import Case
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 from groupscore.testing.targets import Target, TargetError

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from groupscore.testing.calls import CallResult, make_caller
+from groupscore.testing.call_result import CallResult
+from groupscore.testing.calls import make_caller
 from groupscore.testing.check_base import CHECK_GROUPS, FAIL, PASS, SKIP, value_problem
 from groupscore.testing.determinism_checks import DeterminismChecks
 from groupscore.testing.edge_checks import EdgeChecks

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from groupscore.testing.calls import CallResult, ProcessCaller
+from groupscore.testing.call_result import CallResult
+from groupscore.testing.calls import ProcessCaller
 from groupscore.testing.check_base import FAIL, PASS, SKIP, CheckRunBase
 from groupscore.testing.targets import TargetError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from groupscore.testing.calls import CallResult
+from groupscore.testing.call_result import CallResult
 from groupscore.testing.check_base import FAIL, PASS, SKIP, CheckRunBase
 from groupscore.testing.probes import FLOOR, Probe, ProbeSet, probes_for_case
 from groupscore.testing.targets import ServiceTarget, VerifierTarget

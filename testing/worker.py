@@ -27,8 +27,9 @@ def _send(stream: BinaryIO, message: Any) -> None:
     stream.flush()
 
 
-def _call_at_once(barrier: threading.Barrier, results: list[Any], slot: int, run_call: Any, target: Any,
-                  cases: Any) -> None:
+def _call_at_once(
+    barrier: threading.Barrier, results: list[Any], slot: int, run_call: Any, target: Any, cases: Any
+) -> None:
     """One of the threads of a "threads" request: all start the call together, each writes its own slot."""
     barrier.wait()
     results[slot] = run_call(target, cases)
@@ -42,7 +43,7 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(2, 1)
 
-    from groupscore.testing.calls import run_call
+    from groupscore.testing.call_result import run_call
     from groupscore.testing.targets import build_target
 
     target = None
@@ -59,8 +60,11 @@ def main() -> int:
             try:
                 target = build_target(message[1])
             except BaseException as exc:  # noqa: BLE001 - the target's import can raise anything; it goes back as text
-                text = str(exc) if type(exc).__name__ == "TargetError" else "".join(
-                    traceback.format_exception_only(type(exc), exc)).strip()
+                text = (
+                    str(exc)
+                    if type(exc).__name__ == "TargetError"
+                    else "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                )
                 _send(proto_out, ("error", text))
                 continue
             _send(proto_out, ("ok", target.description))
@@ -70,8 +74,10 @@ def main() -> int:
             cases, count = message[1], message[2]
             results: list[Any] = [None] * count
             barrier = threading.Barrier(count)
-            threads = [threading.Thread(target=_call_at_once, args=(barrier, results, i, run_call, target, cases))
-                       for i in range(count)]
+            threads = [
+                threading.Thread(target=_call_at_once, args=(barrier, results, i, run_call, target, cases))
+                for i in range(count)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:

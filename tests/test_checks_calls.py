@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from groupscore.testing import Case, check_reward_fn
-from groupscore.testing.calls import ProcessCaller, ThreadCaller, classify_reward, make_caller
+from groupscore.testing.call_result import classify_reward
+from groupscore.testing.calls import ProcessCaller, ThreadCaller, make_caller
 from groupscore.testing.targets import as_target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +117,7 @@ def test_a_reward_that_hangs_on_every_case_is_reported_once_not_waited_on_for_ea
 def test_arrays_are_accepted_as_trl_accepts_them_and_strings_are_not():
     import numpy as np
 
-    from groupscore.testing.calls import run_call
+    from groupscore.testing.call_result import run_call
 
     cases = [case("a"), case("b")]
     outcome = run_call(as_target(lambda prompts, completions, **kw: np.array([0.5, 1.0])), cases)

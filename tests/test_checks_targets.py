@@ -16,7 +16,7 @@ from groupscore.testing import (
     as_target,
     load_cases,
 )
-from groupscore.testing.calls import run_call
+from groupscore.testing.call_result import run_call
 from groupscore.testing.targets import ServiceTarget, build_target, item_for_case, resolve_target
 
 CASES = [Case("What is 2+2?", "It is \\boxed{4}.", {"answer": "4", "level": 1}, "c0"),
