@@ -11,13 +11,14 @@ from groupscore.verifiers.registry import KINDS, parse_item, score_item
 
 
 def test_tables_name_every_kind_in_wire_order():
-    assert tuple(KIND_FIELDS) == KIND_NAMES == tuple(KINDS)
+    assert tuple(KINDS) == KIND_NAMES
+    assert tuple(KIND_FIELDS) == KIND_NAMES
     assert tuple(NEEDED_FIELDS) == KIND_NAMES
 
 
 def test_base_fields_are_those_every_item_model_has():
     for kind in KINDS.values():
-        assert BASE_FIELDS <= set(kind.item_model.model_fields), kind.name
+        assert set(kind.item_model.model_fields) >= BASE_FIELDS, kind.name
 
 
 @pytest.mark.parametrize("name", KIND_NAMES)

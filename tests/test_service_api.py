@@ -279,8 +279,8 @@ def test_async_client_and_sharding_over_two_urls_keep_order(url):
     with ScoreClient([url, url, url], max_batch=7) as client:
         groups = client.score_groups([{"id": g, "item": {"verifier": "math", "answer": str(g)},
                                        "completions": [f"\\boxed{{{g}}}", "\\boxed{x}", "none"]} for g in range(9)])
-    assert [g["id"] for g in groups] == list(range(9))
-    assert all(g["total"]["rewards"] == [1.0, 0.0, 0.0] for g in groups)
+    assert [g.id for g in groups] == list(range(9))
+    assert all(g.total.rewards == [1.0, 0.0, 0.0] for g in groups)
 
 
 def test_client_fails_over_from_a_dead_url(url):

@@ -40,5 +40,5 @@ def test_the_trainers_scorer_records_the_versions_a_real_service_returns(url):
         scores = scorer.score_groups([wire_group("g", {"verifier": "math", "answer": "4"}, ["\\boxed{4}", "5"])])
     finally:
         scorer.close()
-    assert scores[0].rewards == [1.0, 0.0]
+    assert scores[0].total.rewards == [1.0, 0.0]
     assert scorer.versions.summary() == {"math": VERSIONS["math"]}

@@ -49,9 +49,12 @@ def service_url():
 
 @pytest.fixture(scope="module")
 def trained(service_url, tmp_path_factory):
+    """The run folder and its summary.json (which the run's typed summary must equal)."""
     run_dir = tmp_path_factory.mktemp("train-run")
     summary = run(config_for(run_dir, service_url))
-    return run_dir, summary
+    text = (run_dir / "summary.json").read_text()
+    assert text == json.dumps(summary.as_json(), indent=2)
+    return run_dir, json.loads(text)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -113,17 +116,17 @@ def test_metrics_plots_and_selection_are_written(trained):
 def test_dry_run_checks_references_and_estimates_from_measured_steps(service_url, tmp_path, capsys):
     report = dry_run_report(config_for(tmp_path / "dry", service_url, merge=None))
     out = capsys.readouterr().out
-    assert report["ok"] and report["reference_failures"] == []
-    assert report["rollouts"] == STEPS * PROMPTS * G and f"= {STEPS * PROMPTS * G}" in out
-    assert report["estimate_s"] > 0 and "estimated run time" in out
+    assert report.ok and report.reference_failures == []
+    assert report.rollouts == STEPS * PROMPTS * G and f"= {STEPS * PROMPTS * G}" in out
+    assert report.estimate_s is not None and report.estimate_s > 0 and "estimated run time" in out
 
 
 def test_dry_run_reports_a_reference_that_does_not_score_1(service_url, tmp_path, capsys):
     bad = FIXTURES / "wrong_reference.jsonl"
     report = dry_run_report(config_for(tmp_path / "dry", service_url, taskset={"train": bad, "eval": bad}))
-    assert not report["ok"]
-    assert any(f.startswith("wrong: reference scored 0.0") for f in report["reference_failures"])
-    assert not any(f.startswith("right") for f in report["reference_failures"])
+    assert not report.ok
+    assert any(f.startswith("wrong: reference scored 0.0") for f in report.reference_failures)
+    assert not any(f.startswith("right") for f in report.reference_failures)
 
 
 def test_code_taskset_references_pass_their_hidden_tests_through_the_service(service_url):
@@ -142,6 +145,6 @@ def test_code_taskset_references_pass_their_hidden_tests_through_the_service(ser
         assert check_references(tasks, scorer) == []
         wrong = scorer.score_groups([wire_group(t.id, t.item, ["```python\ndef f(x):\n    return None\n```"])
                                      for t in tasks])
-        assert all(g.rewards[0] < 1.0 for g in wrong)
+        assert all(g.total.rewards[0] < 1.0 for g in wrong)
     finally:
         scorer.close()

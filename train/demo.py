@@ -6,12 +6,13 @@ from pathlib import Path
 
 from groupscore.train.config import load_config
 from groupscore.train.pipeline import run
+from groupscore.train.summary import RunSummary
 
 DEMO_CONFIG = Path(__file__).with_name("demo.yaml")
 TASKSETS = Path(__file__).with_name("tasks")  # the bundled tasksets (package data), arith/ for this demo
 
 
-def run_training_demo(run_dir: Path | str, service_urls: list[str] | None = None) -> dict:
+def run_training_demo(run_dir: Path | str, service_urls: list[str] | None = None) -> RunSummary:
     """Run the bundled demo config into `run_dir`; returns the summary (also written to run_dir/summary.json).
 
     `service_urls`: score through these running services instead of starting one embedded for the run.
