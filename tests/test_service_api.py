@@ -297,15 +297,15 @@ def test_client_gives_up_after_its_retries_with_a_service_error():
     from groupscore.client.http import RetryPolicy
     from groupscore.service.embedded import free_port
 
-    with ScoreClient(f"http://127.0.0.1:{free_port()}", retry=RetryPolicy(max_retries=2, backoff_s=0.01)) as client:
-        with pytest.raises(ServiceError, match="failed after 3 attempts"):
-            client.score([math_item(1, "1", "1")])
+    retry = RetryPolicy(max_retries=2, backoff_s=0.01)
+    with (ScoreClient(f"http://127.0.0.1:{free_port()}", retry=retry) as client,
+          pytest.raises(ServiceError, match="failed after 3 attempts")):
+        client.score([math_item(1, "1", "1")])
 
 
 def test_client_raises_service_error_on_4xx_without_retrying(url):
-    with ScoreClient(url) as client:
-        with pytest.raises(ServiceError) as info:
-            client.request("POST", "/v1/score", {"items": "nope"})
+    with ScoreClient(url) as client, pytest.raises(ServiceError) as info:
+        client.request("POST", "/v1/score", {"items": "nope"})
     assert info.value.status_code == 422
 
 

@@ -15,10 +15,10 @@ import groupscore.train  # noqa: F401  (sets the HF offline variables before trl
 
 pytest.importorskip("trl")
 
-from groupscore.service.embedded import start_embedded  # noqa: E402
-from groupscore.train.commands import dry_run_report  # noqa: E402
-from groupscore.train.config import TrainConfig  # noqa: E402
-from groupscore.train.pipeline import run  # noqa: E402
+from groupscore.service.embedded import start_embedded
+from groupscore.train.commands import dry_run_report
+from groupscore.train.config import TrainConfig
+from groupscore.train.pipeline import run
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tasks"  # deliberately bad rows
 TASKSETS = Path(__file__).resolve().parent.parent / "train" / "tasks"  # the bundled tasksets
