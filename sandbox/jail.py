@@ -107,9 +107,20 @@ def _max_jails() -> int:
     return sandbox_settings.current().max_jails or 4 * max(1, len(os.sched_getaffinity(0)))
 
 
-_JAILS = threading.BoundedSemaphore(_max_jails())
+_JAILS: threading.BoundedSemaphore | None = None
+_JAILS_LOCK = threading.Lock()
 _POOL: SlotPool | None = None
 _POOL_LOCK = threading.Lock()
+
+
+def _jails() -> threading.BoundedSemaphore:
+    # Made on the first run, not at import: importing the sandbox reads no settings, so a bad GROUPSCORE_SANDBOX_*
+    # value is the run's SandboxUnavailable (an infra_error verdict, masked), not an import error of every code item.
+    global _JAILS
+    with _JAILS_LOCK:
+        if _JAILS is None:
+            _JAILS = threading.BoundedSemaphore(_max_jails())
+        return _JAILS
 
 
 def _forget_pool_in_child() -> None:
@@ -359,7 +370,7 @@ def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: byt
         for name in collect:
             if name not in files:
                 rundir.add_collect(name)
-        with _JAILS:
+        with _jails():
             out = run_jail(policy, rundir, argv, stdin, limits, as_init)
         got, truncated = read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
