@@ -15,19 +15,23 @@ ENV_PREFIX = "GROUPSCORE_"
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
-class ClientSettings(BaseSettings):
+class TokenSettings(BaseSettings):
+    """The token alone: a caller given its URL needs no valid GROUPSCORE_URL (`groupscore check --target URL`)."""
+
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_ignore_empty=True, frozen=True, extra="ignore")
 
+    token: str | None = Field(
+        default=None, description="bearer token the client sends (the service's GROUPSCORE_TOKEN)"
+    )
+
+
+class ClientSettings(TokenSettings):
     url: str = Field(
         default=DEFAULT_URL,
         description=(
             "the scoring service's base URL, or several separated by commas (batches are sharded across them)"
         ),
     )
-    token: str | None = Field(
-        default=None, description="bearer token the client sends (the service's GROUPSCORE_TOKEN)"
-    )
-
     @field_validator("url")
     @classmethod
     def _http_urls(cls, value: str) -> str:
@@ -43,6 +47,11 @@ class ClientSettings(BaseSettings):
     def urls(self) -> list[str]:
         """`url` as a list, one entry per service."""
         return self.url.split(",")
+
+
+def token() -> str | None:
+    """GROUPSCORE_TOKEN as the environment holds it now (GROUPSCORE_URL is neither read nor checked)."""
+    return TokenSettings().token
 
 
 def load() -> ClientSettings:

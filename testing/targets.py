@@ -246,9 +246,9 @@ class ServiceTarget(Target):
         self.url = base.rstrip("/")
         self.default_kind = fragment or None
         if token is None:
-            from groupscore.client.settings import load as client_settings
+            from groupscore.client import settings as client_settings
 
-            token = client_settings().token  # GROUPSCORE_TOKEN
+            token = client_settings.token()  # GROUPSCORE_TOKEN (the URL is ours: GROUPSCORE_URL is not read)
         self.token = token
         self.description = f"scoring service at {url}"
         self._client: Any = None

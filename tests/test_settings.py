@@ -420,3 +420,13 @@ def test_the_sandbox_and_bounded_settings_import_nothing_of_ours_outside_their_p
         modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         ours = {m for m in modules if m.startswith("groupscore")}
         assert all(m.startswith(part) for m in ours), (path, ours)
+
+
+def test_a_service_target_given_its_url_reads_only_the_token(monkeypatch):
+    from groupscore.testing.targets import ServiceTarget
+
+    monkeypatch.setenv("GROUPSCORE_URL", "localhost:8000")  # not an http URL: load() refuses it, the target needs none
+    monkeypatch.setenv("GROUPSCORE_TOKEN", "secret")
+    assert ServiceTarget("http://127.0.0.1:9").token == "secret"
+    with pytest.raises(ValueError, match="GROUPSCORE_URL"):
+        client_settings.load()
