@@ -20,6 +20,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+# At import, not on the first fixture read: the service's worker template imports every scorer before it forks, so its
+# workers never pay for pydantic-settings on their first SQL item.
+from groupscore.verifiers import settings
+
 # The databases this package ships (package data: beside this module in a checkout and in an installed wheel alike);
 # the environment variable overrides the folder.
 _BUNDLED = Path(__file__).resolve().with_name("data")
@@ -41,7 +45,6 @@ class SetupError(Exception):
 
 def fixtures_dir() -> Path:
     """The folder of database scripts: $GROUPSCORE_SQL_FIXTURES, else the bundled one."""
-    from groupscore.verifiers import settings  # pydantic-settings only where a fixture is read
 
     return settings.current().sql_fixtures or _BUNDLED
 
