@@ -278,10 +278,18 @@ class _Worker:
 
     def call(self, payload: bytes, deadline: float, what: str) -> tuple[Any, ...]:
         """Send one pickled call and wait for its reply until `deadline` (raises BudgetExceeded or WorkerCrashed)."""
+        self.send(payload, what)
+        return self._receive(deadline, what)
+
+    def send(self, payload: bytes, what: str) -> None:
+        """Send one pickled call; its reply is read by `receive`."""
         try:
             self.conn.send_bytes(payload)
         except OSError:
             raise self._crashed(what) from None
+
+    def receive(self, deadline: float, what: str) -> tuple[Any, ...]:
+        """The reply to the call `send` sent, waited for until `deadline`."""
         return self._receive(deadline, what)
 
     def wait_ready(self, deadline: float, what: str) -> bool:
@@ -389,14 +397,15 @@ class WorkerPool:
         if not self._warm_up_lock.acquire(timeout=timeout_s):
             raise BudgetExceeded(f"{what} ran out of its budget waiting for another warm-up")
         taken: list[_Worker] = []
-        replies = []
+        replies: list[tuple[Any, ...]] = []
         try:
             for _ in range(self.size):  # all at once, so that each worker runs it
                 taken.append(self._acquire(deadline, what))
-            for worker in taken:
+            for worker in taken:  # every worker gets the call before any reply is awaited: they run it side by side
                 if not worker.wait_ready(deadline, what):
                     raise BudgetExceeded(f"{what} ran out of its budget waiting for the workers to start")
-                replies.append(worker.call(payload, deadline, what))
+                worker.send(payload, what)
+            replies = [worker.receive(deadline, what) for worker in taken]
         except BaseException:
             for worker in taken:
                 self._replace(worker)

@@ -375,6 +375,18 @@ def test_pids_and_a_start_up_step_on_every_worker():
     assert fresh.pids() == []
 
 
+def test_a_start_up_step_runs_on_every_worker_at_once():
+    # The service warms each worker this way (its scorers, sympy): one after another, start-up grew with the cores.
+    fresh = WorkerPool(size=3, memory_mb=0)
+    try:
+        fresh.run_on_each(add, 1, 1, timeout_s=60)  # the workers are started, outside the clock
+        started = time.monotonic()
+        assert fresh.run_on_each(nap, 1.0, timeout_s=60) == [1.0, 1.0, 1.0]
+        assert time.monotonic() - started < 2.5  # side by side ~1 s; one after another 3 s
+    finally:
+        fresh.shutdown()
+
+
 def test_a_pools_own_memory_cap_wins_over_the_environment(monkeypatch):
     monkeypatch.setenv(workers.MEMORY_ENV, "0")
     capped = WorkerPool(size=1, memory_mb=1024)
