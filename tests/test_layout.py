@@ -23,6 +23,7 @@ def _package_dirs() -> dict[str, str]:
 def _readme_table() -> dict[str, str]:
     text = (ROOT / "README.md").read_text()
     section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    section = section.split("| folder | import name | holds |", 1)[1].split("\n\n", 1)[0]  # the first table only
     rows = re.findall(r"^\| `([^`]+)` \| (?:`([^`]*)`)? *\|", section, flags=re.M)
     return {folder: name for folder, name in rows}
 
