@@ -6,7 +6,8 @@ scored in chunks under its deadline from an event loop, and one-off calls (a San
   one's address space is capped at `memory_mb` (an item that hits the cap gets an error verdict, the worker lives on).
 - A request's items are cut into chunks (`chunks.chunk_size`, at most `chunk_items`), an item that runs programs in a
   chunk of its own, spread over the workers and answered in order. The event loop only awaits: each chunk's call to
-  its worker waits in one of `workers` threads.
+  its worker waits in a thread, two threads per worker (`THREADS_PER_WORKER`), so a worker's next chunk is ready
+  when it finishes one; a chunk that gets its worker after the request's deadline scores nothing (`tasks`).
 - Split on failure (`isolate.run_isolated`, as in `groupscore score`): a chunk whose worker died is scored again one
   item at a time; an item alone whose worker dies is sent again, up to `max_attempts` calls in all (a worker may be
   killed from outside; scoring is idempotent), and then gets `infra_error` (worker_died). Only the dead worker is
@@ -39,6 +40,11 @@ from groupscore.verifiers.scoring import raw_item_id
 
 # What the service's workers import before they are forked: every kind's scorer (and this runtime's tasks).
 PRELOAD = ("groupscore.runtime.preload", "groupscore.runtime.tasks")
+# Chunks in flight per worker: one being scored, one pickled and waiting for that worker. In the server the event loop
+# holds the GIL for long stretches (validation, JSON), and a thread that must first win the GIL to send a worker its
+# next chunk left the worker idle: with one thread per worker, HTTP batches of 256 items took 15% longer than through
+# the process pool before (bench/RESULTS.md, "One scoring runtime"); with two, none.
+THREADS_PER_WORKER = 2
 
 
 class Events(Protocol):
@@ -86,7 +92,9 @@ class ScoringEngine:
 
     async def start(self) -> None:
         """Start every worker with the scorers loaded; ready when this returns."""
-        self._threads = ThreadPoolExecutor(max_workers=self.config.workers, thread_name_prefix="groupscore-scoring")
+        self._threads = ThreadPoolExecutor(
+            max_workers=THREADS_PER_WORKER * self.config.workers, thread_name_prefix="groupscore-scoring"
+        )
         self._pool = WorkerPool(self.config.workers, memory_mb=self.config.memory_mb)
         warmed = await asyncio.get_running_loop().run_in_executor(self._threads, self._warm, self._pool)
         self.unavailable_kinds = {

@@ -92,3 +92,15 @@ def test_a_one_off_call_is_retried_only_while_its_worker_dies():
     with pytest.raises(BudgetExceeded):
         call_with_retries(hung, doubled, [3], timeout_s=1.0, attempts=3)
     assert len(hung.calls) == 1
+
+
+def test_a_chunk_that_reaches_its_worker_after_the_deadline_scores_nothing():
+    import time
+
+    from groupscore.runtime import tasks
+
+    raw = {"verifier": "math", "id": "late", "completion": "\\boxed{4}", "answer": "4"}
+    [late] = tasks.score_task([raw], None, False, time.time() - 0.1)
+    assert late["status"] == "infra_error" and late["details"]["infra"] == "service_deadline"
+    [on_time] = tasks.score_task([raw], None, False, time.time() + 5)
+    assert on_time["status"] == "correct"
