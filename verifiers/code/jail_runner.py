@@ -56,6 +56,7 @@ class NotPlainData(TypeError):
 
 # -- the value codec: literals that keep tuples, sets, bytes and non-string dict keys apart -------------------------
 
+
 def encode_value(value, depth=0):
     """Plain data as nested lists of str/int/float/bool/None (tagged); anything else raises NotPlainData."""
     if depth > MAX_DEPTH:
@@ -84,9 +85,16 @@ def encode_value(value, depth=0):
     raise NotPlainData("a value of type %s is not plain data" % kind.__name__)
 
 
-_BASE_DATA = ((list, list.copy), (tuple, lambda v: tuple.__getitem__(v, slice(None))), (dict, dict.copy),
-              (set, set.copy), (frozenset, frozenset.copy), (str, str.__str__), (int, int.__index__),
-              (float, float.__float__))
+_BASE_DATA = (
+    (list, list.copy),
+    (tuple, lambda v: tuple.__getitem__(v, slice(None))),
+    (dict, dict.copy),
+    (set, set.copy),
+    (frozenset, frozenset.copy),
+    (str, str.__str__),
+    (int, int.__index__),
+    (float, float.__float__),
+)
 
 
 def decode_value(data, depth=0):
@@ -149,8 +157,9 @@ def check_hash_spread(values):
                 break
         else:
             if len(bucket) >= MAX_SHARED_HASH:
-                raise NotPlainData("a set or dict whose elements collide in hash (over %d of one hash)"
-                                   % MAX_SHARED_HASH)
+                raise NotPlainData(
+                    "a set or dict whose elements collide in hash (over %d of one hash)" % MAX_SHARED_HASH
+                )
             bucket.append(value)
 
 
@@ -160,6 +169,7 @@ def check_hash_spread(values):
 # own recursion guard first), and sets and dicts by check_hash_spread. JSON, read by the json module's C scanner,
 # costs the host a few bytes per byte of text and linear time; ast.literal_eval built about 1 KB of syntax tree per
 # value and ran the tokenizer in Python objects.
+
 
 def parse_answer(text):
     """An answer's JSON text back to a plain value (host side, and the runner for residual code); NotPlainData (or
@@ -172,8 +182,9 @@ def parse_answer(text):
         raise NotPlainData("a value too large to judge (over %d items)" % MAX_ANSWER_ITEMS)
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
     try:
-        data = json.loads(text, parse_constant=_refuse_constant,
-                          parse_int=int if 0 < limit <= MAX_INT_DIGITS else _bounded_int)
+        data = json.loads(
+            text, parse_constant=_refuse_constant, parse_int=int if 0 < limit <= MAX_INT_DIGITS else _bounded_int
+        )
     except RecursionError:
         raise NotPlainData("a value nested too deeply")
     return decode_value(data)
@@ -268,7 +279,7 @@ def write_frame(fd, kind, payload):
         kind, data = b"E", b"ResultTooLarge: the answer exceeds 8 MiB"
     data = struct.pack(">I", len(data) + 1) + kind + data
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 class WorkerGone(BaseException):
@@ -310,6 +321,7 @@ def read_frame(fd, deadline, raw=False):
 
 
 # -- the worker: imports the candidate, answers calls -------------------------------------------------------------
+
 
 def work(solution_path, request_fd, answer_fd):
     # Keep the codec and the pipes in locals: rebinding module globals from the candidate changes nothing here.
@@ -390,6 +402,7 @@ def quiet_stdio():
 
 def fork_first_worker(site_dirs):
     """The first worker, forked before the runner reads the plan."""
+
     def prepare():
         quiet_stdio()
         add_site_packages(site_dirs)
@@ -477,7 +490,7 @@ class Workers:
         fds = []
         for level, kind, data in ancillary:
             if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-                fds.extend(struct.unpack("%di" % (len(data) // 4), data[:len(data) // 4 * 4]))
+                fds.extend(struct.unpack("%di" % (len(data) // 4), data[: len(data) // 4 * 4]))
         if len(message) != 4 or len(fds) != 2:
             for fd in fds:
                 os.close(fd)
@@ -544,6 +557,7 @@ def reap_orphans():
 
 # -- the runner: trusted, never runs candidate code ---------------------------------------------------------------
 
+
 class CandidateError(Exception):
     """The candidate raised an exception that is not a builtin type."""
 
@@ -603,7 +617,7 @@ def solution_module(worker, program_names, test_builtins, deadline):
 
 
 def run_residual(residual, worker, deadline):
-    """Run a unit's residual code with its names resolved as the host planned them (assertions.NameSources): builtins
+    """Run a unit's residual code with its names resolved as the host planned them (names.NameSources): builtins
     are Python's (a fresh copy per unit), helpers the prompt's, `math` the module, the test's own names its own; only
     what the test takes from the program (implicit `program` names, `from solution import`, the HumanEval candidate)
     is a proxy of the worker's functions."""
@@ -622,7 +636,7 @@ def run_residual(residual, worker, deadline):
     namespace = {"__builtins__": test_builtins, "__name__": "__residual__"}
     for name in residual.get("modules", ()):
         namespace[name] = real_import(name)
-    for name, module_name in residual.get("stdlib", ()):  # assertions.STDLIB_NAMES: the library's, not the program's
+    for name, module_name in residual.get("stdlib", ()):  # names.STDLIB_NAMES: the library's, not the program's
         module = real_import(module_name)
         namespace[name] = module if name == module_name else getattr(module, name)
     for name in solution.__all__:
@@ -697,7 +711,7 @@ def runner(site_dirs):
     def emit(record):
         line = ("%s %s\n" % (marker, json_text(record))).encode("utf-8", "backslashreplace")
         while line:
-            line = line[os.write(out_fd, line):]
+            line = line[os.write(out_fd, line) :]
 
     import_limit = float(plan["import_limit_s"])
     worker, stopped = None, None  # stopped: (status, detail) that every later unit gets
@@ -733,8 +747,11 @@ def runner(site_dirs):
         else:
             reap_orphans()
         emit(record)
-        failed = record["status"] != "done" or record["residual"] not in (None, "passed") or any(
-            kind != "O" for kind, _ in record["answers"])
+        failed = (
+            record["status"] != "done"
+            or record["residual"] not in (None, "passed")
+            or any(kind != "O" for kind, _ in record["answers"])
+        )
         if plan["stop_on_failure"] and failed:
             stopped = ("skipped", "an earlier test failed")
     if worker is not None:

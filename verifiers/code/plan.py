@@ -71,7 +71,7 @@ def build_plan(item: CodeItem) -> Plan:
     """Raises PlanError naming the bad test; a hidden test is named by its position only.
 
     The plan depends on the item alone, never on the program: what the program defines cannot change which
-    assertions the host evaluates, nor what a test's names mean (see assertions.NameSources)."""
+    assertions the host evaluates, nor what a test's names mean (see names.NameSources)."""
     call_units: list[CallUnit] = []
     stdio_units: list[StdioUnit] = []
     tests = [(False, i, t) for i, t in enumerate(item.tests)] + [(True, i, t) for i, t in enumerate(item.hidden_tests)]
@@ -83,22 +83,38 @@ def build_plan(item: CodeItem) -> Plan:
             stdio_units.append(StdioUnit(index, hidden, f"stdio test {position}", limit, test))
             continue
         if item.language != "python":
-            raise PlanError(f"{_where(hidden, position)}: {test.type} tests need language python; "
-                            f"{item.language} programs take stdio tests")
+            raise PlanError(
+                f"{_where(hidden, position)}: {test.type} tests need language python; "
+                f"{item.language} programs take stdio tests"
+            )
         try:
             call_units.append(_call_unit(test, index, hidden, position, limit, item.prompt))
         except PlanError as exc:
             # The message of a hidden test's problem could quote it; name the position only.
-            raise PlanError(f"{_where(hidden, position)}: " + ("the test is malformed" if hidden else str(exc))) from None
+            raise PlanError(
+                f"{_where(hidden, position)}: " + ("the test is malformed" if hidden else str(exc))
+            ) from None
     return Plan(call_units, stdio_units)
 
 
-def _call_unit(test: CallTest | AssertTest | HumanEvalTest, index: int, hidden: bool, position: int,
-               limit: float, prompt: str | None) -> CallUnit:
+def _call_unit(
+    test: CallTest | AssertTest | HumanEvalTest,
+    index: int,
+    hidden: bool,
+    position: int,
+    limit: float,
+    prompt: str | None,
+) -> CallUnit:
     if isinstance(test, CallTest):
         call = Call(test.fn, tuple(test.args), dict(test.kwargs))
-        return CallUnit(index, hidden, f"call test {position} ({test.fn})", limit, [call],
-                        [ExpectedValue(0, test.expected, test.float_tol)])
+        return CallUnit(
+            index,
+            hidden,
+            f"call test {position} ({test.fn})",
+            limit,
+            [call],
+            [ExpectedValue(0, test.expected, test.float_tol)],
+        )
     if isinstance(test, AssertTest):
         conversion, residual = convert_assert_code(test.code, prompt)
         label = f"assert test {position}"
