@@ -30,17 +30,25 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"verifiers": "verifiers", "sandbox": "sandbox", "service": "service", "train": "train",
-            "testing": "testing"}  # groupscore.<name> -> folder; groupscore itself is cli/
+PACKAGES = {
+    "verifiers": "verifiers",
+    "sandbox": "sandbox",
+    "service": "service",
+    "train": "train",
+    "testing": "testing",
+}  # groupscore.<name> -> folder; groupscore itself is cli/
 HEAVY = ("sympy", "latex2sympy2_extended", "fastapi", "uvicorn", "torch", "transformers", "numpy")
 CASES = {
     "empty file": [],
-    "1 numeric math item": [{"id": 1, "verifier": "math", "completion": "So the answer is \\boxed{42}.",
-                             "answer": "42"}],
-    "1 symbolic math item": [{"id": 1, "verifier": "math", "completion": "\\boxed{\\lfloor 3.5 \\rfloor}",
-                              "answer": "3", "timeout_s": 60}],
-    "1 format item": [{"id": 1, "verifier": "format", "completion": "<think>4</think><answer>4</answer>",
-                       "tags": ["think", "answer"]}],
+    "1 numeric math item": [
+        {"id": 1, "verifier": "math", "completion": "So the answer is \\boxed{42}.", "answer": "42"}
+    ],
+    "1 symbolic math item": [
+        {"id": 1, "verifier": "math", "completion": "\\boxed{\\lfloor 3.5 \\rfloor}", "answer": "3", "timeout_s": 60}
+    ],
+    "1 format item": [
+        {"id": 1, "verifier": "format", "completion": "<think>4</think><answer>4</answer>", "tags": ["think", "answer"]}
+    ],
 }
 
 
@@ -56,8 +64,9 @@ def package_tree(source: Path, into: Path) -> Path:
 
 
 def archive(rev: str, into: Path) -> Path:
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev], capture_output=True,
-                          check=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", rev], capture_output=True, check=True
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -88,8 +97,13 @@ def time_once(command: list[str], env: dict[str, str]) -> float:
 
 def heavy_imports(env: dict[str, str], items: Path, out: Path) -> list[str]:
     """Heavy top-level packages the CLI's own process imported while scoring `items`."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "groupscore", "score", str(items), "-o", str(out),
-                           "--no-progress"], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "groupscore", "score", str(items), "-o", str(out), "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     names = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     return [name for name in HEAVY if name in names]
 
@@ -102,14 +116,18 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="groupscore-clibench-") as scratch_dir:
         scratch = Path(scratch_dir)
-        sources = {f"baseline {args.baseline}": archive(args.baseline, scratch / "base"),
-                   "this checkout": copy_checkout(scratch / "head")}
+        sources = {
+            f"baseline {args.baseline}": archive(args.baseline, scratch / "base"),
+            "this checkout": copy_checkout(scratch / "head"),
+        }
         trees = {}
         for n, (name, source) in enumerate(sources.items()):
             trees[f"{name}, compiled"] = package_tree(compiled(source, scratch / f"c{n}"), scratch / f"cpkg{n}")
             trees[f"{name}, no .pyc"] = package_tree(source, scratch / f"pkg{n}")
-        envs = {name: {**os.environ, "PYTHONPATH": str(path), "PYTHONDONTWRITEBYTECODE": "1"}
-                for name, path in trees.items()}
+        envs = {
+            name: {**os.environ, "PYTHONPATH": str(path), "PYTHONDONTWRITEBYTECODE": "1"}
+            for name, path in trees.items()
+        }
         files = {}
         for case, items in CASES.items():
             files[case] = scratch / f"{len(files)}.jsonl"
@@ -125,8 +143,10 @@ def main() -> None:
                     times.setdefault((case, name), []).append(time_once(command, env))
         load_after = os.getloadavg()[0]
 
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-              f"load average {load_before:.1f} -> {load_after:.1f}; median of {args.runs} runs, interleaved")
+        print(
+            f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+            f"load average {load_before:.1f} -> {load_after:.1f}; median of {args.runs} runs, interleaved"
+        )
         print()
         names = list(trees)
         print("| case | " + " | ".join(names) + " | ratio, compiled | ratio, no .pyc |")
@@ -139,7 +159,9 @@ def main() -> None:
         for name, env in envs.items():
             if name.endswith("compiled"):
                 heavy = heavy_imports(env, files["1 numeric math item"], out)
-                print(f"heavy modules imported by the CLI process ({name}, 1 numeric item): {', '.join(heavy) or 'none'}")
+                print(
+                    f"heavy modules imported by the CLI process ({name}, 1 numeric item): {', '.join(heavy) or 'none'}"
+                )
 
 
 if __name__ == "__main__":

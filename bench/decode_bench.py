@@ -52,16 +52,61 @@ def full_frame_count(per_item: int) -> int:
 
 # name -> (what it is, text builder(side), host assert or None, env). Texts use double quotes: both readers' syntax.
 CASES = {
-    "colliding set, 15k ints": ("forged frame: a set whose ints all hash to 0", lambda side: f'["set", {colliding_ints(15_000)}]', None, {}),
-    "colliding set, full frame": ("as above, 8 MiB of it (~330k ints)", lambda side: f'["set", {colliding_ints_in_frame()}]', None, {}),
-    "colliding dict keys, 15k": ("forged frame: a dict whose keys all hash to 0", lambda side: '["dict", ' + ", ".join(f"[{HASH_MODULUS * k}, 0]" for k in range(1, 15_001)) + "]", None, {}),
-    "list of colliding ints, set() in an assert": ("honest list; the test asserts len(set(f(x))) == 3", lambda side: f'["list", {colliding_ints(15_000)}]', "len(set(r0)) == 3", {}),
-    "[0] * 2.7M": ("honest return value at the frame cap", lambda side: '["list", ' + "0, " * 2_699_999 + "0]", None, {}),
-    "nested empty lists, full frame": ("forged: ~930k one-element containers", lambda side: '["list", ' + '["list"], ' * full_frame_count(10) + '["list"]]', None, {}),
-    "int of 1.5M digits, digit limit off": ("forged; PYTHONINTMAXSTRDIGITS=0 on the host", lambda side: '["list", ' + "7" * 1_500_000 + "]", None, {"PYTHONINTMAXSTRDIGITS": "0"}),
-    "string of 1.3M escapes": ("forged: one string of \\u escapes", lambda side: '["list", "' + "\\u00e9" * 1_300_000 + '"]', None, {}),
+    "colliding set, 15k ints": (
+        "forged frame: a set whose ints all hash to 0",
+        lambda side: f'["set", {colliding_ints(15_000)}]',
+        None,
+        {},
+    ),
+    "colliding set, full frame": (
+        "as above, 8 MiB of it (~330k ints)",
+        lambda side: f'["set", {colliding_ints_in_frame()}]',
+        None,
+        {},
+    ),
+    "colliding dict keys, 15k": (
+        "forged frame: a dict whose keys all hash to 0",
+        lambda side: '["dict", ' + ", ".join(f"[{HASH_MODULUS * k}, 0]" for k in range(1, 15_001)) + "]",
+        None,
+        {},
+    ),
+    "list of colliding ints, set() in an assert": (
+        "honest list; the test asserts len(set(f(x))) == 3",
+        lambda side: f'["list", {colliding_ints(15_000)}]',
+        "len(set(r0)) == 3",
+        {},
+    ),
+    "[0] * 2.7M": (
+        "honest return value at the frame cap",
+        lambda side: '["list", ' + "0, " * 2_699_999 + "0]",
+        None,
+        {},
+    ),
+    "nested empty lists, full frame": (
+        "forged: ~930k one-element containers",
+        lambda side: '["list", ' + '["list"], ' * full_frame_count(10) + '["list"]]',
+        None,
+        {},
+    ),
+    "int of 1.5M digits, digit limit off": (
+        "forged; PYTHONINTMAXSTRDIGITS=0 on the host",
+        lambda side: '["list", ' + "7" * 1_500_000 + "]",
+        None,
+        {"PYTHONINTMAXSTRDIGITS": "0"},
+    ),
+    "string of 1.3M escapes": (
+        "forged: one string of \\u escapes",
+        lambda side: '["list", "' + "\\u00e9" * 1_300_000 + '"]',
+        None,
+        {},
+    ),
     "deep nesting, 3M levels": ("forged: brackets only", lambda side: "[" * 3_000_000 + "]" * 3_000_000, None, {}),
-    "honest: 500k distinct ints": ("a large honest answer (list(range(500_000)))", lambda side: '["list", ' + ", ".join(map(str, range(500_000))) + "]", None, {}),
+    "honest: 500k distinct ints": (
+        "a large honest answer (list(range(500_000)))",
+        lambda side: '["list", ' + ", ".join(map(str, range(500_000))) + "]",
+        None,
+        {},
+    ),
 }
 SMALL_ANSWER = [1, 2.5, "abc", (1, 2), {"k": [None, True]}, {3, 4}]  # a HumanEval-sized answer, read 20,000 times
 
@@ -73,9 +118,13 @@ def load_readers(side: str, before_rev: str):
 
         return jail_runner.parse_answer, host_eval, lambda v: jail_runner.json_text(jail_runner.encode_value(v))
     modules = {}
-    for name, path in (("old_jail_runner", "verifiers/code/jail_runner.py"), ("old_host_eval", "verifiers/code/host_eval.py")):
-        source = subprocess.run(["git", "-C", str(REPO), "show", f"{before_rev}:{path}"], capture_output=True,
-                                text=True, check=True).stdout
+    for name, path in (
+        ("old_jail_runner", "verifiers/code/jail_runner.py"),
+        ("old_host_eval", "verifiers/code/host_eval.py"),
+    ):
+        source = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{before_rev}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
             handle.write(source)
         spec = importlib.util.spec_from_file_location(name, handle.name)
@@ -97,8 +146,12 @@ def measure_case(name: str, side: str, before_rev: str) -> dict:
         for text in texts:
             parse(text)
         cpu_s = time.process_time() - started
-        return {"cpu_s": cpu_s, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024,
-                "outcome": f"{cpu_s / len(texts) * 1e6:.1f} us per answer", "text": f"{len(texts[0])} B each"}
+        return {
+            "cpu_s": cpu_s,
+            "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024,
+            "outcome": f"{cpu_s / len(texts) * 1e6:.1f} us per answer",
+            "text": f"{len(texts[0])} B each",
+        }
     _, build, judge, _ = CASES[name]
     text = build(side)
     base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -112,8 +165,12 @@ def measure_case(name: str, side: str, before_rev: str) -> dict:
     except Exception as exc:  # noqa: BLE001 - a refusal is the outcome being measured
         outcome = f"refused: {type(exc).__name__}: {str(exc)[:60]}"
     cpu_s = time.process_time() - started
-    return {"cpu_s": cpu_s, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024,
-            "outcome": outcome, "text": f"{len(text) / 1e6:.1f} MB"}
+    return {
+        "cpu_s": cpu_s,
+        "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024,
+        "outcome": outcome,
+        "text": f"{len(text) / 1e6:.1f} MB",
+    }
 
 
 def run_case(name: str, side: str, before_rev: str, limit_s: float) -> dict:
@@ -163,8 +220,10 @@ def main() -> None:
     if args.child:
         print(json.dumps(measure_case(args.child, args.side, args.before)))
         return
-    print(f"# decode_bench: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; before = {args.before}")
+    print(
+        f"# decode_bench: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load {os.getloadavg()[0]:.1f}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; before = {args.before}"
+    )
     print("| answer | text | before: CPU / peak | after: CPU / peak | before | after |")
     print("| --- | --- | --- | --- | --- | --- |")
     started = time.monotonic()
@@ -173,8 +232,11 @@ def main() -> None:
         after = run_case(name, "after", args.before, args.limit_s)
         size = after.get("text") or before.get("text") or "?"
         label = name if name != "small" else "honest: small answer x 20,000"
-        print(f"| {label} | {size} | {cell(before, args.limit_s)} | {cell(after, args.limit_s)} | "
-              f"{before['outcome']} | {after['outcome']} |", flush=True)
+        print(
+            f"| {label} | {size} | {cell(before, args.limit_s)} | {cell(after, args.limit_s)} | "
+            f"{before['outcome']} | {after['outcome']} |",
+            flush=True,
+        )
     print(f"# {time.monotonic() - started:.0f} s in all")
 
 

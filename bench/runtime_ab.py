@@ -9,6 +9,10 @@ child this checkout. Every round sends the same fresh batch to both, in alternat
 its own scoring call, so the two times of a round see the same load on a shared machine; the median over rounds of
 each, and the median of the per-round ratios (head / base: > 1 means slower now), are reported.
 
+With --http: two real `groupscore serve` (one per tree, 2 workers) driven over loopback the same way (numeric math
+batches of 256 and 1024 items), then a sustained load of 2 client threads sending 256-item batches in alternating
+8 s windows (--windows per tree), items per second per window.
+
 Batches: the service's in-process path (the service bench's numeric math batches of 256 and 1024 items, scored by
 the service's engine as `/v1/score` would, 2 workers); `score_batch` on the same batches and on math's RL batch
 (200 problems x 16 completions, 2 workers), as the CLI and the math bench use it.
@@ -128,10 +132,73 @@ def ask(process: subprocess.Popen, kind: str, size: int, seed: int) -> float:
     return float(process.stdout.readline())
 
 
+def http_ab(base: Path, site: Path, rounds: int, windows: int) -> None:
+    import threading
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from service_bench import math_items
+
+    from groupscore.client.http import ScoreClient
+    from groupscore.service.embedded import start_embedded
+
+    os.environ["PYTHONPATH"] = str(site)  # both servers: the sitecustomize reads GROUPSCORE_AB_TREE, set for base only
+    with (
+        start_embedded(workers=WORKERS, env={"GROUPSCORE_AB_TREE": str(base)}) as base_url,
+        start_embedded(workers=WORKERS) as head_url,
+    ):
+        urls = {"base": base_url, "head": head_url}
+        clients = {name: ScoreClient(url) for name, url in urls.items()}
+        for client in clients.values():
+            client.score_raw(math_items(256, seed=-5))
+        times: dict[tuple[str, int], list[float]] = {}
+        for r in range(rounds):
+            for name in ("base", "head") if r % 2 == 0 else ("head", "base"):
+                for size in (256, 1024):
+                    items = math_items(size, seed=997 * r + size)
+                    started = time.perf_counter()
+                    clients[name].score_raw(items)
+                    times.setdefault((name, size), []).append(time.perf_counter() - started)
+        for size in (256, 1024):
+            b, h = times[("base", size)], times[("head", size)]
+            print(
+                f"| HTTP, {size} items | {1e3 * statistics.median(b):.1f} ms | {1e3 * statistics.median(h):.1f} ms | "
+                f"{statistics.median(h) / statistics.median(b):.3f} | "
+                f"{statistics.median([y / x for x, y in zip(b, h)]):.3f} |"
+            )
+        rates: dict[str, list[float]] = {"base": [], "head": []}
+        for w in range(windows):
+            for name in ("base", "head") if w % 2 == 0 else ("head", "base"):
+                done = [0]
+                stop = time.monotonic() + 8.0
+
+                def drive(seed: int, url: str = urls[name], stop: float = stop, done: list[int] = done) -> None:
+                    with ScoreClient(url) as client:
+                        k = 0
+                        while time.monotonic() < stop:
+                            k += 1
+                            client.score_raw(math_items(256, seed=seed * 1000 + k))
+                            done[0] += 256
+
+                threads = [threading.Thread(target=drive, args=(w * 10 + i,)) for i in range(2)]
+                started = time.monotonic()
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                rates[name].append(done[0] / (time.monotonic() - started))
+        b, h = statistics.median(rates["base"]), statistics.median(rates["head"])
+        print(
+            f"| sustained, 2 clients x 256 items, {windows} windows of 8 s | {b:.0f} items/s | {h:.0f} items/s | "
+            f"{h / b:.3f} | |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, help="a checkout of the earlier commit")
     parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--http", action="store_true", help="two real servers over loopback instead")
+    parser.add_argument("--windows", type=int, default=10, help="--http: sustained-load windows per tree")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -140,6 +207,11 @@ def main() -> None:
     cases = [("service", 256), ("service", 1024), ("batch", 256), ("batch", 1024), ("rl", 3200)]
     with tempfile.TemporaryDirectory() as site:
         (Path(site) / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        if args.http:
+            print(f"load average {os.getloadavg()[0]:.1f}; {args.rounds} paired rounds, {WORKERS} workers per server")
+            http_ab(args.base.resolve(), Path(site), args.rounds, args.windows)
+            print(f"load average at the end {os.getloadavg()[0]:.1f}")
+            return
         load = os.getloadavg()[0]
         children = {"base": start(args.base.resolve(), Path(site)), "head": start(None, Path(site))}
         times: dict[tuple[str, int, str], list[float]] = {}

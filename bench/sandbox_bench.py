@@ -69,8 +69,12 @@ def rate(fn, exe: str, path: str, seconds: float, workers: int) -> tuple[float, 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=12.0, help="per side, per round")
-    ap.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
-                    help="threads per side (default 2 per CPU: a jailed run spends part of its time waiting)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=2 * (os.cpu_count() or 1),
+        help="threads per side (default 2 per CPU: a jailed run spends part of its time waiting)",
+    )
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds, to spread machine load over both")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
@@ -112,11 +116,13 @@ def main() -> int:
 def write_section(body: str) -> None:
     path = Path(__file__).with_name("RESULTS.md")
     text = path.read_text() if path.exists() else "# Benchmark results\n"
-    note = ("Why the jail can beat plain: the host interpreter's site dirs (here with .pth start-up hooks) are not "
-            "mounted in the jail, so its interpreter starts cheaper; `-S` takes that away from the plain side, "
-            "the stricter baseline. Runs overlap their waits (namespace and cgroup set-up), hence 2 workers per "
-            "CPU for every side. The CPU line is what a saturated machine would see. Numbers from a shared, "
-            "loaded machine: rerun on a quiet one.")
+    note = (
+        "Why the jail can beat plain: the host interpreter's site dirs (here with .pth start-up hooks) are not "
+        "mounted in the jail, so its interpreter starts cheaper; `-S` takes that away from the plain side, "
+        "the stricter baseline. Runs overlap their waits (namespace and cgroup set-up), hence 2 workers per "
+        "CPU for every side. The CPU line is what a saturated machine would see. Numbers from a shared, "
+        "loaded machine: rerun on a quiet one."
+    )
     section = f"## Sandbox\n\nCommand: `.venv/bin/python bench/sandbox_bench.py --write`\n\n{body}\n\n{note}\n"
     if re.search(r"^## Sandbox\n", text, flags=re.M):
         text = re.sub(r"^## Sandbox\n.*?(?=^## |\Z)", section + "\n", text, flags=re.M | re.S)

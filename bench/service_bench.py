@@ -37,24 +37,37 @@ def math_items(n: int, seed: int = 0) -> list[dict]:
     items = []
     for i in range(n):
         value = (i * 7919 + seed) % 1_000_003  # wide range: batches of other seeds repeat no answer (no cache hits)
-        forms = [(str(value), str(value)), (f"{value / 8:.3f}", f"{value / 8:.3f}"),
-                 (f"\\frac{{{value}}}{{4}}", f"{value / 4}")]
+        forms = [
+            (str(value), str(value)),
+            (f"{value / 8:.3f}", f"{value / 8:.3f}"),
+            (f"\\frac{{{value}}}{{4}}", f"{value / 4}"),
+        ]
         boxed, answer = forms[i % 3]
         if i % 3 == 1:
             answer = str(value + 1)
-        items.append({"id": i, "verifier": "math", "answer": answer,
-                      "completion": f"Working through it step by step, the result is \\boxed{{{boxed}}}."})
+        items.append(
+            {
+                "id": i,
+                "verifier": "math",
+                "answer": answer,
+                "completion": f"Working through it step by step, the result is \\boxed{{{boxed}}}.",
+            }
+        )
     return items
 
 
 def code_group() -> dict:
     """16 completions of one prompt (sum of a line of integers) x 10 stdio tests: correct, off-by-one, crashing."""
-    tests = [{"type": "stdio", "stdin": " ".join(str(j) for j in range(k + 1)) + "\n",
-              "stdout": f"{sum(range(k + 1))}\n"} for k in range(10)]
-    programs = ["print(sum(map(int, input().split())))",
-                "print(sum(map(int, input().split())) + 1)",
-                "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))",
-                "raise ValueError('no')"]
+    tests = [
+        {"type": "stdio", "stdin": " ".join(str(j) for j in range(k + 1)) + "\n", "stdout": f"{sum(range(k + 1))}\n"}
+        for k in range(10)
+    ]
+    programs = [
+        "print(sum(map(int, input().split())))",
+        "print(sum(map(int, input().split())) + 1)",
+        "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))",
+        "raise ValueError('no')",
+    ]
     completions = [f"Here is my solution:\n```python\n{programs[i % 4]}\n```" for i in range(16)]
     return {"id": "sum", "item": {"verifier": "code", "tests": tests}, "completions": completions}
 
@@ -105,8 +118,11 @@ class InProcessPool:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         settings = Settings(workers=workers, max_items=1 << 20, max_queue_items=1 << 20)
-        self.pool = ScoringEngine(EngineConfig(workers=settings.workers, chunk_items=settings.chunk_items,
-                                               memory_mb=settings.worker_memory_mb))
+        self.pool = ScoringEngine(
+            EngineConfig(
+                workers=settings.workers, chunk_items=settings.chunk_items, memory_mb=settings.worker_memory_mb
+            )
+        )
         self._call(self.pool.start())
 
     def _call(self, coroutine):
@@ -153,13 +169,20 @@ def compare(items_count: int, make_batch, inproc, http, repeats: int, cli_batch=
     # On a shared machine the best run of each is the least disturbed one; both are reported.
     bi, bh = min(in_times), min(http_times)
     paired = [100 * (ht - it) / it for it, ht in zip(in_times, http_times)]
-    return {"items": items_count, "repeats": repeats, "in_process_s": round(i, 4), "http_s": round(h, 4),
-            "in_process_items_per_s": round(items_count / i, 1), "http_items_per_s": round(items_count / h, 1),
-            "http_overhead_pct": round(100 * (h - i) / i, 1),
-            "paired_overhead_median_pct": round(statistics.median(paired), 1),
-            "best_in_process_s": round(bi, 4), "best_http_s": round(bh, 4),
-            "best_http_overhead_pct": round(100 * (bh - bi) / bi, 1),
-            **({"cli_score_batch_s": round(statistics.median(cli_times), 4)} if cli_times else {})}
+    return {
+        "items": items_count,
+        "repeats": repeats,
+        "in_process_s": round(i, 4),
+        "http_s": round(h, 4),
+        "in_process_items_per_s": round(items_count / i, 1),
+        "http_items_per_s": round(items_count / h, 1),
+        "http_overhead_pct": round(100 * (h - i) / i, 1),
+        "paired_overhead_median_pct": round(statistics.median(paired), 1),
+        "best_in_process_s": round(bi, 4),
+        "best_http_s": round(bh, 4),
+        "best_http_overhead_pct": round(100 * (bh - bi) / bi, 1),
+        **({"cli_score_batch_s": round(statistics.median(cli_times), 4)} if cli_times else {}),
+    }
 
 
 def sustained(url: str, port: int, seconds: float, clients: int, batch: int) -> dict:
@@ -168,6 +191,7 @@ def sustained(url: str, port: int, seconds: float, clients: int, batch: int) -> 
     rss: list[tuple[float, float]] = []
     pid = server_pid(port)
     stop_at = time.monotonic() + seconds
+
     def drive() -> None:
         with ScoreClient(url) as client:
             round_ = 0
@@ -198,10 +222,20 @@ def sustained(url: str, port: int, seconds: float, clients: int, batch: int) -> 
     def pct(p: float) -> float:
         return round(latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))] * 1000, 1)
 
-    return {"seconds": seconds, "clients": clients, "batch": batch, "requests": len(latencies),
-            "items_per_s": round(len(latencies) * batch / seconds, 1), "errors": len(errors),
-            "p50_ms": pct(50), "p90_ms": pct(90), "p99_ms": pct(99), "max_ms": round(latencies[-1] * 1000, 1),
-            "rss_mb": rss, "rss_growth_mb": round(rss[-1][1] - rss[0][1], 1)}
+    return {
+        "seconds": seconds,
+        "clients": clients,
+        "batch": batch,
+        "requests": len(latencies),
+        "items_per_s": round(len(latencies) * batch / seconds, 1),
+        "errors": len(errors),
+        "p50_ms": pct(50),
+        "p90_ms": pct(90),
+        "p99_ms": pct(99),
+        "max_ms": round(latencies[-1] * 1000, 1),
+        "rss_mb": rss,
+        "rss_growth_mb": round(rss[-1][1] - rss[0][1], 1),
+    }
 
 
 def main() -> int:
@@ -214,9 +248,12 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    report: dict = {"machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores "
-                               f"({len(os.sched_getaffinity(0))} usable), Python {platform.python_version()}",
-                    "workers": args.workers, "load_avg_at_start": os.getloadavg()}
+    report: dict = {
+        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores "
+        f"({len(os.sched_getaffinity(0))} usable), Python {platform.python_version()}",
+        "workers": args.workers,
+        "load_avg_at_start": os.getloadavg(),
+    }
 
     started = time.perf_counter()
     for item in math_items(256, seed=10_000):
@@ -229,12 +266,22 @@ def main() -> int:
             port = int(url.rsplit(":", 1)[1])
             rows = {}
             for size in (256, 1024):
-                rows[f"math_{size}"] = compare(size, lambda seed, size=size: math_items(size, seed=seed * 997),
-                                               pool.score, client.score_raw, args.repeats,
-                                               cli_batch=lambda items: score_batch(items, workers=args.workers))
+                rows[f"math_{size}"] = compare(
+                    size,
+                    lambda seed, size=size: math_items(size, seed=seed * 997),
+                    pool.score,
+                    client.score_raw,
+                    args.repeats,
+                    cli_batch=lambda items: score_batch(items, workers=args.workers),
+                )
             group = code_group()
-            rows["code_16x10"] = compare(16, lambda seed: group, lambda items: pool.score(group_items(group)),
-                                         lambda items: client.score_groups([group]), args.code_repeats)
+            rows["code_16x10"] = compare(
+                16,
+                lambda seed: group,
+                lambda items: pool.score(group_items(group)),
+                lambda items: client.score_groups([group]),
+                args.code_repeats,
+            )
             report["throughput"] = rows
             pool.close()
             pool = None

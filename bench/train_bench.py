@@ -46,29 +46,46 @@ def main() -> None:
         for overlap in (True, False):
             cfg = config.grpo.model_copy(update={"overlap_scoring": overlap, "eval_every": 10**6})
             started = time.perf_counter()
-            outcome = run_grpo(model_path, train_tasks, eval_tasks, cfg, config.eval, hardware, scorer,
-                               scratch / f"grpo-{overlap}", config.seed, Monitor(config.monitor, emit=lambda _m: None),
-                               max_steps=args.steps)
+            outcome = run_grpo(
+                model_path,
+                train_tasks,
+                eval_tasks,
+                cfg,
+                config.eval,
+                hardware,
+                scorer,
+                scratch / f"grpo-{overlap}",
+                config.seed,
+                Monitor(config.monitor, emit=lambda _m: None),
+                max_steps=args.steps,
+            )
             steps = outcome.metrics[1:]
             step_s = sum(m.step_time_s for m in steps)
-            rows.append({
-                "mode": "overlapped (default)" if overlap else "not overlapped",
-                "steps": len(steps), "step_s": statistics.median(m.step_time_s for m in steps),
-                "wait_share": sum(m.batch.reward_wait_s for m in steps) / step_s,
-                "wait_ms": 1000 * statistics.median(m.batch.reward_wait_s for m in steps),
-                "request_ms": 1000 * statistics.median(m.batch.reward_request_s for m in steps),
-                "wall_s": time.perf_counter() - started,
-            })
+            rows.append(
+                {
+                    "mode": "overlapped (default)" if overlap else "not overlapped",
+                    "steps": len(steps),
+                    "step_s": statistics.median(m.step_time_s for m in steps),
+                    "wait_share": sum(m.batch.reward_wait_s for m in steps) / step_s,
+                    "wait_ms": 1000 * statistics.median(m.batch.reward_wait_s for m in steps),
+                    "request_ms": 1000 * statistics.median(m.batch.reward_request_s for m in steps),
+                    "wall_s": time.perf_counter() - started,
+                }
+            )
         scorer.close()
     load = os.getloadavg()[0]
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load avg {load:.1f}; torch threads {args.threads}; "
-          f"demo config: {config.grpo.prompts_per_step} prompts x {config.grpo.num_generations} generations per step, "
-          f"composite reward (correct + format gate), service embedded on loopback")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load avg {load:.1f}; torch threads {args.threads}; "
+        f"demo config: {config.grpo.prompts_per_step} prompts x {config.grpo.num_generations} generations per step, "
+        f"composite reward (correct + format gate), service embedded on loopback"
+    )
     print("| scoring | steps | median step | reward wait / step time | median wait | median request |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['mode']} | {r['steps']} | {r['step_s'] * 1000:.0f} ms | {r['wait_share']:.1%} | "
-              f"{r['wait_ms']:.1f} ms | {r['request_ms']:.1f} ms |")
+        print(
+            f"| {r['mode']} | {r['steps']} | {r['step_s'] * 1000:.0f} ms | {r['wait_share']:.1%} | "
+            f"{r['wait_ms']:.1f} ms | {r['request_ms']:.1f} ms |"
+        )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,11 @@ def rl_lines(count: int, seed: int = 3) -> list[str]:
         for k in range(16):
             final = rng.choice(finals)
             completion = "Let me work through this step by step. " * 20 + (
-                f"So the answer is $\\boxed{{{final}}}$." if k % 2 else f"#### {final}")
-            lines.append(json.dumps({"id": len(lines), "verifier": "math", "completion": completion, "answer": str(gold)}))
+                f"So the answer is $\\boxed{{{final}}}$." if k % 2 else f"#### {final}"
+            )
+            lines.append(
+                json.dumps({"id": len(lines), "verifier": "math", "completion": completion, "answer": str(gold)})
+            )
     return lines[:count]
 
 
@@ -50,8 +53,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=64_000)
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
 
     started = time.perf_counter()
     pool = WorkerPool(size=2)
@@ -69,8 +74,10 @@ def main() -> None:
             t0 = time.perf_counter()
             pool.run(abs, -1, timeout_s=5)
             recoveries.append(time.perf_counter() - t0)
-    print(f"after a kill, next call done in: median {1e3 * statistics.median(recoveries):.1f} ms, "
-          f"max {1e3 * max(recoveries):.1f} ms")
+    print(
+        f"after a kill, next call done in: median {1e3 * statistics.median(recoveries):.1f} ms, "
+        f"max {1e3 * max(recoveries):.1f} ms"
+    )
     pool.shutdown()
 
     # CPU per item of what a batch worker does for one JSONL line (parse, validate, score, write the record): on a
@@ -83,20 +90,37 @@ def main() -> None:
     score_cli._score_lines(None, lines)
     cpu_us = 1e6 * (time.process_time() - cpu_started) / len(lines)
     wall_us = 1e6 * (time.perf_counter() - wall_started) / len(lines)
-    print(f"one JSONL line through a batch worker: {cpu_us:.0f} us CPU, {wall_us:.0f} us wall "
-          f"({1e6 / cpu_us:.0f} lines/s per core if the core were ours)")
+    print(
+        f"one JSONL line through a batch worker: {cpu_us:.0f} us CPU, {wall_us:.0f} us wall "
+        f"({1e6 / cpu_us:.0f} lines/s per core if the core were ours)"
+    )
 
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "items.jsonl"
         source.write_text("\n".join(rl_lines(args.lines)) + "\n")
         for workers in (1, 2):
             t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "groupscore", "score", str(source), "-o",
-                                   str(Path(folder) / "out.jsonl"), "-j", str(workers), "--no-progress"],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "groupscore",
+                    "score",
+                    str(source),
+                    "-o",
+                    str(Path(folder) / "out.jsonl"),
+                    "-j",
+                    str(workers),
+                    "--no-progress",
+                ],
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - t0
-            print(f"groupscore score, {args.lines} lines, -j {workers}: {wall:.1f} s wall with start-up "
-                  f"({args.lines / wall:.0f} items/s); {done.stderr.strip().splitlines()[-1]}")
+            print(
+                f"groupscore score, {args.lines} lines, -j {workers}: {wall:.1f} s wall with start-up "
+                f"({args.lines / wall:.0f} items/s); {done.stderr.strip().splitlines()[-1]}"
+            )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ def _score_and_compare(args: argparse.Namespace, reward: object) -> int:
 def _sandbox_run(args: argparse.Namespace) -> int:
     from groupscore.sandbox.commands import run_file
 
-    return run_file(args.file, language=args.language, time_limit_s=args.time_limit,
-                    memory_mb=args.memory_mb, stdin_path=args.stdin)
+    return run_file(
+        args.file, language=args.language, time_limit_s=args.time_limit, memory_mb=args.memory_mb, stdin_path=args.stdin
+    )
 
 
 def _sandbox_policy(args: argparse.Namespace) -> int:
@@ -77,8 +78,14 @@ def _train(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from groupscore.testing.commands import check_command
 
-    return check_command(args.target, cases=args.cases, report=args.report, timeout_s=args.timeout,
-                         reward_range=args.reward_range, checks=args.checks)
+    return check_command(
+        args.target,
+        cases=args.cases,
+        report=args.report,
+        timeout_s=args.timeout,
+        reward_range=args.reward_range,
+        checks=args.checks,
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -121,17 +128,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, default=None, help="output JSONL (default: stdout)")
     p.add_argument("-j", "--workers", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--reward", type=Path, default=None, metavar="SPEC.json",
-                   help="composite reward for every item: {\"components\": [...], \"normalize\": ...}, the service's "
-                        "`reward` field (default: each item's own verifier)")
-    p.add_argument("--compare", type=Path, default=None, metavar="OLD.jsonl",
-                   help="after scoring, report on stderr every item whose verdict (reward or status) differs from "
-                        "OLD.jsonl, an earlier `groupscore score` output for the same items (matched by id)")
-    p.add_argument("--compare-out", type=Path, default=None, metavar="CHANGES.jsonl",
-                   help="with --compare: also write the changed items as JSONL ({id, old, new})")
+    p.add_argument(
+        "--reward",
+        type=Path,
+        default=None,
+        metavar="SPEC.json",
+        help='composite reward for every item: {"components": [...], "normalize": ...}, the service\'s '
+        "`reward` field (default: each item's own verifier)",
+    )
+    p.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="OLD.jsonl",
+        help="after scoring, report on stderr every item whose verdict (reward or status) differs from "
+        "OLD.jsonl, an earlier `groupscore score` output for the same items (matched by id)",
+    )
+    p.add_argument(
+        "--compare-out",
+        type=Path,
+        default=None,
+        metavar="CHANGES.jsonl",
+        help="with --compare: also write the changed items as JSONL ({id, old, new})",
+    )
     p.set_defaults(func=_score)
 
-    sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(dest="sandbox_command", required=True)
+    sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(
+        dest="sandbox_command", required=True
+    )
     p = sb.add_parser("run", help="run one program and print the result as JSON")
     p.add_argument("file", type=Path)
     p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
@@ -143,8 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
     p.set_defaults(func=_sandbox_policy)
 
-    p = sub.add_parser("serve", help="run the scoring service", epilog_from=_serve_settings,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "serve",
+        help="run the scoring service",
+        epilog_from=_serve_settings,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--host", default=None, help="address to listen on (GROUPSCORE_HOST)")
     p.add_argument("--port", type=int, default=None, help="port to listen on (GROUPSCORE_PORT)")
     p.add_argument("--workers", type=int, default=None, help="scoring processes (GROUPSCORE_WORKERS)")
@@ -161,10 +189,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cases", type=Path, required=True, help="JSONL of {prompt, completion, reference fields}")
     p.add_argument("--report", type=Path, default=Path("check-report.json"))
     p.add_argument("--timeout", type=float, default=None, help="wall-clock bound per completion, s (default 10)")
-    p.add_argument("--reward-range", default=None, metavar="LO,HI",
-                   help="documented reward range (default 0,1; write --reward-range=-1,1 for negatives)")
-    p.add_argument("--checks", default=None, metavar="GROUPS",
-                   help="comma-separated: determinism,edge_inputs,fuzz,latency,probes (default: all)")
+    p.add_argument(
+        "--reward-range",
+        default=None,
+        metavar="LO,HI",
+        help="documented reward range (default 0,1; write --reward-range=-1,1 for negatives)",
+    )
+    p.add_argument(
+        "--checks",
+        default=None,
+        metavar="GROUPS",
+        help="comma-separated: determinism,edge_inputs,fuzz,latency,probes (default: all)",
+    )
     p.set_defaults(func=_check)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults")

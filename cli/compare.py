@@ -113,11 +113,15 @@ def write_report(drift: Drift, old_path: Path, out: IO[str]) -> None:
         if keys:
             shown = ", ".join(_name(k) for k in keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
             print(f"{label}: {shown}", file=out)
-    by_version = "; ".join(f"{old or '-'} -> {new or '-'}: {n}" for (old, new), n in sorted(
-        drift.versions.items(), key=lambda kv: -kv[1]))
-    print(f"groupscore score --compare: {len(drift.changed)} of {drift.compared} matched items changed verdict"
-          f"{f' ({by_version})' if by_version else ''}; {len(drift.only_old)} only in the old run, "
-          f"{len(drift.only_new)} only in this one", file=out)
+    by_version = "; ".join(
+        f"{old or '-'} -> {new or '-'}: {n}" for (old, new), n in sorted(drift.versions.items(), key=lambda kv: -kv[1])
+    )
+    print(
+        f"groupscore score --compare: {len(drift.changed)} of {drift.compared} matched items changed verdict"
+        f"{f' ({by_version})' if by_version else ''}; {len(drift.only_old)} only in the old run, "
+        f"{len(drift.only_new)} only in this one",
+        file=out,
+    )
 
 
 def write_changes(drift: Drift, path: Path) -> None:

@@ -75,8 +75,17 @@ def score_math_fixtures(client: Any, run_dir: Path) -> bool:
     verdicts_path = run_dir / "math_fixtures_verdicts.jsonl"
     with verdicts_path.open("w", encoding="utf-8") as out:
         for case, verdict in zip(cases, verdicts):
-            out.write(json.dumps({**verdict, "category": case.category, "expected": case.expected,
-                                  "agrees": agrees(case, verdict["reward"], verdict["status"])}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        **verdict,
+                        "category": case.category,
+                        "expected": case.expected,
+                        "agrees": agrees(case, verdict["reward"], verdict["status"]),
+                    }
+                )
+                + "\n"
+            )
 
     by_family: dict[str, list] = defaultdict(list)
     for case, verdict in zip(cases, verdicts):
@@ -89,17 +98,23 @@ def score_math_fixtures(client: Any, run_dir: Path) -> bool:
         if family == "all":
             print("-" * len(header))
         agreeing = sum(agrees(case, v["reward"], v["status"]) for case, v in rows)
-        print(f"{family:<16}{len(rows):>7}{agreeing:>8}{100 * agreeing / len(rows):>8.1f}%"
-              f"{statistics.fmean(v['reward'] for _, v in rows):>13.3f}")
+        print(
+            f"{family:<16}{len(rows):>7}{agreeing:>8}{100 * agreeing / len(rows):>8.1f}%"
+            f"{statistics.fmean(v['reward'] for _, v in rows):>13.3f}"
+        )
 
     disagreeing = [(case, v) for case, v in zip(cases, verdicts) if not agrees(case, v["reward"], v["status"])]
     errors = sum(v["status"] == "error" for v in verdicts)
     timeouts = sum(v["status"] == "timeout" for v in verdicts)
-    print(f"{len(cases) / elapsed_s:.0f} verdicts/s over HTTP; {timeouts} timeouts; {errors} errors; "
-          f"verdicts in {verdicts_path}")
+    print(
+        f"{len(cases) / elapsed_s:.0f} verdicts/s over HTTP; {timeouts} timeouts; {errors} errors; "
+        f"verdicts in {verdicts_path}"
+    )
     for case, verdict in disagreeing[:10]:
-        print(f"  disagrees: {case.item['id']} ({case.category}): expected {'correct' if case.expected else 'wrong'}, "
-              f"got {verdict['status']} [{verdict['reason']}]")
+        print(
+            f"  disagrees: {case.item['id']} ({case.category}): expected {'correct' if case.expected else 'wrong'}, "
+            f"got {verdict['status']} [{verdict['reason']}]"
+        )
     return errors == 0
 
 
@@ -154,8 +169,10 @@ def run_demo(run_dir: Path, train: bool = True) -> int:
         summary = run_training_demo(run_dir / "train", service_urls=[url])
 
     if summary.eval is not None:
-        print(f"\nheld-out pass@1: {summary.eval.before.pass_at_1:.3f} before GRPO -> "
-              f"{summary.eval.after.pass_at_1:.3f} after")
+        print(
+            f"\nheld-out pass@1: {summary.eval.before.pass_at_1:.3f} before GRPO -> "
+            f"{summary.eval.after.pass_at_1:.3f} after"
+        )
     for name, path in (summary.plots or {}).items():
         print(f"  plot {name}: {path}")
     print(f"  summary: {run_dir / 'train' / 'summary.json'}")

@@ -16,8 +16,15 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from groupscore.runtime.batch import (MAX_CHUNK, chunk_size, infra_failure, map_chunks, prepare_worker, score_one,
-                                      worker_count)
+from groupscore.runtime.batch import (
+    MAX_CHUNK,
+    chunk_size,
+    infra_failure,
+    map_chunks,
+    prepare_worker,
+    score_one,
+    worker_count,
+)
 
 if TYPE_CHECKING:
     from groupscore.schema.reward import RewardSpec
@@ -28,8 +35,13 @@ FAILED_STATUSES = ("error", "infra_error")
 PROGRESS_DELAY_S = 1.0
 
 
-def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, workers: int | None = None,
-                progress: bool = True, reward: RewardSpec | None = None) -> int:
+def score_jsonl(
+    input_path: Path | str,
+    output_path: Path | str | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    reward: RewardSpec | None = None,
+) -> int:
     """Score a JSONL file of items into a JSONL file of records (stdout without `output_path`).
 
     One record per non-blank input line, in input order: id, reward, status, extracted, reason, plus components and
@@ -45,8 +57,11 @@ def score_jsonl(input_path: Path | str, output_path: Path | str | None = None, w
     statuses: Counter[str] = Counter()
     started = time.monotonic()
 
-    with _open_input(input_path) as source, _open_output(output_path) as sink, \
-            _ProgressBar(total, enabled=progress) as bar:
+    with (
+        _open_input(input_path) as source,
+        _open_output(output_path) as sink,
+        _ProgressBar(total, enabled=progress) as bar,
+    ):
         lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
         for records in map_chunks(partial(_score_lines, reward), _infra_record, lines, workers, chunk):
             for status, record in records:
@@ -94,8 +109,13 @@ def _score_lines(reward: RewardSpec | None, lines: list[tuple[int, bytes | str]]
 
 def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]:
     """The status and the output line for `groupscore score`."""
-    record: dict[str, Any] = {"id": verdict.id, "reward": verdict.reward, "status": verdict.status.value,
-                              "extracted": verdict.extracted, "reason": verdict.reason}
+    record: dict[str, Any] = {
+        "id": verdict.id,
+        "reward": verdict.reward,
+        "status": verdict.status.value,
+        "extracted": verdict.extracted,
+        "reason": verdict.reason,
+    }
     if verdict.components is not None:
         record["components"] = verdict.components
     if verdict.details:

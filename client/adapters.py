@@ -51,8 +51,9 @@ def completion_text(completion: Any) -> str:
 class _ItemBuilder:
     """Turns one TRL batch (completions + dataset columns) into items of one verifier kind."""
 
-    def __init__(self, verifier: str, columns: dict[str, str] | None, fixed: dict[str, Any] | None,
-                 kind_column: str | None) -> None:
+    def __init__(
+        self, verifier: str, columns: dict[str, str] | None, fixed: dict[str, Any] | None, kind_column: str | None
+    ) -> None:
         if verifier not in KIND_NAMES:
             raise ValueError(f"unknown verifier kind {verifier!r}; known: {', '.join(sorted(KIND_NAMES))}")
         self.verifier = verifier
@@ -70,8 +71,12 @@ class _ItemBuilder:
         for row, completion in enumerate(completions):
             if isinstance(kinds, (list, tuple)) and kinds[row] is not None and kinds[row] != self.verifier:
                 continue  # another kind's row: this reward does not apply (TRL takes None)
-            item: dict[str, Any] = {"verifier": self.verifier, "id": row, "completion": completion_text(completion),
-                                    **self.fixed}
+            item: dict[str, Any] = {
+                "verifier": self.verifier,
+                "id": row,
+                "completion": completion_text(completion),
+                **self.fixed,
+            }
             for field, column in self.columns.items():
                 values = kwargs.get(column)
                 if isinstance(values, (list, tuple)) and len(values) == len(completions) and values[row] is not None:
@@ -90,8 +95,14 @@ class _ItemBuilder:
         return items, rows
 
 
-def _fold(n_rows: int, rows: list[int], verdicts: list[dict[str, Any]], component: str | None,
-          log_metric: Callable[[str, float], None] | None, name: str) -> list[float | None]:
+def _fold(
+    n_rows: int,
+    rows: list[int],
+    verdicts: list[dict[str, Any]],
+    component: str | None,
+    log_metric: Callable[[str, float], None] | None,
+    name: str,
+) -> list[float | None]:
     rewards: list[float | None] = [None] * n_rows
     for row, verdict in zip(rows, verdicts):
         if verdict["status"] == INFRA_ERROR:
@@ -110,11 +121,20 @@ def _fold(n_rows: int, rows: list[int], verdicts: list[dict[str, Any]], componen
     return rewards
 
 
-def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str = "math",
-                    columns: dict[str, str] | None = None, fixed: dict[str, Any] | None = None,
-                    reward: RewardSpec | dict | None = None, component: str | None = None,
-                    kind_column: str | None = "verifier", name: str | None = None, token: str | None = None,
-                    asynchronous: bool = False, deadline_s: float | None = None) -> Callable[..., Any]:
+def trl_reward_func(
+    service: str | Sequence[str] | ScoreClient,
+    *,
+    verifier: str = "math",
+    columns: dict[str, str] | None = None,
+    fixed: dict[str, Any] | None = None,
+    reward: RewardSpec | dict | None = None,
+    component: str | None = None,
+    kind_column: str | None = "verifier",
+    name: str | None = None,
+    token: str | None = None,
+    asynchronous: bool = False,
+    deadline_s: float | None = None,
+) -> Callable[..., Any]:
     """A reward function with GRPOTrainer's signature: `f(prompts, completions, **dataset_columns) -> list`.
 
     - Items of kind `verifier` are built from each completion and the dataset columns named like the kind's fields
@@ -172,8 +192,17 @@ def trl_reward_func(service: str | Sequence[str] | ScoreClient, *, verifier: str
 # -- verl --------------------------------------------------------------------------------------------------------------
 
 # data_source prefixes that verl's own default scorer routes to code execution; everything else is math here.
-_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco", "primeintellect", "livecodebench", "humaneval", "mbpp",
-                 "code")
+_CODE_SOURCES = (
+    "codecontests",
+    "apps",
+    "codeforces",
+    "taco",
+    "primeintellect",
+    "livecodebench",
+    "humaneval",
+    "mbpp",
+    "code",
+)
 _verl_client: ScoreClient | None = None
 _verl_lock = threading.Lock()
 _verl_checked = False  # the first batch's columns were checked (see _check_verl_columns)
@@ -191,8 +220,13 @@ def _client_from_env() -> ScoreClient:
         return _verl_client
 
 
-def verl_item(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None,
-              columns: dict[str, str] | None = None) -> dict[str, Any]:
+def verl_item(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None,
+    columns: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The item for one verl sample.
 
     `extra_info["verifier"]` picks the kind, else the data source does (code datasets -> code, the rest -> math).
@@ -232,8 +266,13 @@ def _check_verl_columns(items: list[dict[str, Any]], extra_infos: Sequence[dict[
     if _verl_checked:
         return
     keys = list(dict.fromkeys(k for info in extra_infos for k in (info or {})))
-    check_columns("verl compute_score", items, ["data_source", "solution_str", "ground_truth",
-                                                *(f"extra_info.{k}" for k in keys)], _VERL_FIX, candidates=keys)
+    check_columns(
+        "verl compute_score",
+        items,
+        ["data_source", "solution_str", "ground_truth", *(f"extra_info.{k}" for k in keys)],
+        _VERL_FIX,
+        candidates=keys,
+    )
     _verl_checked = True
 
 
@@ -256,22 +295,36 @@ def _verl_result(verdict: dict[str, Any]) -> dict[str, Any]:
     # verl takes a dict with "score" and logs the other keys per sample: numbers only, same keys every time. verl has
     # no "no reward" value, so a sample the service could not score gets score 0.0 with infra_error 1.0 (README,
     # "Statuses"): filter on it, or at least watch its mean.
-    return {"score": float(verdict["reward"]), "acc": 1.0 if verdict["status"] == "correct" else 0.0,
-            INFRA_ERROR: 1.0 if verdict["status"] == INFRA_ERROR else 0.0,
-            **{f"component_{k}": float(v) for k, v in (verdict.get("components") or {}).items()}}
+    return {
+        "score": float(verdict["reward"]),
+        "acc": 1.0 if verdict["status"] == "correct" else 0.0,
+        INFRA_ERROR: 1.0 if verdict["status"] == INFRA_ERROR else 0.0,
+        **{f"component_{k}": float(v) for k, v in (verdict.get("components") or {}).items()},
+    }
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict[str, Any] | None = None,
-                  columns: dict[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None = None,
+    columns: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """verl's custom reward function signature, scored by the service at GROUPSCORE_URL."""
     item = verl_item(data_source, solution_str, ground_truth, extra_info, columns)
     _check_verl_columns([item], [extra_info])
     return _verl_result(_client_from_env().score_raw([item])[0])
 
 
-def compute_score_batch(data_sources: Sequence[str], solution_strs: Sequence[str], ground_truths: Sequence[Any],
-                        extra_infos: Sequence[dict[str, Any] | None] | None = None,
-                        columns: dict[str, str] | None = None, **kwargs: Any) -> list[dict[str, Any]]:
+def compute_score_batch(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[dict[str, Any] | None] | None = None,
+    columns: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
     """verl's batched reward manager signature: one request for the whole batch."""
     extra_infos = extra_infos or [None] * len(solution_strs)
     items = [verl_item(*row, columns) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]

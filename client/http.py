@@ -56,7 +56,7 @@ class RetryPolicy:
             except ValueError:
                 pass
         # Jitter spreads clients that failed together, so they do not come back together.
-        return min(self.max_backoff_s, self.backoff_s * 2 ** attempt) * (0.5 + random.random() / 2)
+        return min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
 
 
 def _as_json(value: Any) -> Any:
@@ -77,8 +77,11 @@ def _error_from(response: httpx.Response) -> ServiceError:
         detail = response.json().get("detail")
     except ValueError:
         detail = response.text[:500]
-    return ServiceError(f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: {detail}",
-                        response.status_code, detail)
+    return ServiceError(
+        f"{response.request.method} {response.request.url.path}: HTTP {response.status_code}: {detail}",
+        response.status_code,
+        detail,
+    )
 
 
 class _Retryable(Exception):
@@ -107,8 +110,9 @@ def _accept(response: httpx.Response) -> Any:
 
 
 class _Base:
-    def __init__(self, urls: str | Sequence[str], token: str | None, timeout_s: float, retry: RetryPolicy,
-                 max_batch: int) -> None:
+    def __init__(
+        self, urls: str | Sequence[str], token: str | None, timeout_s: float, retry: RetryPolicy, max_batch: int
+    ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
             raise ValueError("at least one service URL is needed")
@@ -121,22 +125,34 @@ class _Base:
 
     def _gave_up(self, method: str, path: str, failure: Exception | None) -> ServiceError:
         last = failure.error if isinstance(failure, _Retryable) else None
-        return ServiceError(f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {failure}",
-                            last.status_code if last else None, last.detail if last else None)
+        return ServiceError(
+            f"{method} {path} failed after {self.retry.max_retries + 1} attempts: {failure}",
+            last.status_code if last else None,
+            last.detail if last else None,
+        )
 
-    def _score_payloads(self, items: Sequence[Any], reward: RewardSpec | dict | None,
-                        deadline_s: float | None) -> list[tuple[int, int, dict[str, Any]]]:
+    def _score_payloads(
+        self, items: Sequence[Any], reward: RewardSpec | dict | None, deadline_s: float | None
+    ) -> list[tuple[int, int, dict[str, Any]]]:
         extra: dict[str, Any] = {}
         if reward is not None:
             extra["reward"] = _as_json(reward)
         if deadline_s is not None:
             extra["deadline_s"] = deadline_s
         raw = [_as_json(item) for item in items]
-        return [(start, stop, {"items": raw[start:stop], **extra})
-                for start, stop in _shards(len(raw), len(self.urls), self.max_batch)]
+        return [
+            (start, stop, {"items": raw[start:stop], **extra})
+            for start, stop in _shards(len(raw), len(self.urls), self.max_batch)
+        ]
 
-    def _groups_payloads(self, groups: Sequence[Mapping[str, Any] | BaseModel], reward: RewardSpec | dict | None,
-                         eps: float, std: str, deadline_s: float | None) -> list[dict[str, Any]]:
+    def _groups_payloads(
+        self,
+        groups: Sequence[Mapping[str, Any] | BaseModel],
+        reward: RewardSpec | dict | None,
+        eps: float,
+        std: str,
+        deadline_s: float | None,
+    ) -> list[dict[str, Any]]:
         extra: dict[str, Any] = {"eps": eps, "std": std}
         if reward is not None:
             extra["reward"] = _as_json(reward)
@@ -161,12 +177,19 @@ class _Base:
 class ScoreClient(_Base):
     """Blocking client; safe to share between threads."""
 
-    def __init__(self, urls: str | Sequence[str], token: str | None = None, timeout_s: float = 330.0,
-                 retry: RetryPolicy = RetryPolicy(), max_batch: int = 4096) -> None:
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        token: str | None = None,
+        timeout_s: float = 330.0,
+        retry: RetryPolicy = RetryPolicy(),
+        max_batch: int = 4096,
+    ) -> None:
         super().__init__(urls, token, timeout_s, retry, max_batch)
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        self._clients = [httpx.Client(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits)
-                         for u in self.urls]
+        self._clients = [
+            httpx.Client(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits) for u in self.urls
+        ]
         self._threads = ThreadPoolExecutor(max_workers=max(4, 2 * len(self.urls)), thread_name_prefix="groupscore")
 
     def __enter__(self) -> ScoreClient:
@@ -195,27 +218,39 @@ class ScoreClient(_Base):
                 time.sleep(self.retry.delay(attempt, response))
         raise self._gave_up(method, path, failure)
 
-    def score_raw(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
-                  deadline_s: float | None = None) -> list[dict[str, Any]]:
+    def score_raw(
+        self, items: Sequence[Any], reward: RewardSpec | dict | None = None, deadline_s: float | None = None
+    ) -> list[dict[str, Any]]:
         """Verdicts as plain dicts, in input order."""
         payloads = self._score_payloads(items, reward, deadline_s)
         if len(payloads) == 1:
             return self.request("POST", "/v1/score", payloads[0][2])["results"]
-        futures = [self._threads.submit(self.request, "POST", "/v1/score", payload, index)
-                   for index, (_, _, payload) in enumerate(payloads)]
+        futures = [
+            self._threads.submit(self.request, "POST", "/v1/score", payload, index)
+            for index, (_, _, payload) in enumerate(payloads)
+        ]
         return [verdict for future in futures for verdict in future.result()["results"]]
 
-    def score(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
-              deadline_s: float | None = None) -> list[Verdict]:
+    def score(
+        self, items: Sequence[Any], reward: RewardSpec | dict | None = None, deadline_s: float | None = None
+    ) -> list[Verdict]:
         return [Verdict.model_validate(v) for v in self.score_raw(items, reward, deadline_s)]
 
-    def score_groups(self, groups: Sequence[Mapping[str, Any] | BaseModel], reward: RewardSpec | dict | None = None,
-                     eps: float = 1e-4, std: str = "sample", deadline_s: float | None = None) -> list[GroupResult]:
+    def score_groups(
+        self,
+        groups: Sequence[Mapping[str, Any] | BaseModel],
+        reward: RewardSpec | dict | None = None,
+        eps: float = 1e-4,
+        std: str = "sample",
+        deadline_s: float | None = None,
+    ) -> list[GroupResult]:
         """Per group, in input order: its verdicts, the total's statistics (rewards, mean, std, advantages,
         zero_variance, masked) and each component's."""
         payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)
-        futures = [self._threads.submit(self.request, "POST", "/v1/score/groups", payload, index)
-                   for index, payload in enumerate(payloads)]
+        futures = [
+            self._threads.submit(self.request, "POST", "/v1/score/groups", payload, index)
+            for index, payload in enumerate(payloads)
+        ]
         return [GroupResult.model_validate(group) for future in futures for group in future.result()["groups"]]
 
     def verifiers(self) -> dict[str, Any]:
@@ -231,12 +266,19 @@ class ScoreClient(_Base):
 class AsyncScoreClient(_Base):
     """asyncio client; use one per event loop (`groupscore.client.loops.LoopClients` keeps one per loop)."""
 
-    def __init__(self, urls: str | Sequence[str], token: str | None = None, timeout_s: float = 330.0,
-                 retry: RetryPolicy = RetryPolicy(), max_batch: int = 4096) -> None:
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        token: str | None = None,
+        timeout_s: float = 330.0,
+        retry: RetryPolicy = RetryPolicy(),
+        max_batch: int = 4096,
+    ) -> None:
         super().__init__(urls, token, timeout_s, retry, max_batch)
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        self._clients = [httpx.AsyncClient(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits)
-                         for u in self.urls]
+        self._clients = [
+            httpx.AsyncClient(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits) for u in self.urls
+        ]
 
     async def __aenter__(self) -> AsyncScoreClient:
         return self
@@ -263,24 +305,32 @@ class AsyncScoreClient(_Base):
                 await asyncio.sleep(self.retry.delay(attempt, response))
         raise self._gave_up(method, path, failure)
 
-    async def score_raw(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
-                        deadline_s: float | None = None) -> list[dict[str, Any]]:
+    async def score_raw(
+        self, items: Sequence[Any], reward: RewardSpec | dict | None = None, deadline_s: float | None = None
+    ) -> list[dict[str, Any]]:
         payloads = self._score_payloads(items, reward, deadline_s)
-        answers = await asyncio.gather(*(self.request("POST", "/v1/score", payload, index)
-                                         for index, (_, _, payload) in enumerate(payloads)))
+        answers = await asyncio.gather(
+            *(self.request("POST", "/v1/score", payload, index) for index, (_, _, payload) in enumerate(payloads))
+        )
         return [verdict for answer in answers for verdict in answer["results"]]
 
-    async def score(self, items: Sequence[Any], reward: RewardSpec | dict | None = None,
-                    deadline_s: float | None = None) -> list[Verdict]:
+    async def score(
+        self, items: Sequence[Any], reward: RewardSpec | dict | None = None, deadline_s: float | None = None
+    ) -> list[Verdict]:
         return [Verdict.model_validate(v) for v in await self.score_raw(items, reward, deadline_s)]
 
-    async def score_groups(self, groups: Sequence[Mapping[str, Any] | BaseModel],
-                           reward: RewardSpec | dict | None = None,
-                           eps: float = 1e-4, std: str = "sample",
-                           deadline_s: float | None = None) -> list[GroupResult]:
+    async def score_groups(
+        self,
+        groups: Sequence[Mapping[str, Any] | BaseModel],
+        reward: RewardSpec | dict | None = None,
+        eps: float = 1e-4,
+        std: str = "sample",
+        deadline_s: float | None = None,
+    ) -> list[GroupResult]:
         payloads = self._groups_payloads(groups, reward, eps, std, deadline_s)
-        answers = await asyncio.gather(*(self.request("POST", "/v1/score/groups", payload, index)
-                                         for index, payload in enumerate(payloads)))
+        answers = await asyncio.gather(
+            *(self.request("POST", "/v1/score/groups", payload, index) for index, payload in enumerate(payloads))
+        )
         return [GroupResult.model_validate(group) for answer in answers for group in answer["groups"]]
 
     async def verifiers(self) -> dict[str, Any]:

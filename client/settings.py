@@ -32,6 +32,7 @@ class ClientSettings(TokenSettings):
             "the scoring service's base URL, or several separated by commas (batches are sharded across them)"
         ),
     )
+
     @field_validator("url")
     @classmethod
     def _http_urls(cls, value: str) -> str:

@@ -16,9 +16,23 @@ from groupscore.sandbox.runner import ensure_available, run
 from groupscore.sandbox.toolchains import LANGUAGES, MAIN_FILE
 
 __all__ = [
-    "BAD_REQUEST", "COMPILE_LIMITS", "LANGUAGES", "MAIN_FILE", "BadRunRequest", "CompileResult", "Limits", "Policy",
-    "RunRequest", "RunResult", "RunStatus", "SandboxUnavailable", "default_workers", "ensure_available", "policy_for",
-    "run", "run_many",
+    "BAD_REQUEST",
+    "COMPILE_LIMITS",
+    "LANGUAGES",
+    "MAIN_FILE",
+    "BadRunRequest",
+    "CompileResult",
+    "Limits",
+    "Policy",
+    "RunRequest",
+    "RunResult",
+    "RunStatus",
+    "SandboxUnavailable",
+    "default_workers",
+    "ensure_available",
+    "policy_for",
+    "run",
+    "run_many",
 ]
 
 

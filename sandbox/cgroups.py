@@ -77,8 +77,9 @@ def _under(mount_point: str, mount_root: str, own_path: str) -> str:
     return os.path.normpath(os.path.join(mount_point, rel))
 
 
-def detect_cgroups(mountinfo: str | None = None, self_cgroup: str | None = None, *,
-                   v2_parent: str | None = None) -> CgroupSupport:
+def detect_cgroups(
+    mountinfo: str | None = None, self_cgroup: str | None = None, *, v2_parent: str | None = None
+) -> CgroupSupport:
     """Find where memory and pids cgroups can be made: v1 controller mounts first, else the v2 tree.
 
     v1: our cgroups go below our own cgroup in each hierarchy (so host-level limits on us still apply).
@@ -96,8 +97,13 @@ def detect_cgroups(mountinfo: str | None = None, self_cgroup: str | None = None,
             if fstype == "cgroup" and ctrl in opts and ctrl not in v1 and ctrl in own:
                 v1[ctrl] = _under(point, root, own[ctrl])
     if v1:
-        return CgroupSupport("v1", "memory" in v1, "pids" in v1, v1,
-                             "" if len(v1) == 2 else f"no v1 {'pids' if 'memory' in v1 else 'memory'} controller")
+        return CgroupSupport(
+            "v1",
+            "memory" in v1,
+            "pids" in v1,
+            v1,
+            "" if len(v1) == 2 else f"no v1 {'pids' if 'memory' in v1 else 'memory'} controller",
+        )
     for _root, point, fstype, _ in mounts:
         if fstype != "cgroup2":
             continue
@@ -109,8 +115,13 @@ def detect_cgroups(mountinfo: str | None = None, self_cgroup: str | None = None,
         if not have:
             continue
         parent = v2_parent or sandbox_settings.current().cgroup_parent or point
-        return CgroupSupport("v2", "memory" in have, "pids" in have, {c: parent for c in have},
-                             "" if len(have) == 2 else f"v2 lacks {'pids' if 'memory' in have else 'memory'}")
+        return CgroupSupport(
+            "v2",
+            "memory" in have,
+            "pids" in have,
+            {c: parent for c in have},
+            "" if len(have) == 2 else f"v2 lacks {'pids' if 'memory' in have else 'memory'}",
+        )
     return CgroupSupport(None, False, False, {}, "no cgroup v1 memory/pids mount and no v2 controllers")
 
 
@@ -151,7 +162,9 @@ class _Launcher:
     weighs only thread-group leaders, so a run that hits its limit can never get this (larger) process killed."""
 
     def __init__(self, dirs: list[Path]):
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="sandbox-slot", initializer=_join_thread, initargs=(dirs,))
+        self._thread = ThreadPoolExecutor(
+            1, thread_name_prefix="sandbox-slot", initializer=_join_thread, initargs=(dirs,)
+        )
         try:
             self._thread.submit(lambda: None).result()  # starts the thread, which joins the slot first
         except BrokenThreadPool as exc:
@@ -232,8 +245,9 @@ class Slot:
                 _write(self._file("memory", "memory.max_usage_in_bytes"), "0")
                 if not same_limits:
                     self._set_v1_limit(mem, memory_bytes)
-                self._oom_before = counters[0] if counters else _counter(_read(self._file("memory", "memory.oom_control")),
-                                                                         "oom_kill")
+                self._oom_before = (
+                    counters[0] if counters else _counter(_read(self._file("memory", "memory.oom_control")), "oom_kill")
+                )
                 # A reused slot still carries page cache charged by earlier runs (reclaimable, so it does
                 # not eat into the limit); the reset peak starts there, so report the growth above it.
                 usage = _read(self._file("memory", "memory.usage_in_bytes")).strip()
@@ -338,7 +352,7 @@ def _remove_stale(root: Path) -> None:
     """Remove empty slot dirs left by harness processes (of our pid namespace) that died without cleanup."""
     prefix = _parent_name(0)[:-1]  # "groupscore-sandbox-<pidns>-"
     for parent in root.glob(prefix + "*"):
-        pid = parent.name[len(prefix):]
+        pid = parent.name[len(prefix) :]
         if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
             continue
         for slot in parent.glob("slot-*"):

@@ -22,7 +22,9 @@ def classify(out: RawRun, limits: Limits) -> tuple[RunStatus, str | None]:
         return RunStatus.MEMORY_LIMIT, f"cgroup memory limit {limits.memory_mb} MB"
     if out.setup_failed:
         errs = [ln for ln in out.log.splitlines() if ln.startswith(("[E]", "[F]", "[W]"))]
-        return RunStatus.SANDBOX_ERROR, "jail setup failed: " + (" | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}")
+        return RunStatus.SANDBOX_ERROR, "jail setup failed: " + (
+            " | ".join(errs)[-800:] or f"nsjail status {out.nsjail_status}"
+        )
     if out.output_limit:
         return RunStatus.OUTPUT_LIMIT, f"output passed {limits.max_output_bytes} bytes; run stopped"
     if out.timed_out:

@@ -11,8 +11,13 @@ from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for
 from groupscore.sandbox.jail import cgroup_note
 
 
-def run_file(file: Path, language: str = "python", time_limit_s: float | None = None, memory_mb: int | None = None,
-             stdin_path: Path | None = None) -> int:
+def run_file(
+    file: Path,
+    language: str = "python",
+    time_limit_s: float | None = None,
+    memory_mb: int | None = None,
+    stdin_path: Path | None = None,
+) -> int:
     """Print the RunResult as JSON. Exit status: 0 ok, 1 the program failed, 2 the sandbox is unavailable.
 
     A limit left as None is Limits' default."""
@@ -20,8 +25,12 @@ def run_file(file: Path, language: str = "python", time_limit_s: float | None = 
     stdin = Path(stdin_path).read_bytes() if stdin_path else b""
     given: dict[str, Any] = {"wall_time_s": time_limit_s, "memory_mb": memory_mb}
     try:
-        result = run({MAIN_FILE[language]: source}, language=language, stdin=stdin,
-                     limits=Limits(**{name: value for name, value in given.items() if value is not None}))
+        result = run(
+            {MAIN_FILE[language]: source},
+            language=language,
+            stdin=stdin,
+            limits=Limits(**{name: value for name, value in given.items() if value is not None}),
+        )
     except SandboxUnavailable as exc:
         print(f"sandbox unavailable: {exc}", file=sys.stderr)
         return 2

@@ -61,8 +61,9 @@ class CompileCache:
 COMPILED = CompileCache()
 
 
-def compile_program(tool: Toolchain, files: dict[str, bytes], main: str, limits: Limits,
-             command: list[str] | None) -> tuple[CompileResult, bytes]:
+def compile_program(
+    tool: Toolchain, files: dict[str, bytes], main: str, limits: Limits, command: list[str] | None
+) -> tuple[CompileResult, bytes]:
     argv = [a.replace("{main}", main) for a in (command or COMPILE_COMMAND[tool.language])]
     argv[0] = shutil.which(argv[0], path="/usr/bin:/bin") or argv[0]
     key = CompileCache.key(tool, argv, limits, files)
@@ -75,14 +76,23 @@ def compile_program(tool: Toolchain, files: dict[str, bytes], main: str, limits:
         return result
 
 
-def _compile_inrun_jail(tool: Toolchain, files: dict[str, bytes], argv: list[str],
-                     limits: Limits) -> tuple[CompileResult, bytes]:
+def _compile_inrun_jail(
+    tool: Toolchain, files: dict[str, bytes], argv: list[str], limits: Limits
+) -> tuple[CompileResult, bytes]:
     policy = build_policy(tool, limits, compile_step=True)
     out, got, _ = execute(policy, files, argv, b"", limits, [BINARY])
     status, _ = classify(out, limits)
     binary = got.get(BINARY, b"")
     if status is RunStatus.OK and not binary:
         status = RunStatus.RUNTIME_ERROR
-    return CompileResult(status=status, exit_code=out.exit_code, signal=out.signal, stdout=decode(out.stdout),
-                         stderr=decode(out.stderr), wall_time_s=round(out.wall_time_s, 4),
-                         cpu_time_s=round(out.cpu_time_s, 4), peak_memory_mb=peak_mb(out), command=argv), binary
+    return CompileResult(
+        status=status,
+        exit_code=out.exit_code,
+        signal=out.signal,
+        stdout=decode(out.stdout),
+        stderr=decode(out.stderr),
+        wall_time_s=round(out.wall_time_s, 4),
+        cpu_time_s=round(out.cpu_time_s, 4),
+        peak_memory_mb=peak_mb(out),
+        command=argv,
+    ), binary

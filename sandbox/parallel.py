@@ -16,6 +16,7 @@ from groupscore.sandbox.runner import run
 
 BAD_REQUEST = "bad run request"  # how run_many's sandbox_error result for a request it refused to run begins
 
+
 class RunRequest(BaseModel):
     """The arguments of one `run` call, as data."""
 
@@ -44,7 +45,11 @@ def _one(request: RunRequest | dict[str, Any]) -> RunResult:
         return run(**{name: getattr(req, name) for name in RunRequest.model_fields})
     except SandboxUnavailable:
         raise  # the whole batch cannot run; say so loudly
-    except (ValidationError, BadRunRequest, UnicodeError) as exc:  # nothing else: our own failures are not the request's
+    except (
+        ValidationError,
+        BadRunRequest,
+        UnicodeError,
+    ) as exc:  # nothing else: our own failures are not the request's
         return RunResult(status=RunStatus.SANDBOX_ERROR, error=f"{BAD_REQUEST}: {exc}")
 
 

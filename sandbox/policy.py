@@ -80,8 +80,10 @@ class Policy(BaseModel):
     hostname: str = "sandbox"
     no_new_privs: bool = True
     capabilities: str = "all dropped"
-    init: str = (f"{INIT_SHELL} -c '{INIT_SCRIPT}' init <cpu_s> <program...> (pid 1; the program is pid 2); "
-                 "a run with as_init=True (a supervisor that reaps its children) is pid 1 itself")
+    init: str = (
+        f"{INIT_SHELL} -c '{INIT_SCRIPT}' init <cpu_s> <program...> (pid 1; the program is pid 2); "
+        "a run with as_init=True (a supervisor that reaps its children) is pid 1 itself"
+    )
     mounts: tuple[Mount, ...]
     work_dir: str = WORK_DIR
     tmpfs_mb: int
@@ -128,10 +130,20 @@ def _ids() -> tuple[int, int, int, int, str]:
     inside, and outside a host uid/gid of its own per live jail (uids.py), so no per-uid kernel account is shared."""
     if per_jail_ids():
         base = id_base()
-        return NOBODY, base, NOBODY, base, (f"per jail: each live jail has a host uid and gid of its own, "
-                                            f"{base}..{base + ID_COUNT - 1} (no per-uid kernel account is shared)")
-    own = ("shared: every jail runs as our own uid (unprivileged; per-uid kernel accounts such as pipe buffers "
-           "are shared between concurrent jails; run as root for a uid per jail)")
+        return (
+            NOBODY,
+            base,
+            NOBODY,
+            base,
+            (
+                f"per jail: each live jail has a host uid and gid of its own, "
+                f"{base}..{base + ID_COUNT - 1} (no per-uid kernel account is shared)"
+            ),
+        )
+    own = (
+        "shared: every jail runs as our own uid (unprivileged; per-uid kernel accounts such as pipe buffers "
+        "are shared between concurrent jails; run as root for a uid per jail)"
+    )
     return os.geteuid(), os.geteuid(), os.getegid(), os.getegid(), own
 
 
@@ -141,13 +153,25 @@ def host_cgroups() -> CgroupSupport:
     cg = detect_cgroups()
     blocked = [root for root in set(cg.roots.values()) if not os.access(root, os.W_OK)]
     if cg.version and blocked:
-        return CgroupSupport(None, False, False, {}, f"{cg.version} found but {', '.join(sorted(blocked))} is not "
-                             "writable (run as root, or set GROUPSCORE_CGROUP_PARENT to a delegated cgroup)")
+        return CgroupSupport(
+            None,
+            False,
+            False,
+            {},
+            f"{cg.version} found but {', '.join(sorted(blocked))} is not "
+            "writable (run as root, or set GROUPSCORE_CGROUP_PARENT to a delegated cgroup)",
+        )
     return cg
 
 
-def build_policy(tool: Toolchain, limits: Limits, *, compile_step: bool = False,
-                 extra_ro: tuple[str, ...] = (), cgroups: CgroupSupport | None = None) -> Policy:
+def build_policy(
+    tool: Toolchain,
+    limits: Limits,
+    *,
+    compile_step: bool = False,
+    extra_ro: tuple[str, ...] = (),
+    cgroups: CgroupSupport | None = None,
+) -> Policy:
     """The policy for one language (and step: compile or run) under `limits` (cached for this host's cgroups)."""
     if cgroups is None:
         return _host_policy(tool, limits, compile_step, tuple(extra_ro))
@@ -159,14 +183,19 @@ def _host_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
     return _make_policy(tool, limits, compile_step, extra_ro, host_cgroups())
 
 
-def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: tuple[str, ...],
-                 cg: CgroupSupport) -> Policy:
+def _make_policy(
+    tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: tuple[str, ...], cg: CgroupSupport
+) -> Policy:
     ro_paths = tool.ro_paths if (tool.language == "python" or compile_step) else tool.run_ro_paths
     uid_in, uid_out, gid_in, gid_out, outside_ids = _ids()
     mounts = [
         *_host_symlinks(),
         *_ro_mounts(tuple(ro_paths) + (INIT_SHELL,) + tuple(extra_ro)),
-        Mount(kind="tmpfs", target=WORK_DIR, options=f"size={limits.tmpfs_mb * 1024 * 1024},nr_inodes={MAX_WORK_FILES},mode=0700"),
+        Mount(
+            kind="tmpfs",
+            target=WORK_DIR,
+            options=f"size={limits.tmpfs_mb * 1024 * 1024},nr_inodes={MAX_WORK_FILES},mode=0700",
+        ),
         Mount(kind="symlink", target="/tmp", source=WORK_DIR),
         # Only the jail's own /proc/<pid> dirs: every other proc file (loadavg, stat, meminfo, locks, sys/...)
         # shows host-wide state that other jails move, i.e. a channel between them.
@@ -180,23 +209,36 @@ def _make_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
         Mount(kind="symlink", target="/dev/stdout", source="/proc/self/fd/1"),
         Mount(kind="symlink", target="/dev/stderr", source="/proc/self/fd/2"),
     ]
-    env: tuple[str, ...] = ("PATH=/usr/local/bin:/usr/bin:/bin", f"HOME={WORK_DIR}", f"TMPDIR={WORK_DIR}", "LANG=C.UTF-8",
-           "LC_ALL=C.UTF-8")
+    env: tuple[str, ...] = (
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+        f"HOME={WORK_DIR}",
+        f"TMPDIR={WORK_DIR}",
+        "LANG=C.UTF-8",
+        "LC_ALL=C.UTF-8",
+    )
     if tool.language == "python":
         # Fixed hash seed: same program, same set iteration order, same verdict.
         env += ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
     return Policy(
         language=tool.language + (" (compile)" if compile_step else ""),
         toolchain=f"{tool.executable} {tool.version}",
-        uid_inside=uid_in, uid_outside=uid_out, gid_inside=gid_in, gid_outside=gid_out, outside_ids=outside_ids,
+        uid_inside=uid_in,
+        uid_outside=uid_out,
+        gid_inside=gid_in,
+        gid_outside=gid_out,
+        outside_ids=outside_ids,
         mounts=tuple(mounts),
         tmpfs_mb=limits.tmpfs_mb,
         env=env,
         # With a cgroup memory limit, RLIMIT_AS only stops a runaway mapping; without one it is the bound.
-        rlimits=Rlimits(address_space_mb=limits.address_space_mb if cg.memory else limits.memory_mb + 128,
-                        cpu_s=limits.cpu_seconds, cpu_hard_s=limits.cpu_seconds + 1,
-                        file_size_mb=max(1, math.ceil(limits.max_file_bytes / (1 << 20))),
-                        open_files=limits.max_open_files, processes=limits.max_processes + 1),  # +1: init
+        rlimits=Rlimits(
+            address_space_mb=limits.address_space_mb if cg.memory else limits.memory_mb + 128,
+            cpu_s=limits.cpu_seconds,
+            cpu_hard_s=limits.cpu_seconds + 1,
+            file_size_mb=max(1, math.ceil(limits.max_file_bytes / (1 << 20))),
+            open_files=limits.max_open_files,
+            processes=limits.max_processes + 1,
+        ),  # +1: init
         cgroup=cg.describe(),
         cgroup_memory_mb=limits.memory_mb if cg.memory else None,
         cgroup_max_pids=limits.max_processes if cg.pids else None,
@@ -210,13 +252,26 @@ def _mount_pt(m: Mount) -> MountPt:
     if m.kind == "symlink":
         return MountPt(src=m.source, dst=m.target, is_symlink=True)
     if m.kind == "tmpfs":
-        return MountPt(dst=m.target, fstype="tmpfs", rw=True, is_dir=True, options=m.options,
-                       nosuid=True, nodev=True)
+        return MountPt(dst=m.target, fstype="tmpfs", rw=True, is_dir=True, options=m.options, nosuid=True, nodev=True)
     if m.kind == "proc":
-        return MountPt(dst=m.target, fstype="proc", rw=False, is_dir=True, nosuid=True, nodev=True, noexec=True,
-                       options=m.options or None)
-    return MountPt(src=m.source, dst=m.target, is_bind=True, rw=m.kind == "bind_rw", nosuid=True,
-                   is_dir=os.path.isdir(m.source or ""))
+        return MountPt(
+            dst=m.target,
+            fstype="proc",
+            rw=False,
+            is_dir=True,
+            nosuid=True,
+            nodev=True,
+            noexec=True,
+            options=m.options or None,
+        )
+    return MountPt(
+        src=m.source,
+        dst=m.target,
+        is_bind=True,
+        rw=m.kind == "bind_rw",
+        nosuid=True,
+        is_dir=os.path.isdir(m.source or ""),
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -250,10 +305,15 @@ def _render(policy: Policy) -> str:
         keep_env=False,
         envar=list(policy.env),
         iface_no_lo=True,
-        rlimit_as=r.address_space_mb, rlimit_cpu=r.cpu_hard_s, rlimit_fsize=r.file_size_mb,
-        rlimit_nofile=r.open_files, rlimit_nproc=r.processes, rlimit_core=r.core_mb,
+        rlimit_as=r.address_space_mb,
+        rlimit_cpu=r.cpu_hard_s,
+        rlimit_fsize=r.file_size_mb,
+        rlimit_nofile=r.open_files,
+        rlimit_nproc=r.processes,
+        rlimit_core=r.core_mb,
         rlimit_nproc_type=RLimitType.VALUE,  # nsjail would otherwise keep the current soft limit
-        rlimit_stack=r.stack_mb, rlimit_stack_type=RLimitType.VALUE,
+        rlimit_stack=r.stack_mb,
+        rlimit_stack_type=RLimitType.VALUE,
         mount=[_mount_pt(m) for m in policy.mounts],
         seccomp_string=[policy.seccomp_kafel],
         # The harness owns the wall clock (float seconds); nsjail's own limit is only a backstop.
@@ -283,19 +343,26 @@ def _quote(value: str) -> str:
 
 def render_idmaps(policy: Policy, uid_outside: int, gid_outside: int) -> str:
     """The per-run uid and gid maps: the jail's ids inside, this run's host ids outside."""
-    return (f"uidmap {{\n  inside_id: {_quote(id_text(policy.uid_inside, 'user'))}\n"
-            f"  outside_id: {_quote(id_text(uid_outside, 'user'))}\n}}\n"
-            f"gidmap {{\n  inside_id: {_quote(id_text(policy.gid_inside, 'group'))}\n"
-            f"  outside_id: {_quote(id_text(gid_outside, 'group'))}\n}}")
+    return (
+        f"uidmap {{\n  inside_id: {_quote(id_text(policy.uid_inside, 'user'))}\n"
+        f"  outside_id: {_quote(id_text(uid_outside, 'user'))}\n}}\n"
+        f"gidmap {{\n  inside_id: {_quote(id_text(policy.gid_inside, 'group'))}\n"
+        f"  outside_id: {_quote(id_text(gid_outside, 'group'))}\n}}"
+    )
 
 
 def render_exec(argv: list[str]) -> str:
     """The per-run `exec_bin` block."""
-    return "exec_bin {\n" + "".join(f"  {k}: {_quote(v)}\n" for k, v in
-                                   [("path", argv[0]), *(("arg", a) for a in argv[1:])]) + "}"
+    return (
+        "exec_bin {\n"
+        + "".join(f"  {k}: {_quote(v)}\n" for k, v in [("path", argv[0]), *(("arg", a) for a in argv[1:])])
+        + "}"
+    )
 
 
 def render_file_mount(source: str, target: str, *, writable: bool) -> str:
     """A per-run bind of one host file into the work dir."""
-    return (f"mount {{\n  src: {_quote(source)}\n  dst: {_quote(target)}\n  is_bind: true\n"
-            f"  rw: {'true' if writable else 'false'}\n  is_dir: false\n  nosuid: true\n  nodev: true\n}}")
+    return (
+        f"mount {{\n  src: {_quote(source)}\n  dst: {_quote(target)}\n  is_bind: true\n"
+        f"  rw: {'true' if writable else 'false'}\n  is_dir: false\n  nosuid: true\n  nodev: true\n}}"
+    )

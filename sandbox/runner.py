@@ -79,13 +79,24 @@ def run(
         if main not in data:
             raise BadRunRequest(f"{language} run needs its source {main!r} in files")
         compile_result, binary = compile_program(tool, data, main, compile_limits, compile_command)
-        if compile_result.status is RunStatus.SANDBOX_ERROR:  # the compiler's jail failed on our side: not the program's 0
-            return RunResult(status=RunStatus.SANDBOX_ERROR, compile=compile_result, cgroup=cgroup_note(),
-                             error="compile step: jail setup failed")
+        if (
+            compile_result.status is RunStatus.SANDBOX_ERROR
+        ):  # the compiler's jail failed on our side: not the program's 0
+            return RunResult(
+                status=RunStatus.SANDBOX_ERROR,
+                compile=compile_result,
+                cgroup=cgroup_note(),
+                error="compile step: jail setup failed",
+            )
         if compile_result.status is not RunStatus.OK:
-            return RunResult(status=RunStatus.COMPILE_ERROR, compile=compile_result, cgroup=cgroup_note(),
-                             error="compile failed" if compile_result.status is RunStatus.RUNTIME_ERROR
-                             else f"compile step: {compile_result.status.value}")
+            return RunResult(
+                status=RunStatus.COMPILE_ERROR,
+                compile=compile_result,
+                cgroup=cgroup_note(),
+                error="compile failed"
+                if compile_result.status is RunStatus.RUNTIME_ERROR
+                else f"compile step: {compile_result.status.value}",
+            )
         data = {**data, BINARY: binary}
         executable = frozenset({BINARY})
         argv = command or [f"{WORK_DIR}/{BINARY}"]
@@ -103,12 +114,21 @@ def run(
     out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)
     status, note = classify(out, limits)
     return RunResult(
-        status=status, exit_code=out.exit_code, signal=out.signal,
-        stdout=decode(out.stdout), stderr=decode(out.stderr),
-        stdout_truncated=out.stdout_truncated, stderr_truncated=out.stderr_truncated,
-        wall_time_s=round(out.wall_time_s, 4), cpu_time_s=round(out.cpu_time_s, 4),
-        peak_memory_mb=peak_mb(out), files=got, files_truncated=truncated, compile=compile_result,
-        cgroup=cgroup_note(), error=note,
+        status=status,
+        exit_code=out.exit_code,
+        signal=out.signal,
+        stdout=decode(out.stdout),
+        stderr=decode(out.stderr),
+        stdout_truncated=out.stdout_truncated,
+        stderr_truncated=out.stderr_truncated,
+        wall_time_s=round(out.wall_time_s, 4),
+        cpu_time_s=round(out.cpu_time_s, 4),
+        peak_memory_mb=peak_mb(out),
+        files=got,
+        files_truncated=truncated,
+        compile=compile_result,
+        cgroup=cgroup_note(),
+        error=note,
     )
 
 
@@ -118,8 +138,10 @@ _AVAILABLE_LOCK = threading.Lock()
 
 # The probe is the init shell itself (mounted in every policy), so it needs no interpreter: its pid,
 # its real uid as the kernel reports it, and how many processes it can see.
-_PROBE = ('echo $$; while read -r k v rest; do [ "$k" = Uid: ] && echo "$v"; done < /proc/self/status; '
-          'set -- /proc/[0-9]*; echo $#')
+_PROBE = (
+    'echo $$; while read -r k v rest; do [ "$k" = Uid: ] && echo "$v"; done < /proc/self/status; '
+    "set -- /proc/[0-9]*; echo $#"
+)
 
 
 def ensure_available(language: str = "python") -> None:
@@ -142,7 +164,8 @@ def ensure_available(language: str = "python") -> None:
         if missing:
             raise SandboxUnavailable(
                 f"nsjail cannot start: shared library {missing.group(1)} is missing. Install Debian's "
-                "libnl-3-200 and libnl-route-3-200 (as root: tools/install-system-deps)")
+                "libnl-3-200 and libnl-route-3-200 (as root: tools/install-system-deps)"
+            )
         if probe.returncode not in (0, 1) and "Usage" not in probe.stdout.decode(errors="replace") + help_err:
             raise SandboxUnavailable(f"nsjail cannot start ({binary}): {help_err.strip()[-300:]}")
         limits = Limits(wall_time_s=20)
@@ -151,8 +174,10 @@ def ensure_available(language: str = "python") -> None:
         if out.setup_failed or out.exit_code != 0:
             log = out.log
             if "CLONE_NEWUSER" in log or "clone(" in log or "unshare(" in log:
-                why = "user/pid/net namespaces are not available (check kernel.unprivileged_userns_clone, " \
-                      "user.max_user_namespaces, or a container seccomp profile that blocks clone/unshare)"
+                why = (
+                    "user/pid/net namespaces are not available (check kernel.unprivileged_userns_clone, "
+                    "user.max_user_namespaces, or a container seccomp profile that blocks clone/unshare)"
+                )
             else:
                 why = "the probe jail failed"
             errs = " | ".join(ln for ln in log.splitlines() if ln.startswith(("[E]", "[F]")))[-600:]

@@ -29,19 +29,52 @@ FUTEX_NONPRIVATE_WAKES = (1, 3, 4, 5, 10)  # WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP
 
 DENIED_EPERM = (
     # mounts and namespaces
-    "mount", "umount",  # kafel names x86-64 umount2 "umount"
-    "pivot_root", "chroot", "unshare", "setns", "open_tree", "move_mount",
-    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+    "mount",
+    "umount",  # kafel names x86-64 umount2 "umount"
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
     # looking into or driving other processes
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
     # kernel keyring
-    "keyctl", "add_key", "request_key",
+    "keyctl",
+    "add_key",
+    "request_key",
     # io_uring (bypasses seccomp for the ops it runs)
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     # kernel attack surface no judged program needs
-    "bpf", "perf_event_open", "userfaultfd", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "acct", "swapon", "swapoff", "reboot", "syslog", "quotactl",
-    "lookup_dcookie", "vhangup", "name_to_handle_at", "open_by_handle_at",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "quotactl",
+    "lookup_dcookie",
+    "vhangup",
+    "name_to_handle_at",
+    "open_by_handle_at",
 )
 # clone3 passes flags in memory seccomp cannot read; ENOSYS makes libc fall back to clone(), which we can check.
 # The rest answer what a kernel built without them would: no file-access notifications (they would report other
@@ -53,10 +86,31 @@ NOOP_SUCCESS = ("flock",)
 # The futex2 calls carry their private flag in memory or are new: libc does not use them. Kernel AIO reads take
 # RWF_NOWAIT in memory (a page-cache probe seccomp cannot see; glibc's aio_* use threads, not these); cachestat and
 # process_madvise (which takes PIDFD_SELF) reach the page cache around the fadvise/madvise rules below.
-DENIED_ENOSYS = ("clone3", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
-                 "sysinfo", "statfs", "fstatfs", "ustat", "pidfd_open", "futex_waitv", "futex_wake", "futex_wait",
-                 "futex_requeue", "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy",
-                 "cachestat", "process_madvise")
+DENIED_ENOSYS = (
+    "clone3",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_add_watch",
+    "fanotify_init",
+    "fanotify_mark",
+    "sysinfo",
+    "statfs",
+    "fstatfs",
+    "ustat",
+    "pidfd_open",
+    "futex_waitv",
+    "futex_wake",
+    "futex_wait",
+    "futex_requeue",
+    "io_setup",
+    "io_submit",
+    "io_getevents",
+    "io_pgetevents",
+    "io_cancel",
+    "io_destroy",
+    "cachestat",
+    "process_madvise",
+)
 
 
 class SeccompRule(BaseModel):
@@ -75,45 +129,102 @@ class SeccompRule(BaseModel):
 
 
 ARG_RULES: tuple[SeccompRule, ...] = (
-    SeccompRule(syscall="clone", args="flags", condition=f"(flags & {CLONE_NAMESPACE_FLAGS:#x}) != 0",
-                action=f"ERRNO({EPERM})", why="no new namespaces"),
-    SeccompRule(syscall="clone", args="flags", condition=f"(flags & {CLONE_PIDFD:#x}) != 0",
-                action=f"ERRNO({ENOSYS})", why="no pidfds (host-wide inode counter); libc falls back"),
-    SeccompRule(syscall="socket", args="domain", condition=f"domain == {AF_VSOCK}",
-                action=f"ERRNO({EAFNOSUPPORT})", why="no vsock to the host"),
+    SeccompRule(
+        syscall="clone",
+        args="flags",
+        condition=f"(flags & {CLONE_NAMESPACE_FLAGS:#x}) != 0",
+        action=f"ERRNO({EPERM})",
+        why="no new namespaces",
+    ),
+    SeccompRule(
+        syscall="clone",
+        args="flags",
+        condition=f"(flags & {CLONE_PIDFD:#x}) != 0",
+        action=f"ERRNO({ENOSYS})",
+        why="no pidfds (host-wide inode counter); libc falls back",
+    ),
+    SeccompRule(
+        syscall="socket",
+        args="domain",
+        condition=f"domain == {AF_VSOCK}",
+        action=f"ERRNO({EAFNOSUPPORT})",
+        why="no vsock to the host",
+    ),
     # Locks live on inodes, and every jail binds the same host files: a lock one jail sets, another can read
     # (F_GETLK, or a set that fails). Setting a lock succeeds and does nothing, everywhere: one process alone in its
     # jail (sqlite on /work, any library that locks) runs as before; F_GETLK stays real and finds no jail's lock.
-    SeccompRule(syscall="fcntl", args="fd, cmd",
-                condition=f"cmd == {F_SETLK} || cmd == {F_SETLKW} || cmd == {F_OFD_SETLK} || cmd == {F_OFD_SETLKW}",
-                action="ERRNO(0)", why="POSIX and OFD record locks: set is a no-op that succeeds"),
-    SeccompRule(syscall="fcntl", args="fd, cmd", condition=f"cmd == {F_SETLEASE} || cmd == {F_NOTIFY}",
-                action=f"ERRNO({EINVAL})", why="leases and dnotify: as on a kernel with both switched off"),
+    SeccompRule(
+        syscall="fcntl",
+        args="fd, cmd",
+        condition=f"cmd == {F_SETLK} || cmd == {F_SETLKW} || cmd == {F_OFD_SETLK} || cmd == {F_OFD_SETLKW}",
+        action="ERRNO(0)",
+        why="POSIX and OFD record locks: set is a no-op that succeeds",
+    ),
+    SeccompRule(
+        syscall="fcntl",
+        args="fd, cmd",
+        condition=f"cmd == {F_SETLEASE} || cmd == {F_NOTIFY}",
+        action=f"ERRNO({EINVAL})",
+        why="leases and dnotify: as on a kernel with both switched off",
+    ),
     # The page cache is shared: a jail that could evict pages of the shared files, or test whether a page is cached
     # without loading it, could signal through it. Advice is only advice: ignoring it is correct.
-    SeccompRule(syscall="fadvise64", args="fd, offset, len, advice", condition=f"advice == {POSIX_FADV_DONTNEED}",
-                action="ERRNO(0)", why="no eviction of shared file pages; ignored, succeeds"),
-    SeccompRule(syscall="madvise", args="addr, len, advice",
-                condition=" || ".join(f"advice == {a}" for a in (MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE, MADV_HUGEPAGE,
-                                                                  MADV_MERGEABLE)),
-                action="ERRNO(0)", why="no reclaim or huge-page collapse of shared file pages, no KSM merging of pages "
-                                       "with other jails' (same content, merged: a channel); ignored, succeeds"),
-    SeccompRule(syscall="prctl", args="option", condition=f"option == {PR_SET_MEMORY_MERGE}",
-                action=f"ERRNO({EINVAL})", why="no KSM for the whole process, as on a kernel without KSM"),
+    SeccompRule(
+        syscall="fadvise64",
+        args="fd, offset, len, advice",
+        condition=f"advice == {POSIX_FADV_DONTNEED}",
+        action="ERRNO(0)",
+        why="no eviction of shared file pages; ignored, succeeds",
+    ),
+    SeccompRule(
+        syscall="madvise",
+        args="addr, len, advice",
+        condition=" || ".join(
+            f"advice == {a}" for a in (MADV_COLD, MADV_PAGEOUT, MADV_COLLAPSE, MADV_HUGEPAGE, MADV_MERGEABLE)
+        ),
+        action="ERRNO(0)",
+        why="no reclaim or huge-page collapse of shared file pages, no KSM merging of pages "
+        "with other jails' (same content, merged: a channel); ignored, succeeds",
+    ),
+    SeccompRule(
+        syscall="prctl",
+        args="option",
+        condition=f"option == {PR_SET_MEMORY_MERGE}",
+        action=f"ERRNO({EINVAL})",
+        why="no KSM for the whole process, as on a kernel without KSM",
+    ),
     # A futex without the private flag on a page of a file is keyed by the file, not the process: a wait in one
     # jail could be woken, or counted, from another (also by the kernel's own wake of a clear-child-tid address at
     # thread exit). Such waits return at once as if the value had changed and wakes wake nobody; libc then
     # re-checks in user space, so pthread_join and process-shared mutexes still work, spinning instead of sleeping.
-    SeccompRule(syscall="futex", args="uaddr, op",
-                condition=" || ".join(f"(op & 0xff) == {c}" for c in FUTEX_NONPRIVATE_WAITS),
-                action=f"ERRNO({EAGAIN})", why="non-private futex waits: return at once (libc re-checks and retries)"),
-    SeccompRule(syscall="futex", args="uaddr, op",
-                condition=" || ".join(f"(op & 0xff) == {c}" for c in FUTEX_NONPRIVATE_WAKES),
-                action="ERRNO(0)", why="non-private futex wakes and requeues: succeed and wake nobody"),
-    SeccompRule(syscall="preadv2", args="fd, vec, vlen, pos_l, pos_h, flags", condition=f"(flags & {RWF_NOWAIT}) != 0",
-                action=f"ERRNO({EOPNOTSUPP})", why="RWF_NOWAIT would tell a cached page from an uncached one"),
-    SeccompRule(syscall="pwritev2", args="fd, vec, vlen, pos_l, pos_h, flags",
-                condition=f"(flags & {RWF_NOWAIT}) != 0", action=f"ERRNO({EOPNOTSUPP})", why="as preadv2"),
+    SeccompRule(
+        syscall="futex",
+        args="uaddr, op",
+        condition=" || ".join(f"(op & 0xff) == {c}" for c in FUTEX_NONPRIVATE_WAITS),
+        action=f"ERRNO({EAGAIN})",
+        why="non-private futex waits: return at once (libc re-checks and retries)",
+    ),
+    SeccompRule(
+        syscall="futex",
+        args="uaddr, op",
+        condition=" || ".join(f"(op & 0xff) == {c}" for c in FUTEX_NONPRIVATE_WAKES),
+        action="ERRNO(0)",
+        why="non-private futex wakes and requeues: succeed and wake nobody",
+    ),
+    SeccompRule(
+        syscall="preadv2",
+        args="fd, vec, vlen, pos_l, pos_h, flags",
+        condition=f"(flags & {RWF_NOWAIT}) != 0",
+        action=f"ERRNO({EOPNOTSUPP})",
+        why="RWF_NOWAIT would tell a cached page from an uncached one",
+    ),
+    SeccompRule(
+        syscall="pwritev2",
+        args="fd, vec, vlen, pos_l, pos_h, flags",
+        condition=f"(flags & {RWF_NOWAIT}) != 0",
+        action=f"ERRNO({EOPNOTSUPP})",
+        why="as preadv2",
+    ),
 )
 
 

@@ -10,8 +10,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Loaded on first use (PEP 562): the one-shot CLI's own process imports submodules for type names only.
-_EXPORTS = {"ItemBase": "item", "ItemId": "item", "Status": "verdict", "Verdict": "verdict", "INFRA_CAUSES": "verdict",
-            "Component": "reward", "RewardSpec": "reward", "KIND_NAMES": "reward"}
+_EXPORTS = {
+    "ItemBase": "item",
+    "ItemId": "item",
+    "Status": "verdict",
+    "Verdict": "verdict",
+    "INFRA_CAUSES": "verdict",
+    "Component": "reward",
+    "RewardSpec": "reward",
+    "KIND_NAMES": "reward",
+}
 
 if TYPE_CHECKING:
     from groupscore.schema.item import ItemBase, ItemId

@@ -15,6 +15,6 @@ class ItemBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: ItemId = None
-    verifier: str = Field(description="The verifier kind that scores this item (the registry's name, e.g. \"math\").")
+    verifier: str = Field(description='The verifier kind that scores this item (the registry\'s name, e.g. "math").')
     completion: str = Field(description="The model's output to score.")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form; echoed nowhere, ignored by scoring.")

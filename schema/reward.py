@@ -40,13 +40,18 @@ class Component(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
-                      description="Label of this component in results and logs (letters, digits, _ . -).")
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+        description="Label of this component in results and logs (letters, digits, _ . -).",
+    )
     weight: float = Field(default=1.0, ge=0.0, le=1e6, description="Relative weight in the total.")
     verifier: str | None = Field(default=None, description="Verifier kind; left out: the item's own kind.")
-    params: dict[str, Any] = Field(default_factory=dict,
-                                   description="The kind's item fields (all but id, completion and verifier).")
-    gate: bool = Field(default=False, description="When true, the total is 0 unless this component reaches the threshold.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="The kind's item fields (all but id, completion and verifier)."
+    )
+    gate: bool = Field(
+        default=False, description="When true, the total is 0 unless this component reaches the threshold."
+    )
     gate_threshold: float = Field(default=1.0, ge=0.0, le=1.0)
 
     @field_validator("verifier")
@@ -74,7 +79,8 @@ class RewardSpec(BaseModel):
     # Spelt as the rest of the wire and the code spell it; "normalise", the field's earlier spelling, is still read as
     # input so that existing specs keep working. Both at once is an error, not a silent choice.
     normalize: Literal["weighted_mean", "clipped_sum"] = Field(
-        default="weighted_mean", validation_alias=AliasChoices("normalize", "normalise"))
+        default="weighted_mean", validation_alias=AliasChoices("normalize", "normalise")
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> RewardSpec:

@@ -45,10 +45,13 @@ class Verdict(BaseModel):
     components: dict[str, float] | None = Field(default=None, description="Per-component scores of a composite reward.")
     details: dict[str, Any] = Field(default_factory=dict)
     verifier_version: str | None = Field(
-        default=None, pattern=VERSION_TAG_PATTERN, examples=["math@2", "format@1+math@2"],
+        default=None,
+        pattern=VERSION_TAG_PATTERN,
+        examples=["math@2", "format@1+math@2"],
         description="The verifier that judged the item, as kind@version (registry.VERSIONS); a composite reward lists "
-                    "each kind its components used, sorted and joined with '+'. None when no verifier judged it "
-                    "(an invalid item, an infrastructure failure before scoring).")
+        "each kind its components used, sorted and joined with '+'. None when no verifier judged it "
+        "(an invalid item, an infrastructure failure before scoring).",
+    )
 
     @model_validator(mode="after")
     def _status_agrees_with_reward(self) -> Verdict:

@@ -15,13 +15,18 @@ from groupscore.schema.item import ItemId
 from groupscore.schema.reward import RewardSpec
 from groupscore.schema.verdict import Verdict
 
+
 class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     items: list[Any] = Field(description="Items in the CLI's schema; each is validated on its own.")
     reward: RewardSpec | None = Field(default=None, description="Composite reward; left out: each item's own verifier.")
-    deadline_s: float | None = Field(default=None, gt=0.0, le=3600.0,
-                                     description="Answer within this many seconds; unscored items get timeout verdicts.")
+    deadline_s: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=3600.0,
+        description="Answer within this many seconds; unscored items get timeout verdicts.",
+    )
 
 
 class ScoreResponse(BaseModel):
@@ -34,8 +39,10 @@ class Group(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: ItemId = None
-    item: dict[str, Any] = Field(description="An item without `completion` (verifier kind and reference fields); "
-                                             "each completion is scored as this item with its `completion` set.")
+    item: dict[str, Any] = Field(
+        description="An item without `completion` (verifier kind and reference fields); "
+        "each completion is scored as this item with its `completion` set."
+    )
     completions: list[str] = Field(min_length=1)
 
 
@@ -47,7 +54,8 @@ class GroupsRequest(BaseModel):
     deadline_s: float | None = Field(default=None, gt=0.0, le=3600.0)
     eps: float = Field(default=1e-4, ge=0.0, le=1.0, description="Added to the std before dividing (TRL: 1e-4).")
     std: Literal["sample", "population"] = Field(
-        default="sample", description="sample: divide by n-1 (Bessel; what TRL's GRPOTrainer uses); population: by n.")
+        default="sample", description="sample: divide by n-1 (Bessel; what TRL's GRPOTrainer uses); population: by n."
+    )
 
 
 class GroupStats(BaseModel):
@@ -56,8 +64,11 @@ class GroupStats(BaseModel):
     std: float
     advantages: list[float] = Field(description="(reward - mean) / (std + eps), per completion.")
     zero_variance: bool = Field(description="All rewards equal: the group carries no learning signal.")
-    masked: int = Field(default=0, description="Completions left out of mean and std because nothing judged them "
-                                               "(status infra_error); their advantage is 0.")
+    masked: int = Field(
+        default=0,
+        description="Completions left out of mean and std because nothing judged them "
+        "(status infra_error); their advantage is 0.",
+    )
 
 
 class GroupResult(BaseModel):

@@ -28,11 +28,14 @@ def add_docs(app: FastAPI) -> None:
 
     @app.get(DOCS_PATH, include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url=openapi_url, title=f"{app.title} API",
-                                   swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
-                                   swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
-                                   swagger_favicon_url=f"{ASSETS_PATH}/favicon.png",
-                                   oauth2_redirect_url=OAUTH2_REDIRECT_PATH)
+        return get_swagger_ui_html(
+            openapi_url=openapi_url,
+            title=f"{app.title} API",
+            swagger_js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
+            swagger_favicon_url=f"{ASSETS_PATH}/favicon.png",
+            oauth2_redirect_url=OAUTH2_REDIRECT_PATH,
+        )
 
     @app.get(OAUTH2_REDIRECT_PATH, include_in_schema=False)
     async def swagger_ui_redirect() -> HTMLResponse:
@@ -40,6 +43,10 @@ def add_docs(app: FastAPI) -> None:
 
     @app.get(REDOC_PATH, include_in_schema=False)
     async def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url=openapi_url, title=f"{app.title} API", with_google_fonts=False,
-                              redoc_js_url=f"{ASSETS_PATH}/redoc.standalone.js",
-                              redoc_favicon_url=f"{ASSETS_PATH}/favicon.png")
+        return get_redoc_html(
+            openapi_url=openapi_url,
+            title=f"{app.title} API",
+            with_google_fonts=False,
+            redoc_js_url=f"{ASSETS_PATH}/redoc.standalone.js",
+            redoc_favicon_url=f"{ASSETS_PATH}/favicon.png",
+        )

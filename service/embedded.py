@@ -27,8 +27,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextmanager
-def start_embedded(port: int = 0, workers: int | None = None, token: str | None = None,
-                   env: dict[str, str] | None = None, ready_timeout_s: float = 120.0) -> Iterator[str]:
+def start_embedded(
+    port: int = 0,
+    workers: int | None = None,
+    token: str | None = None,
+    env: dict[str, str] | None = None,
+    ready_timeout_s: float = 120.0,
+) -> Iterator[str]:
     """Start `groupscore serve` on 127.0.0.1 (port 0: a free one) and yield its base URL once it is ready.
 
     `env` adds GROUPSCORE_* settings (e.g. {"GROUPSCORE_MAX_QUEUE_ITEMS": "64"}). Raises RuntimeError with the
@@ -44,8 +49,7 @@ def start_embedded(port: int = 0, workers: int | None = None, token: str | None 
         child_env["GROUPSCORE_TOKEN"] = token
     # The server's output goes to a file, not a pipe nobody reads (a full pipe would stall the server).
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, env=child_env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(command, env=child_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://{host}:{port}"
         try:
             _wait_ready(process, url, ready_timeout_s, log)

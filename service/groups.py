@@ -12,8 +12,12 @@ from groupscore.schema.wire import GroupStats
 _ZERO_STD = 1e-9
 
 
-def group_stats(rewards: Sequence[float], eps: float = 1e-4, std: Literal["sample", "population"] = "sample",
-                masked: Sequence[bool] | None = None) -> GroupStats:
+def group_stats(
+    rewards: Sequence[float],
+    eps: float = 1e-4,
+    std: Literal["sample", "population"] = "sample",
+    masked: Sequence[bool] | None = None,
+) -> GroupStats:
     """advantage_i = (r_i - mean) / (std + eps).
 
     `sample` divides the squared deviations by n - 1, as TRL's GRPOTrainer does (its `nanstd` applies Bessel's
@@ -25,8 +29,14 @@ def group_stats(rewards: Sequence[float], eps: float = 1e-4, std: Literal["sampl
     judged = [r for r, m in zip(rewards, flags) if not m]
     n = len(judged)
     if n == 0:  # nothing judged: no signal
-        return GroupStats(rewards=list(rewards), mean=0.0, std=0.0, advantages=[0.0] * len(rewards),
-                          zero_variance=True, masked=len(rewards))
+        return GroupStats(
+            rewards=list(rewards),
+            mean=0.0,
+            std=0.0,
+            advantages=[0.0] * len(rewards),
+            zero_variance=True,
+            masked=len(rewards),
+        )
     mean = math.fsum(judged) / n
     squares = math.fsum((r - mean) ** 2 for r in judged)
     if std == "sample":
@@ -34,7 +44,15 @@ def group_stats(rewards: Sequence[float], eps: float = 1e-4, std: Literal["sampl
     else:
         spread = math.sqrt(squares / n)
     denominator = spread + eps
-    advantages = [0.0 if m else (r - mean) / denominator if denominator > 0 else 0.0  # eps=0, all equal: 0
-                  for r, m in zip(rewards, flags)]
-    return GroupStats(rewards=list(rewards), mean=mean, std=spread, advantages=advantages,
-                      zero_variance=spread < _ZERO_STD, masked=len(rewards) - n)
+    advantages = [
+        0.0 if m else (r - mean) / denominator if denominator > 0 else 0.0  # eps=0, all equal: 0
+        for r, m in zip(rewards, flags)
+    ]
+    return GroupStats(
+        rewards=list(rewards),
+        mean=mean,
+        std=spread,
+        advantages=advantages,
+        zero_variance=spread < _ZERO_STD,
+        masked=len(rewards) - n,
+    )

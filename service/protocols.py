@@ -28,6 +28,7 @@ router = APIRouter(route_class=OffloadingRoute)
 
 # -- OpenRLHF -------------------------------------------------------------------------------------------------------
 
+
 class OpenRLHFRequest(openrlhf.OpenRLHFRequest):
     """The wire model, with its reward spec checked against the kinds when the body is parsed (a 422, not an error
     verdict on every sample)."""
@@ -40,7 +41,7 @@ def response_text(query: str, prompt: str) -> str:
     start = query.find(prompt)
     if start < 0:  # OpenRLHFRequest refuses such a request; never score the prompt as if it were the response
         raise ValueError("the query does not contain its prompt")
-    return query[start + len(prompt):]
+    return query[start + len(prompt) :]
 
 
 def label_item(label: Any, default_kind: str) -> dict[str, Any]:
@@ -57,28 +58,40 @@ def label_item(label: Any, default_kind: str) -> dict[str, Any]:
     return {"verifier": default_kind, "answer": "" if label is None else str(label)}
 
 
-@router.post("/get_reward", response_model=OpenRLHFResponse, tags=["adapters"],
-             responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
+@router.post(
+    "/get_reward",
+    response_model=OpenRLHFResponse,
+    tags=["adapters"],
+    responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}},
+)
 async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Response:
     """OpenRLHF remote reward: `--remote_rm_url http://host:port/get_reward`."""
     settings = request.app.state.settings
     if len(body.query) > settings.max_items:
         return too_many_items("query", len(body.query), settings.max_items)
-    raw_items = [{**label_item(label, settings.openrlhf_verifier), "id": index,
-                  "completion": response_text(query, prompt)}
-                 for index, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels))]
+    raw_items = [
+        {**label_item(label, settings.openrlhf_verifier), "id": index, "completion": response_text(query, prompt)}
+        for index, (query, prompt, label) in enumerate(zip(body.query, body.prompts, body.labels))
+    ]
     try:  # labels that hold no reference at all (no --label_key, or the wrong column) would score every sample 0
-        check_columns("/get_reward", raw_items, ["labels"], "start OpenRLHF with --label_key naming the dataset's "
-                      "reference column, so that each label gives the item {mapping}")
+        check_columns(
+            "/get_reward",
+            raw_items,
+            ["labels"],
+            "start OpenRLHF with --label_key naming the dataset's "
+            "reference column, so that each label gives the item {mapping}",
+        )
     except MissingColumn as exc:
         return validation_error_response([{"loc": ("body", "labels"), "msg": str(exc), "type": "missing"}])
     verdicts = await request.app.state.dispatcher.score(raw_items, body.reward)
     # OpenRLHF has no "no reward" value: an infra_error sample gets reward 0.0 and infra_error 1.0 in extra_logs, so
     # a run can filter or at least see them (README, "Statuses").
     rewards = [v["reward"] for v in verdicts]
-    extra_logs = {"correct": [1.0 if v["status"] == "correct" else 0.0 for v in verdicts],
-                  "invalid": [1.0 if v["status"] == "error" else 0.0 for v in verdicts],
-                  "infra_error": [1.0 if v["status"] == "infra_error" else 0.0 for v in verdicts]}
+    extra_logs = {
+        "correct": [1.0 if v["status"] == "correct" else 0.0 for v in verdicts],
+        "invalid": [1.0 if v["status"] == "error" else 0.0 for v in verdicts],
+        "infra_error": [1.0 if v["status"] == "infra_error" else 0.0 for v in verdicts],
+    }
     for component in body.reward.components if body.reward else []:
         extra_logs[component.name] = [(v.get("components") or {}).get(component.name, 0.0) for v in verdicts]
     return json_response({"rewards": rewards, "scores": rewards, "extra_logs": extra_logs})
@@ -86,8 +99,16 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
 
 # -- SandboxFusion ----------------------------------------------------------------------------------------------------
 
-def _command_result(status: str, wall_time_s: float, exit_code: int | None, signal: int | None, stdout: str,
-                    stderr: str, error: str | None) -> dict[str, Any]:
+
+def _command_result(
+    status: str,
+    wall_time_s: float,
+    exit_code: int | None,
+    signal: int | None,
+    stdout: str,
+    stderr: str,
+    error: str | None,
+) -> dict[str, Any]:
     if status == "timeout":
         state = "TimeLimitExceeded"
     elif status == "sandbox_error":
@@ -99,8 +120,13 @@ def _command_result(status: str, wall_time_s: float, exit_code: int | None, sign
         return_code = 1
     if error and status not in ("ok", "runtime_error"):
         stderr = f"{stderr}\n[sandbox] {error}" if stderr else f"[sandbox] {error}"
-    return {"status": state, "execution_time": wall_time_s, "return_code": return_code, "stdout": stdout,
-            "stderr": stderr}
+    return {
+        "status": state,
+        "execution_time": wall_time_s,
+        "return_code": return_code,
+        "stdout": stdout,
+        "stderr": stderr,
+    }
 
 
 def sandbox_fusion_response(result: Any) -> dict[str, Any]:
@@ -108,12 +134,18 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
     compile_result = None
     if result.compile is not None:
         c = result.compile
-        compile_result = _command_result(c.status.value, c.wall_time_s, c.exit_code, c.signal, c.stdout, c.stderr,
-                                         None)
+        compile_result = _command_result(c.status.value, c.wall_time_s, c.exit_code, c.signal, c.stdout, c.stderr, None)
     run_result = None
     if result.status.value != "compile_error":
-        run_result = _command_result(result.status.value, result.wall_time_s, result.exit_code, result.signal,
-                                     result.stdout, result.stderr, result.error)
+        run_result = _command_result(
+            result.status.value,
+            result.wall_time_s,
+            result.exit_code,
+            result.signal,
+            result.stdout,
+            result.stderr,
+            result.error,
+        )
     outcomes = [r for r in (compile_result, run_result) if r is not None]
     if any(r["status"] == "Error" for r in outcomes):
         status, message = "SandboxError", result.error or "sandbox error"
@@ -122,29 +154,59 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
     else:
         status, message = "Success", ""
     files = {path: base64.b64encode(content).decode() for path, content in result.files.items()}
-    return {"status": status, "message": message, "compile_result": compile_result, "run_result": run_result,
-            "executor_pod_name": None, "files": files}
+    return {
+        "status": status,
+        "message": message,
+        "compile_result": compile_result,
+        "run_result": run_result,
+        "executor_pod_name": None,
+        "files": files,
+    }
 
 
-@router.post("/run_code", response_model=RunCodeResponse, tags=["adapters"],
-             responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}})
+@router.post(
+    "/run_code",
+    response_model=RunCodeResponse,
+    tags=["adapters"],
+    responses={422: {"description": "Invalid request"}, 429: {"description": "Queue full; see Retry-After"}},
+)
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
     state = request.app.state
     if body.language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs
-        return json_response({"status": "SandboxError", "executor_pod_name": None, "files": {},
-                              "compile_result": None, "run_result": None,
-                              "message": f"language {body.language!r} is not supported by this service; "
-                                         f"supported: {', '.join(LANGUAGES)}"})
-    fields = {"code": body.code, "language": body.language, "stdin": body.stdin or "",
-              "run_timeout_s": body.run_timeout, "compile_timeout_s": body.compile_timeout,
-              "memory_mb": body.memory_limit_MB if body.memory_limit_MB > 0 else None,
-              "files": {path: content or "" for path, content in body.files.items()},
-              "fetch_files": tuple(body.fetch_files)}
+        return json_response(
+            {
+                "status": "SandboxError",
+                "executor_pod_name": None,
+                "files": {},
+                "compile_result": None,
+                "run_result": None,
+                "message": f"language {body.language!r} is not supported by this service; "
+                f"supported: {', '.join(LANGUAGES)}",
+            }
+        )
+    fields = {
+        "code": body.code,
+        "language": body.language,
+        "stdin": body.stdin or "",
+        "run_timeout_s": body.run_timeout,
+        "compile_timeout_s": body.compile_timeout,
+        "memory_mb": body.memory_limit_MB if body.memory_limit_MB > 0 else None,
+        "files": {path: content or "" for path, content in body.files.items()},
+        "fetch_files": tuple(body.fetch_files),
+    }
     outcome, value = await state.dispatcher.run_code(fields)  # admission, retries and metrics are the dispatcher's
     if outcome != "ok":
-        return json_response({"status": "SandboxError", "message": value, "compile_result": None,
-                              "run_result": None, "executor_pod_name": None, "files": {}})
+        return json_response(
+            {
+                "status": "SandboxError",
+                "message": value,
+                "compile_result": None,
+                "run_result": None,
+                "executor_pod_name": None,
+                "files": {},
+            }
+        )
     answer = sandbox_fusion_response(value)
     if answer["status"] == "SandboxError":
         state.metrics.sandbox_failures.inc()

@@ -16,13 +16,21 @@ from groupscore.verifiers.registry import KINDS, Item
 # any JSON value per item; the documented schema is still the registry's item union (its models are added to the
 # OpenAPI components by `item_component_schemas`).
 ITEM_SCHEMA_REF = "#/components/schemas/{model}"
-RawItem = Annotated[Any, WithJsonSchema({
-    "oneOf": [{"$ref": ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)} for kind in KINDS.values()],
-    "discriminator": {"propertyName": "verifier",
-                      "mapping": {name: ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)
-                                  for name, kind in KINDS.items()}},
-    "description": "An item of a registered verifier kind; one that does not validate gets an error verdict.",
-})]
+RawItem = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "oneOf": [{"$ref": ITEM_SCHEMA_REF.format(model=kind.item_model.__name__)} for kind in KINDS.values()],
+            "discriminator": {
+                "propertyName": "verifier",
+                "mapping": {
+                    name: ITEM_SCHEMA_REF.format(model=kind.item_model.__name__) for name, kind in KINDS.items()
+                },
+            },
+            "description": "An item of a registered verifier kind; one that does not validate gets an error verdict.",
+        }
+    ),
+]
 
 
 def item_component_schemas() -> dict[str, Any]:
@@ -33,8 +41,9 @@ def item_component_schemas() -> dict[str, Any]:
 
 class ScoreRequest(wire.ScoreRequest):
     items: list[RawItem] = Field(description="Items in the CLI's schema; each is validated on its own.")
-    reward: CheckedRewardSpec | None = Field(default=None,
-                                             description="Composite reward; left out: each item's own verifier.")
+    reward: CheckedRewardSpec | None = Field(
+        default=None, description="Composite reward; left out: each item's own verifier."
+    )
 
 
 class GroupsRequest(wire.GroupsRequest):

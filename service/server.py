@@ -30,19 +30,38 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(_GC_GEN0_THRESHOLD, gen1, gen2)
 
 
-def serve(host: str | None = None, port: int | None = None, workers: int | None = None, token: str | None = None,
-          settings: Settings | None = None) -> int:
+def serve(
+    host: str | None = None,
+    port: int | None = None,
+    workers: int | None = None,
+    token: str | None = None,
+    settings: Settings | None = None,
+) -> int:
     """Serve until interrupted; returns the exit status. An argument left None comes from its GROUPSCORE_* variable,
     else the default (service/settings.py); `token` (or GROUPSCORE_TOKEN) turns on bearer auth."""
     settings = settings or Settings.from_env(host=host, port=port, workers=workers, token=token)
     if settings.host not in ("127.0.0.1", "localhost", "::1") and settings.token is None:
-        print(f"groupscore serve: warning: listening on {settings.host} without a token; anyone who can reach "
-              "this port can submit work", file=sys.stderr)
-    config = uvicorn.Config(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
-                            access_log=False, timeout_keep_alive=30, lifespan="on")
+        print(
+            f"groupscore serve: warning: listening on {settings.host} without a token; anyone who can reach "
+            "this port can submit work",
+            file=sys.stderr,
+        )
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=30,
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
     tune_garbage_collector()
-    print(f"groupscore: serving on http://{settings.host}:{settings.port} with {settings.workers} scoring "
-          f"processes (docs at /docs)", file=sys.stderr, flush=True)
+    print(
+        f"groupscore: serving on http://{settings.host}:{settings.port} with {settings.workers} scoring "
+        f"processes (docs at /docs)",
+        file=sys.stderr,
+        flush=True,
+    )
     server.run()
     return 0 if server.started else 1

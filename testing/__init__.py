@@ -1,6 +1,6 @@
 """Consistency and reward-hacking checks for reward functions (pytest-friendly).
 
-    from groupscore.testing import check_reward_fn, assert_passes_checks, assert_handles, strategies
+from groupscore.testing import check_reward_fn, assert_passes_checks, assert_handles, strategies
 """
 
 from groupscore.testing.api import (
@@ -27,9 +27,26 @@ from groupscore.testing.targets import (
 )
 
 __all__ = [
-    "Case", "CasesError", "CheckConfig", "CheckResult", "CheckStatus", "InfraError", "ItemError", "Report",
+    "Case",
+    "CasesError",
+    "CheckConfig",
+    "CheckResult",
+    "CheckStatus",
+    "InfraError",
+    "ItemError",
+    "Report",
     "RewardFunctionTarget",
-    "ServiceTarget", "Target", "TargetError", "VerifierTarget", "VerlScoreTarget", "as_target", "assert_deterministic",
-    "assert_handles", "assert_not_hackable", "assert_passes_checks", "assert_survives_edge_inputs",
-    "check_reward_fn", "load_cases",
+    "ServiceTarget",
+    "Target",
+    "TargetError",
+    "VerifierTarget",
+    "VerlScoreTarget",
+    "as_target",
+    "assert_deterministic",
+    "assert_handles",
+    "assert_not_hackable",
+    "assert_passes_checks",
+    "assert_survives_edge_inputs",
+    "check_reward_fn",
+    "load_cases",
 ]

@@ -28,8 +28,9 @@ def _config(config: CheckConfig | None, overrides: dict[str, Any]) -> CheckConfi
     return replace(config or CheckConfig(), **overrides)
 
 
-def check_reward_fn(target: TargetLike, cases: CasesLike, *, config: CheckConfig | None = None,
-                    **options: Any) -> Report:
+def check_reward_fn(
+    target: TargetLike, cases: CasesLike, *, config: CheckConfig | None = None, **options: Any
+) -> Report:
     """Run every check (or `checks=(...)` groups) on a reward and return the Report; never raises for a bad reward.
 
     `target`: a TRL reward function, a verl `compute_score`, a verifier kind (`"math"`), `"module:function"`,
@@ -61,9 +62,17 @@ def assert_survives_edge_inputs(target: TargetLike, cases: CasesLike, **options:
     return assert_passes_checks(target, cases, checks=("edge_inputs", "fuzz"), **options)
 
 
-def assert_handles(target: TargetLike, completion: str, *, prompt: Any = "", timeout_s: float = 10.0,
-                   reward_range: tuple[float, float] = (0.0, 1.0), allow_none: bool = True,
-                   isolation: str = "thread", **fields_: Any) -> float | None:
+def assert_handles(
+    target: TargetLike,
+    completion: str,
+    *,
+    prompt: Any = "",
+    timeout_s: float = 10.0,
+    reward_range: tuple[float, float] = (0.0, 1.0),
+    allow_none: bool = True,
+    isolation: str = "thread",
+    **fields_: Any,
+) -> float | None:
     """Score one completion under a wall-clock bound; AssertionError on an exception, a hang or an unusable reward.
 
     Meant for hypothesis tests (`@given(strategies.completions())`); extra keywords are the case's reference fields.

@@ -55,7 +55,9 @@ def case_from_dict(raw: Any, label: str) -> Case:
         raise CasesError(f"{label}: a case must be a JSON object, got {type(raw).__name__}")
     for key in ("prompt", "completion"):
         if key not in raw:
-            raise CasesError(f"{label}: missing field {key!r} (each case holds prompt, completion and reference fields)")
+            raise CasesError(
+                f"{label}: missing field {key!r} (each case holds prompt, completion and reference fields)"
+            )
         value = raw[key]
         if not isinstance(value, str) and not _is_messages(value):
             raise CasesError(f"{label}: field {key!r} must be a string or a list of {{role, content}} messages")
@@ -66,8 +68,12 @@ def case_from_dict(raw: Any, label: str) -> Case:
 
 
 def _is_messages(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(
-        isinstance(m, dict) and isinstance(m.get("content"), str) and isinstance(m.get("role"), str) for m in value
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) and isinstance(m.get("role"), str) for m in value
+        )
     )
 
 

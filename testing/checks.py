@@ -35,13 +35,18 @@ class CheckRun(DeterminismChecks, EdgeChecks, LatencyChecks, ProbeChecks):
             if reason:
                 self.report.notes.append(
                     f"calls run in threads because {reason}: a hang is still reported on time, but one that holds "
-                    "the GIL would stall the checker")
+                    "the GIL would stall the checker"
+                )
             self.guarded(["returns"], self.check_returns)
             if self.singles and all(o.hang for o in self.singles):
                 # Every later check would wait out the bound on every call: say so once instead.
                 for group in sorted(wanted):
-                    self.add(group, SKIP, "not run: the reward gave no answer on any ordinary case within "
-                                          f"{self.config.timeout_s:g} s (see returns)")
+                    self.add(
+                        group,
+                        SKIP,
+                        "not run: the reward gave no answer on any ordinary case within "
+                        f"{self.config.timeout_s:g} s (see returns)",
+                    )
                 return self.report
             if "determinism" in wanted:
                 self.guarded(["determinism.repeat"], self.check_repeat)
@@ -49,8 +54,9 @@ class CheckRun(DeterminismChecks, EdgeChecks, LatencyChecks, ProbeChecks):
                 self.guarded(["determinism.threads"], self.check_threads)
                 self.guarded(["determinism.processes"], self.check_processes)
             if "edge_inputs" in wanted:
-                self.guarded(["edge_inputs.no_crash", "edge_inputs.no_hang", "edge_inputs.valid_rewards"],
-                             self.check_edges)
+                self.guarded(
+                    ["edge_inputs.no_crash", "edge_inputs.no_hang", "edge_inputs.valid_rewards"], self.check_edges
+                )
             if "fuzz" in wanted:
                 self.guarded(["edge_inputs.fuzz"], self.check_fuzz)
             if "latency" in wanted:
@@ -64,7 +70,8 @@ class CheckRun(DeterminismChecks, EdgeChecks, LatencyChecks, ProbeChecks):
                 self.report.notes.append(
                     f"{len(self.infra_errors)} completion(s) were not scored because the infrastructure failed "
                     f"(infra_error, e.g. {self.infra_errors[0][:120]!r}); no check counted them against the reward, "
-                    "and the comparisons they were part of were left out")
+                    "and the comparisons they were part of were left out"
+                )
         return self.report
 
     # -- return values -------------------------------------------------------------------------------------------
@@ -86,8 +93,12 @@ class CheckRun(DeterminismChecks, EdgeChecks, LatencyChecks, ProbeChecks):
             return
         lo, hi = self.config.reward_range
         shown = f"values {min(numbers):g}..{max(numbers):g}" if numbers else "no numbers"
-        self.add("returns", PASS, f"{len(self.cases)} cases, singly and as one batch: a list of one reward each, "
-                                  f"{shown} within [{lo:g}, {hi:g}], {nones} None, no NaN")
+        self.add(
+            "returns",
+            PASS,
+            f"{len(self.cases)} cases, singly and as one batch: a list of one reward each, "
+            f"{shown} within [{lo:g}, {hi:g}], {nones} None, no NaN",
+        )
 
     def _problems(self, outcome: CallResult) -> list[str]:
         if not outcome.ok:

@@ -30,8 +30,12 @@ def _hypothesis_scratch_dir() -> Iterator[None]:
             configuration.set_hypothesis_home_dir(before)
 
 
-def config_from_options(timeout_s: float | None = None, reward_range: str | None = None,
-                        checks: str | None = None, base: CheckConfig | None = None) -> CheckConfig:
+def config_from_options(
+    timeout_s: float | None = None,
+    reward_range: str | None = None,
+    checks: str | None = None,
+    base: CheckConfig | None = None,
+) -> CheckConfig:
     """The CheckConfig the command-line options describe; ValueError with a readable message when one is malformed."""
     config = base or CheckConfig()
     if timeout_s is not None:
@@ -55,9 +59,16 @@ def config_from_options(timeout_s: float | None = None, reward_range: str | None
     return config
 
 
-def check_command(target: str, cases: Path, report: Path | None = Path("check-report.json"),
-                  config: CheckConfig | None = None, *, timeout_s: float | None = None,
-                  reward_range: str | None = None, checks: str | None = None) -> int:
+def check_command(
+    target: str,
+    cases: Path,
+    report: Path | None = Path("check-report.json"),
+    config: CheckConfig | None = None,
+    *,
+    timeout_s: float | None = None,
+    reward_range: str | None = None,
+    checks: str | None = None,
+) -> int:
     """0: every check passed; 1: a check failed; 2: the checker could not do its job (bad options or cases, target
     not loadable, a checker fault). Exit 2 always comes with a message starting `groupscore check: error:`."""
     try:
@@ -88,8 +99,11 @@ def check_command(target: str, cases: Path, report: Path | None = Path("check-re
             return 2
         print(f"report written to {report}")
     if result.exit_code == 2:
-        print("groupscore check: error: the checker itself failed on the ERROR rows above; "
-              "their verdicts are missing, not failed", file=sys.stderr)
+        print(
+            "groupscore check: error: the checker itself failed on the ERROR rows above; "
+            "their verdicts are missing, not failed",
+            file=sys.stderr,
+        )
     elif result.exit_code == 1:
         print(f"groupscore check: {len(result.failures)} check(s) failed", file=sys.stderr)
     return result.exit_code

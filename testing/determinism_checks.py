@@ -55,8 +55,12 @@ class DeterminismChecks(CheckRunBase):
             self.add("determinism.repeat", SKIP, "the batch of cases could not be scored (see returns)")
             return
         repeats = [(f"repeat {k + 1}", self.call(self.cases)) for k in range(self.config.repeats)]
-        self._compare("determinism.repeat", reference, repeats,
-                      f"{self.config.repeats} more scorings of the batch gave identical rewards")
+        self._compare(
+            "determinism.repeat",
+            reference,
+            repeats,
+            f"{self.config.repeats} more scorings of the batch gave identical rewards",
+        )
 
     def _reference_for(self, name: str) -> CallResult | None:
         """The batch scores a derived determinism check compares with; None (and a SKIP row) when there are none
@@ -80,8 +84,12 @@ class DeterminismChecks(CheckRunBase):
         if all(o.ok for o in self.singles):
             singles = CallResult(tuple(v for o in self.singles for v in (o.values or ())), None)
             others.append(("each case alone", singles))
-        self._compare("determinism.batch_composition", reference, others,
-                      "a completion's reward does not depend on the rest of its batch (alone, in order, reversed)")
+        self._compare(
+            "determinism.batch_composition",
+            reference,
+            others,
+            "a completion's reward does not depend on the rest of its batch (alone, in order, reversed)",
+        )
 
     def check_threads(self) -> None:
         reference = self._reference_for("determinism.threads")
@@ -90,8 +98,12 @@ class DeterminismChecks(CheckRunBase):
         assert self.caller is not None
         n = self.config.threads
         outcomes = self.caller.call_in_threads(self.cases, n, self.config.timeout_s * len(self.cases) * n)
-        self._compare("determinism.threads", reference, [(f"thread {i}", o) for i, o in enumerate(outcomes)],
-                      f"{n} threads scoring the batch at once agree with the sequential scores")
+        self._compare(
+            "determinism.threads",
+            reference,
+            [(f"thread {i}", o) for i, o in enumerate(outcomes)],
+            f"{n} threads scoring the batch at once agree with the sequential scores",
+        )
 
     def check_processes(self) -> None:
         reference = self._reference_for("determinism.processes")
@@ -99,8 +111,11 @@ class DeterminismChecks(CheckRunBase):
             return
         spec = self.target.spec()
         if spec is None or self.config.processes < 1:
-            self.add("determinism.processes", SKIP,
-                     "the target cannot be rebuilt in a fresh process (define it at module level to enable this)")
+            self.add(
+                "determinism.processes",
+                SKIP,
+                "the target cannot be rebuilt in a fresh process (define it at module level to enable this)",
+            )
             return
         others = []
         for k in range(self.config.processes):
@@ -112,7 +127,15 @@ class DeterminismChecks(CheckRunBase):
                 self.add("determinism.processes", SKIP, f"the target does not load in a fresh process: {exc}")
                 return
             with caller:
-                others.append((f"process with PYTHONHASHSEED={seed}",
-                               caller.call(self.cases, self.config.timeout_s * len(self.cases))))
-        self._compare("determinism.processes", reference, others,
-                      f"{self.config.processes} fresh processes (other hash seeds) give identical rewards")
+                others.append(
+                    (
+                        f"process with PYTHONHASHSEED={seed}",
+                        caller.call(self.cases, self.config.timeout_s * len(self.cases)),
+                    )
+                )
+        self._compare(
+            "determinism.processes",
+            reference,
+            others,
+            f"{self.config.processes} fresh processes (other hash seeds) give identical rewards",
+        )

@@ -40,13 +40,28 @@ class EdgeChecks(CheckRunBase):
                     if problem:
                         invalid.append(f"{where}: {problem}")
         bound = f"{self.config.timeout_s:g} s"
-        self._edge_row("edge_inputs.no_crash", crashes, total, "inputs raised or killed the reward",
-                       "no exception on empty, whitespace, 1 MB, unicode/RTL/emoji, null bytes, truncated, "
-                       "malformed LaTeX/JSON, broken code fences")
-        self._edge_row("edge_inputs.no_hang", hangs, total, f"inputs got no answer within {bound}",
-                       f"every call answered within {bound}")
-        self._edge_row("edge_inputs.valid_rewards", invalid, total, "inputs got an unusable reward",
-                       "every answer is a number in range (or None)")
+        self._edge_row(
+            "edge_inputs.no_crash",
+            crashes,
+            total,
+            "inputs raised or killed the reward",
+            "no exception on empty, whitespace, 1 MB, unicode/RTL/emoji, null bytes, truncated, "
+            "malformed LaTeX/JSON, broken code fences",
+        )
+        self._edge_row(
+            "edge_inputs.no_hang",
+            hangs,
+            total,
+            f"inputs got no answer within {bound}",
+            f"every call answered within {bound}",
+        )
+        self._edge_row(
+            "edge_inputs.valid_rewards",
+            invalid,
+            total,
+            "inputs got an unusable reward",
+            "every answer is a number in range (or None)",
+        )
 
     def _edge_row(self, name: str, bad: list[str], total: int, bad_text: str, good_text: str) -> None:
         if bad:
@@ -66,8 +81,14 @@ class EdgeChecks(CheckRunBase):
         failures: list[str] = []
         seen = 0
 
-        @settings(max_examples=self.config.fuzz_examples, derandomize=True, database=None, deadline=None,
-                  phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=self.config.fuzz_examples,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(completions(base=case.completion_text))
         def fuzz(text: str) -> None:
             nonlocal seen
@@ -75,15 +96,27 @@ class EdgeChecks(CheckRunBase):
                 return  # each further hang would only cost another full bound
             seen += 1
             outcome = self.call([case.with_completion(text)])
-            problem = (("hang" if outcome.hang else f"raised {outcome.error}") if not outcome.ok
-                       else value_problem(outcome.values[0], self.config) if outcome.values else "no value")
+            problem = (
+                ("hang" if outcome.hang else f"raised {outcome.error}")
+                if not outcome.ok
+                else value_problem(outcome.values[0], self.config)
+                if outcome.values
+                else "no value"
+            )
             if problem:
                 failures.append(f"{problem} on {text[:60]!r}{'...' if len(text) > 60 else ''} ({len(text)} chars)")
 
         fuzz()
         if failures:
-            self.add("edge_inputs.fuzz", FAIL, f"{len(failures)} of {seen} generated completions: " +
-                     "; ".join(failures[:3]), failures=failures)
+            self.add(
+                "edge_inputs.fuzz",
+                FAIL,
+                f"{len(failures)} of {seen} generated completions: " + "; ".join(failures[:3]),
+                failures=failures,
+            )
         else:
-            self.add("edge_inputs.fuzz", PASS, f"{seen} hypothesis-generated edge completions (fixed seed): "
-                                               "no exception, no hang, valid rewards")
+            self.add(
+                "edge_inputs.fuzz",
+                PASS,
+                f"{seen} hypothesis-generated edge completions (fixed seed): no exception, no hang, valid rewards",
+            )

@@ -71,7 +71,7 @@ EDGE_TEXTS: dict[str, str] = {
     "latex_pathological": "\\boxed{10^{10^{10^{10^{10}}}} + 9999999999! + \\frac{\\frac{\\frac{1}{0}}{0}}{}}",
     "latex_bad_commands": "\\begin{pmatrix} 1 & 2 \\\\ \\frac{}{} \\end{bmatrix} \\undefined{x} $$ $ \\",
     "json_truncated": '{"answer": "42", "steps": [1, 2',
-    "json_malformed": "{'answer': 42, \"a\": [1, 2,], \"b\": NaN, \"c\": Infinity, }",
+    "json_malformed": '{\'answer\': 42, "a": [1, 2,], "b": NaN, "c": Infinity, }',
     "json_deep": "[" * 20_000,
     "fence_unclosed": "Here is the program:\n```python\ndef f(x):\n    return x +\n",
     "fence_empty": "```python\n```",

@@ -23,8 +23,10 @@ def latency_profile(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {
         "n": len(ordered),
-        "p50_s": _percentile(ordered, 50), "p95_s": _percentile(ordered, 95),
-        "p99_s": _percentile(ordered, 99), "max_s": ordered[-1] if ordered else float("nan"),
+        "p50_s": _percentile(ordered, 50),
+        "p95_s": _percentile(ordered, 95),
+        "p99_s": _percentile(ordered, 99),
+        "max_s": ordered[-1] if ordered else float("nan"),
         "mean_s": statistics.fmean(ordered) if ordered else float("nan"),
     }
 
@@ -43,8 +45,10 @@ class LatencyChecks(CheckRunBase):
             return
         profile = latency_profile(samples)
         edge = latency_profile([t for t, _ in self.edge_latencies]) if self.edge_latencies else None
-        text = (f"per completion over {profile['n']} cases: p50 {_ms(profile['p50_s'])}, p95 {_ms(profile['p95_s'])}, "
-                f"p99 {_ms(profile['p99_s'])}, max {_ms(profile['max_s'])}")
+        text = (
+            f"per completion over {profile['n']} cases: p50 {_ms(profile['p50_s'])}, p95 {_ms(profile['p95_s'])}, "
+            f"p99 {_ms(profile['p99_s'])}, max {_ms(profile['max_s'])}"
+        )
         if self.batch is not None and self.batch.ok and self.cases:
             text += f"; as one batch of {len(self.cases)}: {_ms(self.batch.elapsed_s / len(self.cases))} per completion"
         if edge:

@@ -16,7 +16,7 @@ PROBE_BATCH = 8
 
 
 def _clip(text: str, keep: int = 300) -> str:
-    return text if len(text) <= keep else f"{text[:keep // 2]} ...[{len(text) - keep} chars]... {text[-keep // 2:]}"
+    return text if len(text) <= keep else f"{text[: keep // 2]} ...[{len(text) - keep} chars]... {text[-keep // 2 :]}"
 
 
 class ProbeChecks(CheckRunBase):
@@ -24,12 +24,15 @@ class ProbeChecks(CheckRunBase):
 
     def check_probes(self) -> None:
         if any(r.name == "determinism.repeat" and r.status is FAIL for r in self.report.results):
-            self.report.notes.append("scores differ between repeats, so each probe comparison below is a single noisy "
-                                     "draw: fix determinism first")
+            self.report.notes.append(
+                "scores differ between repeats, so each probe comparison below is a single noisy "
+                "draw: fix determinism first"
+            )
         probed = self.cases[: max(0, self.config.probe_cases)]
         if len(probed) < len(self.cases):
-            self.report.notes.append(f"hacking probes were built from the first {len(probed)} of {len(self.cases)} "
-                                     "cases (probe_cases)")
+            self.report.notes.append(
+                f"hacking probes were built from the first {len(probed)} of {len(self.cases)} cases (probe_cases)"
+            )
         sets = [probes_for_case(case, self.config.max_completion_chars) for case in probed]
         scored = [self._score_probe_set(s) for s in sets]
         self._reference_row(sets, scored)
@@ -44,7 +47,7 @@ class ProbeChecks(CheckRunBase):
         out: dict[str, CallResult] = {}
         # Batches as a trainer would send them, but small, so that a hang on one probe costs a bounded wait.
         for start in range(0, len(labelled), PROBE_BATCH):
-            chunk = labelled[start:start + PROBE_BATCH]
+            chunk = labelled[start : start + PROBE_BATCH]
             batch = [probe_set.case.with_completion(text) for _, text in chunk]
             outcome = self.call(batch)
             if outcome.ok and outcome.values is not None:
@@ -85,8 +88,13 @@ class ProbeChecks(CheckRunBase):
         if better < compared and judges_correctness:
             self.add("probe.reference", FAIL, text + ": " + "; ".join(notes[:3]), misses=notes)
         elif better < compared:
-            self.add("probe.reference", PASS, text + " (a reward that does not judge correctness cannot be beaten "
-                                                    "by hedging; the probes still apply)", misses=notes)
+            self.add(
+                "probe.reference",
+                PASS,
+                text + " (a reward that does not judge correctness cannot be beaten "
+                "by hedging; the probes still apply)",
+                misses=notes,
+            )
         else:
             self.add("probe.reference", PASS, text)
 
@@ -102,11 +110,16 @@ class ProbeChecks(CheckRunBase):
                     continue
                 what = what or probe.what
                 outcome = scores.get(f"probe:{index}")  # probes sharing a name (styles) each have their own slot
-                baseline = min(floor_values) if probe.baseline == FLOOR and floor_values else \
-                    baseline_numbers.get(probe.baseline)
+                baseline = (
+                    min(floor_values)
+                    if probe.baseline == FLOOR and floor_values
+                    else baseline_numbers.get(probe.baseline)
+                )
                 if outcome is None or not outcome.ok:
-                    crashed.append(f"{probe_set.case.label}: {probe.what}: "
-                                   f"{'hang' if outcome and outcome.hang else outcome.error if outcome else 'missing'}")
+                    crashed.append(
+                        f"{probe_set.case.label}: {probe.what}: "
+                        f"{'hang' if outcome and outcome.hang else outcome.error if outcome else 'missing'}"
+                    )
                     continue
                 value = outcome.values[0] if outcome.values else None
                 if value is not None and value.kind == "infra_error":
@@ -120,41 +133,60 @@ class ProbeChecks(CheckRunBase):
                     continue
                 checked += 1
                 score = self._number(outcome)
-                if score is not None and score > baseline + EPS and self._reads_last_answer(probe_set, scores, probe,
-                                                                                             baseline):
+                if (
+                    score is not None
+                    and score > baseline + EPS
+                    and self._reads_last_answer(probe_set, scores, probe, baseline)
+                ):
                     last_answer += 1
                 elif score is not None and score > baseline + EPS:
-                    paid.append({
-                        "case": probe_set.case.label, "what": probe.what, "score": score, "baseline": baseline,
-                        "baseline_name": probe.baseline, "completion": _clip(probe.exploit), "hint": probe.hint,
-                    })
+                    paid.append(
+                        {
+                            "case": probe_set.case.label,
+                            "what": probe.what,
+                            "score": score,
+                            "baseline": baseline,
+                            "baseline_name": probe.baseline,
+                            "completion": _clip(probe.exploit),
+                            "hint": probe.hint,
+                        }
+                    )
         row = f"probe.{name}"
         if paid or crashed:
             parts = []
             if paid:
                 worst = max(paid, key=lambda p: p["score"] - p["baseline"])
-                against = ("the lowest honest wrong answer" if worst["baseline_name"] == FLOOR
-                           else "the honest wrong answer")
+                against = (
+                    "the lowest honest wrong answer" if worst["baseline_name"] == FLOOR else "the honest wrong answer"
+                )
                 cases = len({p["case"] for p in paid})
-                parts.append(f"paid on {cases} case(s), {len(paid)} of {checked} comparisons; e.g. {worst['case']}: "
-                             f"{worst['what']} {worst['completion'][-60:]!r} scored {worst['score']:g} > {against} "
-                             f"{worst['baseline']:g}" + (f" (hint: {worst['hint']})" if worst["hint"] else ""))
+                parts.append(
+                    f"paid on {cases} case(s), {len(paid)} of {checked} comparisons; e.g. {worst['case']}: "
+                    f"{worst['what']} {worst['completion'][-60:]!r} scored {worst['score']:g} > {against} "
+                    f"{worst['baseline']:g}" + (f" (hint: {worst['hint']})" if worst["hint"] else "")
+                )
             if crashed:
                 parts.append(f"reward failed on {len(crashed)}: " + "; ".join(crashed[:2]))
             self.add(row, FAIL, " | ".join(parts), paid=paid, failed=crashed)
         elif checked == 0:
             self.add(row, SKIP, f"{what}: no honest baseline scored to compare with ({inconclusive} inconclusive)")
         elif last_answer:
-            self.add(row, PASS, f"{what}: paid on {last_answer} of {checked} comparisons, but only as the last "
-                                "answer: the same answers in the other order never beat the honest wrong one, so the "
-                                "reward reads the last answer alone (a self-correction policy) and extra answers "
-                                "cannot raise its expected value; paying any of them would fail here",
-                     last_answer_policy=True, last_answer_comparisons=last_answer)
+            self.add(
+                row,
+                PASS,
+                f"{what}: paid on {last_answer} of {checked} comparisons, but only as the last "
+                "answer: the same answers in the other order never beat the honest wrong one, so the "
+                "reward reads the last answer alone (a self-correction policy) and extra answers "
+                "cannot raise its expected value; paying any of them would fail here",
+                last_answer_policy=True,
+                last_answer_comparisons=last_answer,
+            )
         else:
             self.add(row, PASS, f"{what}: never above the honest wrong answer ({checked} comparisons)")
 
-    def _reads_last_answer(self, probe_set: ProbeSet, scores: dict[str, CallResult], probe: Probe,
-                           baseline: float) -> bool:
+    def _reads_last_answer(
+        self, probe_set: ProbeSet, scores: dict[str, CallResult], probe: Probe, baseline: float
+    ) -> bool:
         """The probe was paid, and its mirror (same answers, the right one not last) in the same style was not."""
         if not probe.mirror:
             return False

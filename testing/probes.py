@@ -55,6 +55,7 @@ class ProbeSet:
 
 # --- styles -----------------------------------------------------------------------------------------------------
 
+
 def plain(answer_section: str, reasoning: str = REASONING) -> str:
     return f"{reasoning}\n{answer_section}"
 
@@ -69,6 +70,7 @@ def padded_reasoning(limit_chars: int, answer_len: int) -> str:
 
 
 # --- answers ----------------------------------------------------------------------------------------------------
+
 
 def reference_answer(case: Case) -> str | None:
     for key in ("answer", "ground_truth", "solution"):
@@ -85,7 +87,7 @@ def strip_wrappers(answer: str) -> str:
         changed = False
         for left, right in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
             if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
-                text, changed = text[len(left): -len(right)].strip(), True
+                text, changed = text[len(left) : -len(right)].strip(), True
         match = re.fullmatch(r"\\(?:boxed|fbox)\{(.*)\}", text, re.S)
         if match:
             text, changed = match.group(1).strip(), True
@@ -121,35 +123,61 @@ def wrong_answers(gold: str) -> tuple[str, str]:
 def _answer_probes(gold: str, wrong: str, wrong2: str, limit: int) -> list[Probe]:
     probes: list[Probe] = []
     hedges = [
-        ("several_boxed_gold_last", f"$\\boxed{{{wrong}}}$ $\\boxed{{{gold}}}$", "several boxed answers, the right one last"),
-        ("several_boxed_gold_first", f"$\\boxed{{{gold}}}$ $\\boxed{{{wrong}}}$", "several boxed answers, the right one first"),
+        (
+            "several_boxed_gold_last",
+            f"$\\boxed{{{wrong}}}$ $\\boxed{{{gold}}}$",
+            "several boxed answers, the right one last",
+        ),
+        (
+            "several_boxed_gold_first",
+            f"$\\boxed{{{gold}}}$ $\\boxed{{{wrong}}}$",
+            "several boxed answers, the right one first",
+        ),
         ("or_hedge", f"The answer is {gold} or {wrong}.", '"A or B" with the right answer among them'),
         ("or_hedge_boxed", f"$\\boxed{{{wrong} \\text{{ or }} {gold}}}$", '"A or B" inside one box'),
-        ("gold_mentioned_not_final", f"At first I thought it was {gold}, but the final answer is $\\boxed{{{wrong}}}$.",
-         "the right answer mentioned, a wrong one given"),
+        (
+            "gold_mentioned_not_final",
+            f"At first I thought it was {gold}, but the final answer is $\\boxed{{{wrong}}}$.",
+            "the right answer mentioned, a wrong one given",
+        ),
     ]
     if "," not in gold and ";" not in gold:  # a list gold (a tuple, a set) makes a list a legitimate answer
         hedges += [
             ("answer_list", f"The answer is one of {wrong}, {gold}, {wrong2}.", "a list of candidates"),
             ("answer_list_boxed", f"$\\boxed{{{wrong}, {gold}, {wrong2}}}$", "a list of candidates in one box"),
         ]
-    hints = {"several_boxed_gold_last": "a reward that pays whichever box is right pays this hedge: score the last "
-                                        "box only (groupscore's math default) or several different boxes as a "
-                                        "hedge (strict=true)"}
+    hints = {
+        "several_boxed_gold_last": "a reward that pays whichever box is right pays this hedge: score the last "
+        "box only (groupscore's math default) or several different boxes as a "
+        "hedge (strict=true)"
+    }
     mirrors = {"several_boxed_gold_last": "several_boxed_gold_first"}
     for name, section, what in hedges:
         hint, mirror = hints.get(name, ""), mirrors.get(name, "")
         probes.append(Probe(name, plain(section), "wrong_plain", what, hint, mirror))
         probes.append(Probe(name, tagged(section), "wrong_tagged", what + " (in answer tags)", hint, mirror))
     wrong_section = f"The final answer is $\\boxed{{{wrong}}}$."
-    probes.append(Probe("padding_to_limit", plain(wrong_section, padded_reasoning(limit, len(wrong_section))),
-                        "wrong_plain", f"a wrong answer padded to {limit} characters"))
-    probes.append(Probe("padding_to_limit", tagged(wrong, padded_reasoning(limit, len(wrong))),
-                        "wrong_tagged", f"a wrong answer padded to {limit} characters (in answer tags)"))
+    probes.append(
+        Probe(
+            "padding_to_limit",
+            plain(wrong_section, padded_reasoning(limit, len(wrong_section))),
+            "wrong_plain",
+            f"a wrong answer padded to {limit} characters",
+        )
+    )
+    probes.append(
+        Probe(
+            "padding_to_limit",
+            tagged(wrong, padded_reasoning(limit, len(wrong))),
+            "wrong_tagged",
+            f"a wrong answer padded to {limit} characters (in answer tags)",
+        )
+    )
     return probes
 
 
 # --- code -------------------------------------------------------------------------------------------------------
+
 
 def _fence(program: str, language: str = "python") -> str:
     return f"Here is my solution.\n```{language}\n{program.rstrip()}\n```"
@@ -254,16 +282,31 @@ def _code_probes(case: Case) -> tuple[dict[str, str], list[Probe]]:
     wrong = _wrong_program(names, has_stdio)
     baselines = {"wrong_program": _fence(wrong)}
     probes = [
-        Probe("exit_zero_before_tests", _fence("import sys\nsys.exit(0)\n" + wrong), "wrong_program",
-              "sys.exit(0) before any test runs"),
-        Probe("exit_zero_before_tests", _fence("import os\nos._exit(0)\n" + wrong), "wrong_program",
-              "os._exit(0) before any test runs"),
-        Probe("fake_pass_markers", _fence(
-            "import sys\n"
-            "for marker in ('All tests passed', 'OK', 'PASSED', '1 passed in 0.01s',"
-            " 'Ran 1 test', 'test passed'):\n"
-            "    print(marker)\n    print(marker, file=sys.stderr)\n" + wrong
-            + "\nprint('All tests passed')\nsys.exit(0)\n"), "wrong_program", "prints pass markers and exits 0"),
+        Probe(
+            "exit_zero_before_tests",
+            _fence("import sys\nsys.exit(0)\n" + wrong),
+            "wrong_program",
+            "sys.exit(0) before any test runs",
+        ),
+        Probe(
+            "exit_zero_before_tests",
+            _fence("import os\nos._exit(0)\n" + wrong),
+            "wrong_program",
+            "os._exit(0) before any test runs",
+        ),
+        Probe(
+            "fake_pass_markers",
+            _fence(
+                "import sys\n"
+                "for marker in ('All tests passed', 'OK', 'PASSED', '1 passed in 0.01s',"
+                " 'Ran 1 test', 'test passed'):\n"
+                "    print(marker)\n    print(marker, file=sys.stderr)\n"
+                + wrong
+                + "\nprint('All tests passed')\nsys.exit(0)\n"
+            ),
+            "wrong_program",
+            "prints pass markers and exits 0",
+        ),
     ]
     if names:
         always_equal = (
@@ -275,17 +318,27 @@ def _code_probes(case: Case) -> tuple[dict[str, str], list[Probe]]:
             "    def __repr__(self): return repr(" + repr("expected") + ")\n"
         )
         always_equal += "".join(f"def {name}(*args, **kwargs):\n    return _AlwaysEqual()\n" for name in names)
-        probes.append(Probe("eq_always_true", _fence(always_equal), "wrong_program",
-                            "returns an object whose __eq__ is always true"))
+        probes.append(
+            Probe(
+                "eq_always_true", _fence(always_equal), "wrong_program", "returns an object whose __eq__ is always true"
+            )
+        )
     if hidden and public:
         hardcoded = _hardcoded_program(public, names)
         if hardcoded is not None:
-            probes.append(Probe("hardcoded_public_tests", _fence(hardcoded), "wrong_program",
-                                "answers only the public tests, from a lookup table"))
+            probes.append(
+                Probe(
+                    "hardcoded_public_tests",
+                    _fence(hardcoded),
+                    "wrong_program",
+                    "answers only the public tests, from a lookup table",
+                )
+            )
     return baselines, probes
 
 
 # --- SQL --------------------------------------------------------------------------------------------------------
+
 
 def _sql_probes(gold_sql: str) -> tuple[dict[str, str], dict[str, str], list[Probe]]:
     gold = gold_sql.strip().rstrip(";").strip()
@@ -299,15 +352,24 @@ def _sql_probes(gold_sql: str) -> tuple[dict[str, str], dict[str, str], list[Pro
     probes = [
         Probe("several_queries", block(f"{wrong};\n{gold};"), "wrong_query", "two statements, the right one last"),
         Probe("several_queries", block(f"{gold};\n{wrong};"), "wrong_query", "two statements, the right one first"),
-        Probe("gold_in_comment", block(f"{wrong} -- {gold}"), "wrong_query",
-              "a wrong query with the right one in a comment"),
-        Probe("write_then_answer", block(f"DELETE FROM sqlite_sequence;\n{gold};"), "wrong_query",
-              "a write statement before the right query (the database must be read-only)"),
+        Probe(
+            "gold_in_comment",
+            block(f"{wrong} -- {gold}"),
+            "wrong_query",
+            "a wrong query with the right one in a comment",
+        ),
+        Probe(
+            "write_then_answer",
+            block(f"DELETE FROM sqlite_sequence;\n{gold};"),
+            "wrong_query",
+            "a write statement before the right query (the database must be read-only)",
+        ),
     ]
     return baselines, correct, probes
 
 
 # --- putting it together ----------------------------------------------------------------------------------------
+
 
 def probes_for_case(case: Case, limit_chars: int = 8192) -> ProbeSet:
     """All probes that apply to a case: answer hedges when it has a reference answer, code exploits when it has
@@ -345,8 +407,12 @@ def probes_for_case(case: Case, limit_chars: int = 8192) -> ProbeSet:
         Probe("format_only", "<think> </think>\n<answer> </answer>", FLOOR, "tags holding only whitespace"),
         Probe("format_only", "$\\boxed{}$", FLOOR, "an empty box"),
         Probe("format_only", "```python\n```", FLOOR, "an empty code block"),
-        Probe("padding_only", (FILLER * (limit_chars // len(FILLER) + 1))[:limit_chars], FLOOR,
-              f"filler text up to {limit_chars} characters, no answer"),
+        Probe(
+            "padding_only",
+            (FILLER * (limit_chars // len(FILLER) + 1))[:limit_chars],
+            FLOOR,
+            f"filler text up to {limit_chars} characters, no answer",
+        ),
     ]
     if prompt:
         content_free += [

@@ -91,8 +91,9 @@ class Report:
         }
 
     def write_json(self, path: Path | str) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n",
-                              encoding="utf-8")
+        Path(path).write_text(
+            json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8"
+        )
 
     def assert_ok(self) -> None:
         """Raise AssertionError with the failing rows when any check failed or errored (for pytest)."""

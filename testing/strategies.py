@@ -1,12 +1,12 @@
 """Hypothesis strategies for edge-case completions, to fuzz any reward function from a pytest suite.
 
-    from hypothesis import given, settings
-    from groupscore.testing import assert_handles, strategies
+from hypothesis import given, settings
+from groupscore.testing import assert_handles, strategies
 
-    @settings(max_examples=50, deadline=None)
-    @given(strategies.completions(base="The answer is \\\\boxed{4}."))
-    def test_my_reward_survives(completion):
-        assert_handles(my_reward, completion, answer="4")
+@settings(max_examples=50, deadline=None)
+@given(strategies.completions(base="The answer is \\\\boxed{4}."))
+def test_my_reward_survives(completion):
+    assert_handles(my_reward, completion, answer="4")
 """
 
 from __future__ import annotations
@@ -20,11 +20,61 @@ from groupscore.testing.edges import EDGE_BUILDERS, EDGE_TEXTS, MB
 _WHITESPACE = " \t\n\r\x0b\x0c\u00a0\u1680\u2000\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\u200b"
 _RTL = "\u05d0\u05d1\u05d2\u05ea\u0627\u0628\u062c\u062f\u0660\u0661\u0664\u06f4\u202b\u202e\u200f\u2067\u202c\u2069"
 _EMOJI = ["🤔", "💯", "🔟", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "🇫🇷", "❤️", "🙂", "\ufe0f", "\u200d", "🧮"]
-_LATEX_PIECES = ["\\boxed{", "\\fbox{", "\\frac{", "\\dfrac", "{", "}", "}}", "\\left(", "\\right]", "$", "$$", "^",
-                 "_", "\\sqrt", "\\sqrt[", "\\text{", "\\\\", "&", "\\begin{pmatrix}", "\\end{bmatrix}", "\\pm", "!",
-                 "10^{10^{", "\\infty", "1", "42", "x", "=", ",", " ", "\\,", "\\%", "\\$", "\\"]
-_FENCE_PIECES = ["```", "```python", "```py", "```cpp", "~~~", "````", "\n", "print(1)", "def f(x:", "    return",
-                 "import sys", "sys.exit(0)", "`", "```\n```", "# ```", "'''", '"""']
+_LATEX_PIECES = [
+    "\\boxed{",
+    "\\fbox{",
+    "\\frac{",
+    "\\dfrac",
+    "{",
+    "}",
+    "}}",
+    "\\left(",
+    "\\right]",
+    "$",
+    "$$",
+    "^",
+    "_",
+    "\\sqrt",
+    "\\sqrt[",
+    "\\text{",
+    "\\\\",
+    "&",
+    "\\begin{pmatrix}",
+    "\\end{bmatrix}",
+    "\\pm",
+    "!",
+    "10^{10^{",
+    "\\infty",
+    "1",
+    "42",
+    "x",
+    "=",
+    ",",
+    " ",
+    "\\,",
+    "\\%",
+    "\\$",
+    "\\",
+]
+_FENCE_PIECES = [
+    "```",
+    "```python",
+    "```py",
+    "```cpp",
+    "~~~",
+    "````",
+    "\n",
+    "print(1)",
+    "def f(x:",
+    "    return",
+    "import sys",
+    "sys.exit(0)",
+    "`",
+    "```\n```",
+    "# ```",
+    "'''",
+    '"""',
+]
 _TAG_PIECES = ["<think>", "</think>", "<answer>", "</answer>", "<", ">", "</", "/>", "<answer", " ", "\n", "42"]
 _FILLERS = ["Let me think again. ", "a", "=", "\\boxed{1}", "9", " ", "\n", "🙂", "(", "<answer>"]
 
@@ -76,7 +126,8 @@ def truncated(base: str | st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 def huge_text(min_size: int = MB) -> st.SearchStrategy[str]:
     """At least `min_size` characters (1 MB by default), built by repetition so drawing stays cheap."""
     return st.tuples(st.sampled_from(_FILLERS), st.sampled_from(["", "The answer is \\boxed{4}.", "```python\n"])).map(
-        lambda t: t[1] + t[0] * (min_size // len(t[0]) + 1))
+        lambda t: t[1] + t[0] * (min_size // len(t[0]) + 1)
+    )
 
 
 def malformed_latex(max_pieces: int = 40) -> st.SearchStrategy[str]:
@@ -105,7 +156,7 @@ def malformed_json() -> st.SearchStrategy[str]:
         if how == "comma":
             return text.replace("]", ",]").replace("}", ",}") if ("]" in text or "}" in text) else text + ","
         if how == "nan":
-            return text.replace("0", "NaN", 1) if "0" in text else "{\"x\": NaN, \"y\": Infinity}"
+            return text.replace("0", "NaN", 1) if "0" in text else '{"x": NaN, "y": Infinity}'
         if how == "newline":
             return text.replace(" ", "\n\x00 ", 1)
         return text.replace("null", "None").replace("true", "True").replace("false", "False")
@@ -124,15 +175,24 @@ def broken_tags(max_pieces: int = 20) -> st.SearchStrategy[str]:
 
 def named_edge_cases(base: str = "") -> st.SearchStrategy[str]:
     """The fixed edge completions `groupscore check` always runs (see groupscore.testing.edges)."""
-    return st.sampled_from(sorted(EDGE_TEXTS)).map(EDGE_TEXTS.__getitem__) | st.sampled_from(
-        sorted(EDGE_BUILDERS)).map(lambda name: EDGE_BUILDERS[name](base))
+    return st.sampled_from(sorted(EDGE_TEXTS)).map(EDGE_TEXTS.__getitem__) | st.sampled_from(sorted(EDGE_BUILDERS)).map(
+        lambda name: EDGE_BUILDERS[name](base)
+    )
 
 
 def completions(base: str | None = None, *, huge: bool = True) -> st.SearchStrategy[str]:
     """Any edge-case completion; with `base` (a real completion) also its truncations and corruptions."""
     options = [
-        empty_or_whitespace(), unicode_text(), rtl_text(), emoji_text(), combining_marks(), malformed_latex(),
-        malformed_json(), broken_code_fences(), broken_tags(), named_edge_cases(base or ""),
+        empty_or_whitespace(),
+        unicode_text(),
+        rtl_text(),
+        emoji_text(),
+        combining_marks(),
+        malformed_latex(),
+        malformed_json(),
+        broken_code_fences(),
+        broken_tags(),
+        named_edge_cases(base or ""),
     ]
     if huge:
         options.append(huge_text())

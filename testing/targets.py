@@ -76,6 +76,7 @@ class Target(ABC):
 
 # --- Python callables -------------------------------------------------------------------------------------------
 
+
 class RewardFunctionTarget(Target):
     """A TRL reward function: `fn(prompts, completions, completion_ids, **columns) -> list[float | None]`.
 
@@ -141,7 +142,11 @@ class VerlScoreTarget(Target):
             if isinstance(value, dict) and value.get("infra_error"):
                 value = InfraError(str(value.get("reason", "the reward reported infra_error")))
             elif isinstance(value, dict):
-                value = value["score"] if "score" in value else ItemError(f"returned a dict without 'score': {sorted(value)}")
+                value = (
+                    value["score"]
+                    if "score" in value
+                    else ItemError(f"returned a dict without 'score': {sorted(value)}")
+                )
             out.append(value)
         return out
 
@@ -163,6 +168,7 @@ def callable_target(fn: Callable[..., Any], ref: str | None = None) -> Target:
 
 
 # --- groupscore verifier kinds and the service ------------------------------------------------------------------
+
 
 def infer_kind(case: Case, default: str | None = None) -> str:
     """The verifier kind of a case: its `verifier` field, else the default, else guessed from its reference fields."""
@@ -292,6 +298,7 @@ def _verdict_value(verdict: dict[str, Any]) -> Any:
 
 
 # --- resolving a TARGET argument --------------------------------------------------------------------------------
+
 
 def resolve_target(ref: str) -> Target:
     """`module:function`, `path/to/file.py:function`, a verifier kind (`math`, `code`, ...) or an http(s) URL."""

@@ -217,8 +217,9 @@ def test_default_pool_from_an_event_loop_keeps_the_loop_running():
 
         tick_task = asyncio.create_task(ticker())
         started = time.monotonic()
-        outcomes = await asyncio.gather(run_bounded_async(nap, 0.3, timeout_s=5),
-                                        run_bounded_async(spin, 30, timeout_s=0.5), return_exceptions=True)
+        outcomes = await asyncio.gather(
+            run_bounded_async(nap, 0.3, timeout_s=5), run_bounded_async(spin, 30, timeout_s=0.5), return_exceptions=True
+        )
         elapsed = time.monotonic() - started
         tick_task.cancel()
         return outcomes, elapsed, ticks
@@ -283,13 +284,22 @@ def test_workers_are_gone_after_the_caller_exits():
 
 
 def test_worker_busy_when_its_caller_is_killed_exits_on_its_own():
-    caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    caller = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import threading
         from groupscore.bounded.workers import run_bounded
         import test_bounded_workers as t
         print(run_bounded(t.worker_pid, timeout_s=30), flush=True)
         run_bounded(t.spin, 60, timeout_s=120)
-    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)})
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parent)},
+    )
     try:
         busy_pid = int(caller.stdout.readline())
         time.sleep(0.3)

@@ -82,8 +82,14 @@ def test_checks_run_from_a_worker_thread_without_touching_sigalrm():
     result = {}
 
     def run():
-        result["report"] = check_reward_fn(MISBEHAVING, [{"prompt": "p", "completion": "fine"}],
-                                           checks=("determinism",), repeats=1, processes=1, threads=2)
+        result["report"] = check_reward_fn(
+            MISBEHAVING,
+            [{"prompt": "p", "completion": "fine"}],
+            checks=("determinism",),
+            repeats=1,
+            processes=1,
+            threads=2,
+        )
 
     worker = threading.Thread(target=run)
     worker.start()
@@ -129,8 +135,12 @@ def test_arrays_are_accepted_as_trl_accepts_them_and_strings_are_not():
 
 
 def test_a_lambda_runs_in_threads_and_the_report_says_why():
-    report = check_reward_fn(lambda prompts, completions, **kw: [0.0] * len(completions),
-                             [{"prompt": "p", "completion": "c"}], checks=("determinism",), repeats=1)
+    report = check_reward_fn(
+        lambda prompts, completions, **kw: [0.0] * len(completions),
+        [{"prompt": "p", "completion": "c"}],
+        checks=("determinism",),
+        repeats=1,
+    )
     assert report.exit_code == 0
     assert report.result("determinism.processes").status.value == "SKIP"
     assert any("calls run in threads because it cannot be rebuilt" in note for note in report.notes)

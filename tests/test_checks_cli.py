@@ -20,8 +20,13 @@ def run_check(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 def test_a_bad_reward_exits_1_with_a_table_and_a_json_report(tmp_path):
     report = tmp_path / "report.json"
-    done = run_check(f"{CHECKS}/planted_rewards.py:loose_format_reward", "--cases", str(CHECKS / "math_cases.jsonl"),
-                     "--report", str(report))
+    done = run_check(
+        f"{CHECKS}/planted_rewards.py:loose_format_reward",
+        "--cases",
+        str(CHECKS / "math_cases.jsonl"),
+        "--report",
+        str(report),
+    )
     assert done.returncode == 1, done.stderr
     assert "CHECK" in done.stdout and "STATUS" in done.stdout
     row = next(line for line in done.stdout.splitlines() if line.startswith("probe.format_only"))
@@ -29,15 +34,22 @@ def test_a_bad_reward_exits_1_with_a_table_and_a_json_report(tmp_path):
     assert "1 check(s) failed" in done.stderr
     data = json.loads(report.read_text())
     assert data["exit_code"] == 1 and data["summary"]["FAIL"] == 1
-    assert {c["name"] for c in data["checks"]} >= {"returns", "determinism.repeat", "determinism.processes",
-                                                   "edge_inputs.no_hang", "latency", "probe.or_hedge"}
+    assert {c["name"] for c in data["checks"]} >= {
+        "returns",
+        "determinism.repeat",
+        "determinism.processes",
+        "edge_inputs.no_hang",
+        "latency",
+        "probe.or_hedge",
+    }
     latency = next(c for c in data["checks"] if c["name"] == "latency")["data"]["cases"]
     assert latency["n"] == 7 and 0 <= latency["p50_s"] <= latency["p95_s"] <= latency["p99_s"] <= latency["max_s"]
 
 
 def test_module_function_target_resolves_from_the_current_directory(tmp_path):
     (tmp_path / "my_rewards.py").write_text(
-        "def constant(prompts, completions, **kwargs):\n    return [0.0 for _ in completions]\n")
+        "def constant(prompts, completions, **kwargs):\n    return [0.0 for _ in completions]\n"
+    )
     cases = tmp_path / "cases.jsonl"
     cases.write_text(json.dumps({"prompt": "2+2?", "completion": "4", "answer": "4"}) + "\n")
     done = run_check("my_rewards:constant", "--cases", str(cases), "--report", str(tmp_path / "r.json"), cwd=tmp_path)
@@ -78,9 +90,18 @@ def test_unknown_target_names_what_is_accepted(tmp_path):
 
 def test_options_set_the_range_and_the_groups(tmp_path):
     report = tmp_path / "r.json"
-    done = run_check(f"{CHECKS}/planted_rewards.py:signed_correctness_reward", "--cases",
-                     str(CHECKS / "math_cases.jsonl"), "--report", str(report), "--reward-range=-1,1",
-                     "--checks", "determinism,probes", "--timeout", "5")
+    done = run_check(
+        f"{CHECKS}/planted_rewards.py:signed_correctness_reward",
+        "--cases",
+        str(CHECKS / "math_cases.jsonl"),
+        "--report",
+        str(report),
+        "--reward-range=-1,1",
+        "--checks",
+        "determinism,probes",
+        "--timeout",
+        "5",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(report.read_text())
     names = {c["name"] for c in data["checks"]}

@@ -50,8 +50,9 @@ def last_box_reward(prompts, completions, answer, **kwargs):
 
 def test_a_last_box_policy_passes_the_probe_with_its_explanation():
     # The right box last is paid, the right box first is not: extra boxes cannot raise the expected reward.
-    report = check_reward_fn(last_box_reward, CHECKS / "math_cases.jsonl", checks=("probes",), processes=0,
-                             isolation="thread")
+    report = check_reward_fn(
+        last_box_reward, CHECKS / "math_cases.jsonl", checks=("probes",), processes=0, isolation="thread"
+    )
     row = report.result("probe.several_boxed_gold_last")
     assert row.status is CheckStatus.PASS and "only as the last answer" in row.detail
     assert row.data["last_answer_policy"] is True and row.data["last_answer_comparisons"] > 0
@@ -59,8 +60,12 @@ def test_a_last_box_policy_passes_the_probe_with_its_explanation():
 
 
 def test_a_reward_that_pays_any_box_still_fails_the_last_box_probe():
-    report = check_reward_fn(f"{CHECKS}/planted_rewards.py:substring_accuracy_reward", CHECKS / "math_cases.jsonl",
-                             checks=("probes",), processes=0)
+    report = check_reward_fn(
+        f"{CHECKS}/planted_rewards.py:substring_accuracy_reward",
+        CHECKS / "math_cases.jsonl",
+        checks=("probes",),
+        processes=0,
+    )
     row = report.result("probe.several_boxed_gold_last")
     assert row.status is CheckStatus.FAIL and "last_answer_policy" not in row.data
     assert report.result("probe.several_boxed_gold_first").status is CheckStatus.FAIL
@@ -79,8 +84,9 @@ def flaky_infra_compute_score(data_source, solution_str, ground_truth, extra_inf
 
 
 def test_infra_errors_are_not_counted_against_the_reward():
-    report = check_reward_fn(flaky_infra_compute_score, CHECKS / "math_cases.jsonl",
-                             checks=("determinism",), processes=0, isolation="thread")
+    report = check_reward_fn(
+        flaky_infra_compute_score, CHECKS / "math_cases.jsonl", checks=("determinism",), processes=0, isolation="thread"
+    )
     assert report.exit_code == 0, report.table()
     assert report.result("determinism.repeat").status is CheckStatus.PASS
     assert any("infra_error" in note and "not scored" in note for note in report.notes)

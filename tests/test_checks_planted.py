@@ -35,8 +35,9 @@ def test_nondeterministic_rewards_fail_the_repeat_check(name):
 
 
 def test_set_iteration_order_is_caught_across_processes_only():
-    report = check_reward_fn(planted("set_order_reward"), MATH_CASES, checks=("determinism",),
-                             **dict(FAST, processes=2))
+    report = check_reward_fn(
+        planted("set_order_reward"), MATH_CASES, checks=("determinism",), **dict(FAST, processes=2)
+    )
     assert report.result("determinism.repeat").status is CheckStatus.PASS
     row = report.result("determinism.processes")
     assert row.status is CheckStatus.FAIL, row.detail
@@ -56,8 +57,12 @@ def test_crash_on_empty_input_is_reported_with_the_exception():
 def test_substring_accuracy_pays_hedges_and_is_flagged():
     report = check_reward_fn(planted("substring_accuracy_reward"), MATH_CASES, checks=("probes",), **FAST)
     got = statuses(report)
-    for probe in ("probe.or_hedge", "probe.several_boxed_gold_last", "probe.answer_list",
-                  "probe.gold_mentioned_not_final"):
+    for probe in (
+        "probe.or_hedge",
+        "probe.several_boxed_gold_last",
+        "probe.answer_list",
+        "probe.gold_mentioned_not_final",
+    ):
         assert got[probe] is CheckStatus.FAIL, (probe, report.result(probe).detail)
     assert "scored 1 > the honest wrong answer 0" in report.result("probe.or_hedge").detail
     assert got["probe.format_only"] is CheckStatus.PASS  # it does not pay empty tags
@@ -92,8 +97,9 @@ def test_nan_on_edge_inputs_is_flagged():
 
 
 def test_a_hang_that_holds_the_gil_is_reported_not_waited_on():
-    report = check_reward_fn(planted("regex_hang_reward"), MATH_CASES, checks=("edge_inputs",),
-                             **dict(FAST, timeout_s=1.5, edge_cases=1))
+    report = check_reward_fn(
+        planted("regex_hang_reward"), MATH_CASES, checks=("edge_inputs",), **dict(FAST, timeout_s=1.5, edge_cases=1)
+    )
     row = report.result("edge_inputs.no_hang")
     assert row.status is CheckStatus.FAIL, row.detail
     assert "huge_number" in row.detail
@@ -102,8 +108,12 @@ def test_a_hang_that_holds_the_gil_is_reported_not_waited_on():
 
 
 def test_a_quadratic_regex_is_reported_as_a_hang_on_a_megabyte_of_open_tags():
-    report = check_reward_fn(planted("quadratic_answer_tag_reward"), MATH_CASES, checks=("edge_inputs",),
-                             **dict(FAST, timeout_s=2.0, edge_cases=1))
+    report = check_reward_fn(
+        planted("quadratic_answer_tag_reward"),
+        MATH_CASES,
+        checks=("edge_inputs",),
+        **dict(FAST, timeout_s=2.0, edge_cases=1),
+    )
     row = report.result("edge_inputs.no_hang")
     assert row.status is CheckStatus.FAIL and "huge_open_tags" in row.detail, row.detail
 

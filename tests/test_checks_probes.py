@@ -18,8 +18,10 @@ from groupscore.testing.probes import (
 )
 
 
-@pytest.mark.parametrize("gold", ["10", "-7", "1,000", "4.5", "B", "(c)", "\\frac{1}{2}", "\\sqrt{2}", "1", "9",
-                                  "\\infty", "(1, 2]", "x^2+1", "0"])
+@pytest.mark.parametrize(
+    "gold",
+    ["10", "-7", "1,000", "4.5", "B", "(c)", "\\frac{1}{2}", "\\sqrt{2}", "1", "9", "\\infty", "(1, 2]", "x^2+1", "0"],
+)
 def test_wrong_answers_never_overlap_the_gold(gold):
     wrong, wrong2 = wrong_answers(gold)
     for w in (wrong, wrong2):
@@ -43,8 +45,15 @@ def test_math_case_probes_carry_gold_and_wrong_in_both_styles():
     by_name = {}
     for probe in probe_set.probes:
         by_name.setdefault(probe.name, []).append(probe)
-    assert set(by_name) >= {"several_boxed_gold_last", "or_hedge", "answer_list", "format_only", "padding_to_limit",
-                            "repeat_question", "padding_only"}
+    assert set(by_name) >= {
+        "several_boxed_gold_last",
+        "or_hedge",
+        "answer_list",
+        "format_only",
+        "padding_to_limit",
+        "repeat_question",
+        "padding_only",
+    }
     last = by_name["several_boxed_gold_last"]
     assert {p.baseline for p in last} == {"wrong_plain", "wrong_tagged"}
     assert "\\boxed{11}$ $\\boxed{10}" in last[0].exploit
@@ -67,11 +76,18 @@ def _program(completion: str) -> str:
 
 
 def test_code_probes_are_valid_python_and_target_the_tested_functions():
-    case = Case("Write add", "```python\ndef add(a, b):\n    return a + b\n```", {
-        "tests": [{"type": "call", "fn": "add", "args": [1, 2], "expected": 3},
-                  {"type": "assert", "code": "assert add(2, 2) == 4"}],
-        "hidden_tests": [{"type": "call", "fn": "add", "args": [5, 5], "expected": 10}],
-    }, "c")
+    case = Case(
+        "Write add",
+        "```python\ndef add(a, b):\n    return a + b\n```",
+        {
+            "tests": [
+                {"type": "call", "fn": "add", "args": [1, 2], "expected": 3},
+                {"type": "assert", "code": "assert add(2, 2) == 4"},
+            ],
+            "hidden_tests": [{"type": "call", "fn": "add", "args": [5, 5], "expected": 10}],
+        },
+        "c",
+    )
     probe_set = probes_for_case(case)
     names = {p.name for p in probe_set.probes}
     assert names >= {"exit_zero_before_tests", "fake_pass_markers", "eq_always_true", "hardcoded_public_tests"}
@@ -79,13 +95,19 @@ def test_code_probes_are_valid_python_and_target_the_tested_functions():
         if "```python\n" in probe.exploit and probe.name != "format_only":
             compile(_program(probe.exploit), probe.name, "exec")
     namespace: dict = {}
-    exec(compile(_program(next(p.exploit for p in probe_set.probes if p.name == "eq_always_true")), "eq", "exec"),
-         namespace)
+    exec(
+        compile(_program(next(p.exploit for p in probe_set.probes if p.name == "eq_always_true")), "eq", "exec"),
+        namespace,
+    )
     assert namespace["add"](1, 2) == "anything" and not (namespace["add"](1, 2) != 3)  # noqa: SIM202 - __ne__ too
     namespace = {}
     # The hardcoded program is plain table lookup; running it here (our own generated text) checks the table.
-    exec(compile(_program(next(p.exploit for p in probe_set.probes if p.name == "hardcoded_public_tests")), "hc",
-                 "exec"), namespace)
+    exec(
+        compile(
+            _program(next(p.exploit for p in probe_set.probes if p.name == "hardcoded_public_tests")), "hc", "exec"
+        ),
+        namespace,
+    )
     assert namespace["add"](1, 2) == 3 and namespace["add"](2, 2) == 4 and namespace["add"](5, 5) == SENTINEL
     assert "def add(*args, **kwargs):\n    return -987654321" in probe_set.baselines["wrong_program"]
 
@@ -103,7 +125,11 @@ def test_hardcoding_needs_hidden_tests_and_literal_public_tests():
 
 
 def test_stdio_only_cases_get_no_eq_probe_but_still_exit_probes():
-    case = Case("Sum", "```python\nprint(sum(map(int, input().split())))\n```",
-                {"tests": [{"type": "stdio", "stdin": "1 2", "stdout": "3"}]}, "c")
+    case = Case(
+        "Sum",
+        "```python\nprint(sum(map(int, input().split())))\n```",
+        {"tests": [{"type": "stdio", "stdin": "1 2", "stdout": "3"}]},
+        "c",
+    )
     names = {p.name for p in probes_for_case(case).probes}
     assert "eq_always_true" not in names and "exit_zero_before_tests" in names

@@ -120,5 +120,8 @@ def test_assert_handles_names_the_crash_the_hang_and_the_bad_value():
 
 def test_assert_not_hackable_raises_with_the_failing_probe():
     with pytest.raises(AssertionError, match=r"probe\.or_hedge: FAIL"):
-        assert_not_hackable(f"{PLANTED}:substring_accuracy_reward",
-                            [{"prompt": "2+2?", "completion": "\\boxed{4}", "answer": "4"}], processes=0)
+        assert_not_hackable(
+            f"{PLANTED}:substring_accuracy_reward",
+            [{"prompt": "2+2?", "completion": "\\boxed{4}", "answer": "4"}],
+            processes=0,
+        )

@@ -19,16 +19,24 @@ from groupscore.testing import (
 from groupscore.testing.call_result import run_call
 from groupscore.testing.targets import ServiceTarget, build_target, item_for_case, resolve_target
 
-CASES = [Case("What is 2+2?", "It is \\boxed{4}.", {"answer": "4", "level": 1}, "c0"),
-         Case("What is 3+3?", "It is \\boxed{7}.", {"answer": "6"}, "c1")]
+CASES = [
+    Case("What is 2+2?", "It is \\boxed{4}.", {"answer": "4", "level": 1}, "c0"),
+    Case("What is 3+3?", "It is \\boxed{7}.", {"answer": "6"}, "c1"),
+]
 
 
 def test_trl_target_passes_what_grpo_trainer_passes():
     seen = {}
 
     def reward(prompts, completions, completion_ids, answer, level, trainer_state, log_extra, log_metric):
-        seen.update(prompts=prompts, completions=completions, ids=completion_ids, answer=answer, level=level,
-                    step=trainer_state.global_step)
+        seen.update(
+            prompts=prompts,
+            completions=completions,
+            ids=completion_ids,
+            answer=answer,
+            level=level,
+            step=trainer_state.global_step,
+        )
         log_metric("x", 1.0)
         return [1.0, 0.0]
 
@@ -80,8 +88,13 @@ def test_module_level_functions_can_be_rebuilt_in_another_process_and_lambdas_ca
 
 def test_verifier_target_builds_registry_items_from_case_fields():
     case = Case("chat prompt", "x", {"answer": "4", "strict": True, "unrelated": 1}, "c")
-    assert item_for_case(case, "math") == {"answer": "4", "strict": True, "verifier": "math", "completion": "x",
-                                           "question": "chat prompt"}  # the math kind reads the prompt as the question
+    assert item_for_case(case, "math") == {
+        "answer": "4",
+        "strict": True,
+        "verifier": "math",
+        "completion": "x",
+        "question": "chat prompt",
+    }  # the math kind reads the prompt as the question
     code = Case("Write add", "```python\n```", {"tests": [], "item_prompt": "def add(a, b):\n"}, "k")
     assert item_for_case(code, "code")["prompt"] == "def add(a, b):\n"  # never the chat prompt
     with pytest.raises(CasesError, match="not a valid math item"):
@@ -109,13 +122,16 @@ def test_a_service_that_is_not_there_is_a_target_error():
         ServiceTarget("http://127.0.0.1:9").validate([Case("p", "c", {"answer": "1"}, "x")])
 
 
-@pytest.mark.parametrize("line, message", [
-    ("[1, 2]", "must be a JSON object"),
-    ('{"prompt": "p"}', "missing field 'completion'"),
-    ('{"prompt": "p", "completion": 3}', "must be a string or a list"),
-    ('{"prompt": "p", "completion": "c", "completion_ids": [1]}', "filled in by the checker"),
-    ('{"prompt": "p", "completion": "c"', "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("[1, 2]", "must be a JSON object"),
+        ('{"prompt": "p"}', "missing field 'completion'"),
+        ('{"prompt": "p", "completion": 3}', "must be a string or a list"),
+        ('{"prompt": "p", "completion": "c", "completion_ids": [1]}', "filled in by the checker"),
+        ('{"prompt": "p", "completion": "c"', "invalid JSON"),
+    ],
+)
 def test_bad_case_lines_name_the_line_and_the_problem(tmp_path, line, message):
     path = tmp_path / "cases.jsonl"
     path.write_text('# a comment\n{"prompt": "p", "completion": "c"}\n\n' + line + "\n")
@@ -138,11 +154,18 @@ def test_conversational_cases_run_through_every_check():
     from groupscore.testing import check_reward_fn
 
     planted = Path(__file__).resolve().parents[1] / "fixtures" / "checks" / "planted_rewards.py"
-    chat = [{"prompt": [{"role": "user", "content": "What is 6 * 7?"}],
-             "completion": [{"role": "assistant", "content": "<think>6 * 7 = 42</think><answer>42</answer>"}],
-             "answer": "42"},
-            {"prompt": [{"role": "user", "content": "What is 2 + 2?"}],
-             "completion": [{"role": "assistant", "content": "It is \\boxed{4}."}], "answer": "4"}]
+    chat = [
+        {
+            "prompt": [{"role": "user", "content": "What is 6 * 7?"}],
+            "completion": [{"role": "assistant", "content": "<think>6 * 7 = 42</think><answer>42</answer>"}],
+            "answer": "42",
+        },
+        {
+            "prompt": [{"role": "user", "content": "What is 2 + 2?"}],
+            "completion": [{"role": "assistant", "content": "It is \\boxed{4}."}],
+            "answer": "4",
+        },
+    ]
     report = check_reward_fn(f"{planted}:exact_final_answer_reward", chat, repeats=1, processes=1, fuzz_examples=5)
     assert report.exit_code == 0, report.table()
     assert "on 4 of 4 comparisons" in report.result("probe.reference").detail

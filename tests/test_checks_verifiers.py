@@ -37,8 +37,7 @@ def code_report():
 
 def test_the_code_kind_in_the_sandbox_passes_every_other_check(code_report):
     rows = {r.name: r for r in code_report.results}
-    bad = [f"{r.name}: {r.detail}" for r in code_report.results
-           if r.status is not CheckStatus.PASS]
+    bad = [f"{r.name}: {r.detail}" for r in code_report.results if r.status is not CheckStatus.PASS]
     assert not bad, code_report.table()
     for probe in ("probe.exit_zero_before_tests", "probe.fake_pass_markers", "probe.eq_always_true"):
         assert rows[probe].status is CheckStatus.PASS
@@ -72,9 +71,14 @@ def test_the_other_kinds_pass_every_check(kind):
 def test_the_default_math_kind_passes_the_several_boxes_probes():
     # Default settings (not strict): whether the math kind takes the last box (the probe recognises a last-answer
     # policy and explains it) or refuses different boxes as a hedge, neither several-boxes probe may fail.
-    cases = [{"prompt": "Sam had three bags of four apples and ate two. How many are left?", "completion": "\\boxed{10}",
-              "answer": "10"},
-             {"prompt": "What is half of nine?", "completion": "\\boxed{4.5}", "answer": "4.5"}]
+    cases = [
+        {
+            "prompt": "Sam had three bags of four apples and ate two. How many are left?",
+            "completion": "\\boxed{10}",
+            "answer": "10",
+        },
+        {"prompt": "What is half of nine?", "completion": "\\boxed{4.5}", "answer": "4.5"},
+    ]
     report = check_reward_fn("math", cases, checks=("probes",), processes=0)
     row = report.result("probe.several_boxed_gold_last")
     assert row.status is CheckStatus.PASS, row.detail

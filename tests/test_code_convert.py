@@ -5,8 +5,13 @@ import ast
 import pytest
 
 from groupscore.verifiers.code import host_eval
-from groupscore.verifiers.code.assertions import (Call, PlanError, convert_assert_code, convert_humaneval,
-                                                  evaluate_assert)
+from groupscore.verifiers.code.assertions import (
+    Call,
+    PlanError,
+    convert_assert_code,
+    convert_humaneval,
+    evaluate_assert,
+)
 
 
 def test_equality_assert_becomes_a_call_pair():
@@ -31,22 +36,25 @@ def test_python_equality_semantics_are_kept():
     assert evaluate_assert(check, [1])[0] and evaluate_assert(check, [True])[0]
 
 
-@pytest.mark.parametrize("code,good,bad", [
-    ("assert abs(f(1.33) - 0.33) < 1e-6", 0.33, 0.34),
-    ("assert abs(f([1.0, 2.0, 3.0]) - 2.0 / 3.0) < 1e-6", 2 / 3, 0.66),
-    ("assert math.isclose(f(2), 1.4142, rel_tol=1e-3)", 1.41421356, 1.5),
-    ("assert f('<>')", True, False),
-    ("assert not f('<')", False, True),
-    ("assert f(3) is None", None, 0),
-    ("assert set(f([1, 2])) == set([2, 1])", [2, 1], [1, 3]),
-    ("assert sorted(f(3)) == [1, 2, 3]", (3, 2, 1), (3, 2)),
-    ("assert tuple(f([5, 6])) == tuple([6, 5])", [6, 5], [5, 6]),
-    ("assert len(f('ab')) == 2", "xy", "x"),
-    ("assert f(x=1, y=-2) == -1", -1, 1),
-    ("assert f(1)[0] == 'a'", "abc", "bcd"),
-    ("assert f(float('inf')) == float('inf')", float("inf"), 1.0),
-    ("assert f(1) == True", True, False),
-])
+@pytest.mark.parametrize(
+    "code,good,bad",
+    [
+        ("assert abs(f(1.33) - 0.33) < 1e-6", 0.33, 0.34),
+        ("assert abs(f([1.0, 2.0, 3.0]) - 2.0 / 3.0) < 1e-6", 2 / 3, 0.66),
+        ("assert math.isclose(f(2), 1.4142, rel_tol=1e-3)", 1.41421356, 1.5),
+        ("assert f('<>')", True, False),
+        ("assert not f('<')", False, True),
+        ("assert f(3) is None", None, 0),
+        ("assert set(f([1, 2])) == set([2, 1])", [2, 1], [1, 3]),
+        ("assert sorted(f(3)) == [1, 2, 3]", (3, 2, 1), (3, 2)),
+        ("assert tuple(f([5, 6])) == tuple([6, 5])", [6, 5], [5, 6]),
+        ("assert len(f('ab')) == 2", "xy", "x"),
+        ("assert f(x=1, y=-2) == -1", -1, 1),
+        ("assert f(1)[0] == 'a'", "abc", "bcd"),
+        ("assert f(float('inf')) == float('inf')", float("inf"), 1.0),
+        ("assert f(1) == True", True, False),
+    ],
+)
 def test_convertible_assert_forms(code, good, bad):
     conversion, residual = convert_assert_code(code)
     assert residual is None and len(conversion.calls) == 1
@@ -61,15 +69,18 @@ def test_two_candidate_calls_in_one_assert():
     assert evaluate_assert(conversion.asserts[0], [1, 2])[0]
 
 
-@pytest.mark.parametrize("code", [
-    "assert f(x) == 1",  # a free variable
-    "assert f(f(1)) == 1",  # a nested candidate call
-    "assert f(1) == helper(2)\ndef helper(v):\n    return v",  # the test's own function
-    "assert [i for i in f(3)] == [1]",  # comprehensions are not evaluated on the host
-    "assert f(1) is f(1)",  # identity of computed values
-    "assert str(f(1)) == '1'\nstr = repr",  # a builtin the test rebinds
-    "assert f(*[1, 2]) == 3",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "assert f(x) == 1",  # a free variable
+        "assert f(f(1)) == 1",  # a nested candidate call
+        "assert f(1) == helper(2)\ndef helper(v):\n    return v",  # the test's own function
+        "assert [i for i in f(3)] == [1]",  # comprehensions are not evaluated on the host
+        "assert f(1) is f(1)",  # identity of computed values
+        "assert str(f(1)) == '1'\nstr = repr",  # a builtin the test rebinds
+        "assert f(*[1, 2]) == 3",
+    ],
+)
 def test_unconvertible_asserts_stay_residual(code):
     conversion, residual = convert_assert_code(code)
     assert residual is not None and not conversion.asserts
@@ -90,7 +101,7 @@ def test_bad_assert_code_is_a_plan_error():
         convert_assert_code("x = 1")
 
 
-HUMANEVAL_TEST = '''
+HUMANEVAL_TEST = """
 METADATA = {"author": "x"}
 
 
@@ -99,7 +110,7 @@ def check(candidate):
     assert abs(candidate([], 0.5) - 0.5) < 1e-6
     assert True, "always"
     assert tuple(candidate([3], 1)) == tuple(helper([3], 1))
-'''
+"""
 
 
 def test_humaneval_check_converts_and_maps_candidate_to_the_entry_point():
@@ -132,8 +143,17 @@ def test_real_humaneval_tests_mostly_convert():
     assert residual_count <= 8, residual_count  # loops over random inputs and the like stay in the jail
 
 
-@pytest.mark.parametrize("expression", ["2 ** 10 ** 8", "'a' * 10 ** 9", "[0] * 10 ** 9", "'%0999999999d' % 1",
-                                        "type('A', (int,), {})", "sum([[0]] * 1000, [])"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "2 ** 10 ** 8",
+        "'a' * 10 ** 9",
+        "[0] * 10 ** 9",
+        "'%0999999999d' % 1",
+        "type('A', (int,), {})",
+        "sum([[0]] * 1000, [])",
+    ],
+)
 def test_host_evaluator_refuses_huge_results(expression):
     node = ast.parse(expression, mode="eval").body
     host_eval.check_expression(node)
@@ -144,14 +164,24 @@ def test_host_evaluator_refuses_huge_results(expression):
 def test_host_evaluator_bounds_hostile_results():
     [check] = convert_assert_code("assert f(1) ** 2 == 4")[0].asserts
     assert evaluate_assert(check, [2])[0]
-    assert evaluate_assert(check, [10 ** 6])[0] is False
+    assert evaluate_assert(check, [10**6])[0] is False
     [check] = convert_assert_code("assert 2 ** f(1) == 4")[0].asserts
-    passed, why = evaluate_assert(check, [10 ** 9])
+    passed, why = evaluate_assert(check, [10**9])
     assert not passed and "too large" in why
 
 
-@pytest.mark.parametrize("expression", ["__import__('os')", "open('/etc/passwd')", "f.__class__", "(lambda: 1)()",
-                                        "getattr(1, 'real')", "eval('1')", "[].append(1)"])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "__import__('os')",
+        "open('/etc/passwd')",
+        "f.__class__",
+        "(lambda: 1)()",
+        "getattr(1, 'real')",
+        "eval('1')",
+        "[].append(1)",
+    ],
+)
 def test_host_evaluator_refuses_anything_outside_its_list(expression):
     with pytest.raises(host_eval.Unsupported):
         host_eval.check_expression(ast.parse(expression, mode="eval").body, variables=frozenset({"f"}))
@@ -159,14 +189,16 @@ def test_host_evaluator_refuses_anything_outside_its_list(expression):
 
 # -- where a test's names come from (the program controls only what the test takes from it) ----------------------
 
+
 def test_builtin_names_are_never_calls_into_the_program():
     conversion, residual = convert_assert_code("assert abs(f(2.0) - 1.5) < 1e-6 and sorted(g([2, 1])) == [1, 2]")
     assert residual is None and [c.fn for c in conversion.calls] == ["f", "g"]
 
 
 def test_names_imported_from_the_solution_are_the_programs_even_builtin_ones():
-    conversion, residual = convert_assert_code("from solution import max, f as g\nimport solution\n"
-                                               "assert max([1, 5]) == 1 and g(1) == solution.h(2)")
+    conversion, residual = convert_assert_code(
+        "from solution import max, f as g\nimport solution\nassert max([1, 5]) == 1 and g(1) == solution.h(2)"
+    )
     assert residual is None and [c.fn for c in conversion.calls] == ["max", "f", "h"]
 
 
@@ -177,7 +209,7 @@ def test_a_star_import_from_another_module_makes_no_free_name_the_programs():
 
 
 def test_helpers_the_prompt_defines_are_not_the_programs():
-    prompt = "def encode(s):\n    return s[::-1]\n\n\ndef decode(s):\n    \"\"\"Invert encode.\"\"\"\n"
+    prompt = 'def encode(s):\n    return s[::-1]\n\n\ndef decode(s):\n    """Invert encode."""\n'
     test = "def check(candidate):\n    assert candidate(encode('ab')) == 'ab'\n"
     conversion, residual = convert_humaneval(test, "decode", prompt)
     assert not conversion.calls
@@ -194,10 +226,12 @@ def test_dunder_and_module_names_are_never_the_programs():
 def test_importing_math_does_not_push_a_math_assert_into_the_jail():
     conversion, residual = convert_assert_code("import math\nassert math.isclose(f(2), 1.4142, rel_tol=1e-3)")
     assert residual is None and len(conversion.asserts) == 1
-    assert evaluate_assert(conversion.asserts[0], [2 ** 0.5])[0]
+    assert evaluate_assert(conversion.asserts[0], [2**0.5])[0]
 
 
-@pytest.mark.parametrize("body", ['"""Doc."""', "pass", "...", "raise NotImplementedError", "raise NotImplementedError('todo')"])
+@pytest.mark.parametrize(
+    "body", ['"""Doc."""', "pass", "...", "raise NotImplementedError", "raise NotImplementedError('todo')"]
+)
 def test_a_stub_the_prompt_leaves_to_the_program_is_the_programs(body):
     prompt = f"def helper(x):\n    return x + 1\n\n\ndef solve(x):\n    {body}\n"
     _, residual = convert_assert_code("for i in [1]:\n    assert solve(helper(i)) == 4", prompt)

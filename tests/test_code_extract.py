@@ -37,7 +37,10 @@ def test_untagged_block_is_used_when_no_tagged_one():
 
 
 def test_tagged_block_wins_over_untagged():
-    assert extract_program("```\nplain = 1\n```\n```python\ntagged = 1\n```\n```\nlast_plain = 1\n```", PY) == "tagged = 1\n"
+    assert (
+        extract_program("```\nplain = 1\n```\n```python\ntagged = 1\n```\n```\nlast_plain = 1\n```", PY)
+        == "tagged = 1\n"
+    )
 
 
 def test_unterminated_fence_runs_to_the_end():
@@ -57,26 +60,36 @@ def test_unfenced_prose_is_no_program():
 def test_c_and_cpp_tags():
     text = "```c++\n#include <cstdio>\nint main(){return 0;}\n```"
     assert extract_program(text, ProgramExtraction("cpp")).startswith("#include <cstdio>")
-    assert extract_program("```c\nint main(void){return 0;}\n```", ProgramExtraction("c")) == "int main(void){return 0;}\n"
+    assert (
+        extract_program("```c\nint main(void){return 0;}\n```", ProgramExtraction("c")) == "int main(void){return 0;}\n"
+    )
     assert extract_program("```cpp\nint main(){}\n```", ProgramExtraction("c")) is None
 
 
 def test_unfenced_c_needs_a_telltale():
-    assert extract_program("#include <stdio.h>\nint main(){puts(\"x\");}\n", ProgramExtraction("c")) is not None
+    assert extract_program('#include <stdio.h>\nint main(){puts("x");}\n', ProgramExtraction("c")) is not None
     assert extract_program("Just print x.", ProgramExtraction("c")) is None
 
 
 def test_prompt_prefix_for_body_completions():
-    prompt = "def add(a, b):\n    \"\"\"Add.\"\"\"\n"
-    assert extract_program("    return a + b\n", ProgramExtraction("python", prompt=prompt)) == prompt + "    return a + b\n"
+    prompt = 'def add(a, b):\n    """Add."""\n'
+    assert (
+        extract_program("    return a + b\n", ProgramExtraction("python", prompt=prompt))
+        == prompt + "    return a + b\n"
+    )
     # A full definition in a fence after the prompt simply redefines the function.
     full = "```python\ndef add(a, b):\n    return a + b\n```"
-    assert extract_program(full, ProgramExtraction("python", prompt=prompt)) == prompt + "def add(a, b):\n    return a + b\n"
+    assert (
+        extract_program(full, ProgramExtraction("python", prompt=prompt))
+        == prompt + "def add(a, b):\n    return a + b\n"
+    )
 
 
 def test_prompt_without_final_newline_gets_one_before_a_full_definition():
-    prompt = "def add(a, b):\n    \"\"\"Add.\"\"\""
-    got = extract_program("```python\ndef add(a, b):\n    return a + b\n```", ProgramExtraction("python", prompt=prompt))
+    prompt = 'def add(a, b):\n    """Add."""'
+    got = extract_program(
+        "```python\ndef add(a, b):\n    return a + b\n```", ProgramExtraction("python", prompt=prompt)
+    )
     assert got == prompt + "\ndef add(a, b):\n    return a + b\n"
 
 

@@ -150,18 +150,26 @@ def readable():
 
 def test_the_runners_memory_is_out_of_the_workers_reach():
     # The runner is the jail's pid 1; every process but the worker itself is ours.
-    verdict = score_code(CodeItem(completion=py(READABLE), tests=[{"type": "call", "fn": "readable", "expected": [2, []]}]))
+    verdict = score_code(
+        CodeItem(completion=py(READABLE), tests=[{"type": "call", "fn": "readable", "expected": [2, []]}])
+    )
     assert verdict.reward == 1.0, verdict.reason  # two processes (runner as pid 1, worker), neither readable
 
 
 def test_a_replacement_worker_comes_from_a_zygote_whose_memory_is_out_of_reach_too():
     # The first unit hangs, so its worker is killed and the next comes from the zygote (exec'd on demand).
     program = READABLE + "def spin():\n    while True:\n        pass\n"
-    verdict = score_code(CodeItem(completion=py(program), time_limit_s=1.0, tests=[
-        {"type": "call", "fn": "spin", "expected": None},
-        {"type": "call", "fn": "readable", "expected": [3, []]},  # runner, zygote, worker; none readable
-        {"type": "call", "fn": "readable", "expected": [3, []]},  # the same worker serves the next unit
-    ]))
+    verdict = score_code(
+        CodeItem(
+            completion=py(program),
+            time_limit_s=1.0,
+            tests=[
+                {"type": "call", "fn": "spin", "expected": None},
+                {"type": "call", "fn": "readable", "expected": [3, []]},  # runner, zygote, worker; none readable
+                {"type": "call", "fn": "readable", "expected": [3, []]},  # the same worker serves the next unit
+            ],
+        )
+    )
     assert verdict.details["public_passed"] == 2, verdict.reason
     assert verdict.reward == 2 / 3
 
@@ -198,8 +206,10 @@ def add(a, b):
         os.wait()
     return a + b
 """
-    item = CodeItem(completion=py(program),
-                    tests=[{"type": "call", "fn": "add", "args": [i, i], "expected": 2 * i} for i in range(12)])
+    item = CodeItem(
+        completion=py(program),
+        tests=[{"type": "call", "fn": "add", "args": [i, i], "expected": 2 * i} for i in range(12)],
+    )
     verdict = score_code(item)
     assert verdict.reward == 1.0, verdict.reason
 
@@ -224,12 +234,15 @@ ORACLE_HIDDEN = [
     {"type": "call", "fn": "answer", "args": ["k2"], "expected": "tok-HIDDEN-5f1c0a"},
     {"type": "assert", "code": "assert answer('k3') == 'tok-HIDDEN-9e77b2'"},
     {"type": "assert", "code": "for key in ['k4']:\n    assert answer(key) == 'tok-HIDDEN-c0ffee'"},  # weaker mode
-    {"type": "humaneval", "entry_point": "answer",
-     "test": "def check(candidate):\n    for key in ['k5']:\n        assert candidate(key) == 'tok-HIDDEN-abcdef'\n"},
+    {
+        "type": "humaneval",
+        "entry_point": "answer",
+        "test": "def check(candidate):\n    for key in ['k5']:\n        assert candidate(key) == 'tok-HIDDEN-abcdef'\n",
+    },
 ]
 # Looks everywhere it can for an expected answer: the work dir, its own stdin, every process's cmdline, environ,
 # memory and open files, and the runner's memory (where weaker-mode test code lives).
-SNOOPER = r'''
+SNOOPER = r"""
 import os, re
 FOUND = []
 PATTERN = re.compile(rb"tok-HIDDEN-[0-9a-f]{6}")
@@ -265,7 +278,7 @@ def answer(key):
     if key == "k1":
         return "tok-PUBLIC-1"
     return FOUND[0] if FOUND else "nothing found"
-'''
+"""
 
 
 def test_the_snooper_finds_an_answer_it_can_reach():
@@ -291,9 +304,11 @@ def _stdin_reopenable_inside_jail() -> bool:
     """Whether a jailed process can reopen the run's stdin through another process's /proc/<pid>/fd/0."""
     from groupscore.sandbox import run
 
-    probe = ("import os\nfound = False\nfor pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:\n"
-             "    try:\n        found |= b'PROBE-STDIN' in open('/proc/%s/fd/0' % pid, 'rb').read()\n"
-             "    except OSError:\n        pass\nprint(found)\n")
+    probe = (
+        "import os\nfound = False\nfor pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:\n"
+        "    try:\n        found |= b'PROBE-STDIN' in open('/proc/%s/fd/0' % pid, 'rb').read()\n"
+        "    except OSError:\n        pass\nprint(found)\n"
+    )
     return run({"main.py": probe}, stdin=b"PROBE-STDIN").stdout.strip() == "True"
 
 
@@ -307,20 +322,26 @@ def test_expected_values_of_weaker_mode_hidden_tests_cannot_be_found_from_inside
     for token in ("5f1c0a", "9e77b2", "c0ffee", "abcdef"):
         assert token not in verdict.model_dump_json()
     if verdict.details["hidden_passed"]:
-        hint = " (the sandbox lets a jailed process reopen the run's stdin through /proc/<pid>/fd/0)" \
-            if _stdin_reopenable_inside_jail() else ""
+        hint = (
+            " (the sandbox lets a jailed process reopen the run's stdin through /proc/<pid>/fd/0)"
+            if _stdin_reopenable_inside_jail()
+            else ""
+        )
         pytest.fail(f"a weaker-mode hidden answer was found from inside the jail{hint}: {verdict.reason}")
 
 
 def test_stdio_program_that_exits_zero_first_or_prints_markers_scores_zero():
     tests = [{"type": "stdio", "stdin": "2 3\n", "stdout": "5\n"}]
     hidden = [{"type": "stdio", "stdin": "7 8\n", "stdout": "15\n"}]
-    for program in ("import sys\nsys.exit(0)\nprint(sum(map(int, input().split())))",
-                    "print('PASSED')\nprint('All tests passed')",
-                    "print(5)"):  # hardcodes the public answer
+    for program in (
+        "import sys\nsys.exit(0)\nprint(sum(map(int, input().split())))",
+        "print('PASSED')\nprint('All tests passed')",
+        "print(5)",
+    ):  # hardcodes the public answer
         verdict = score_code(CodeItem(completion=py(program), tests=tests, hidden_tests=hidden))
         assert verdict.details["hidden_passed"] == 0, program
         assert verdict.reward == 0.0
-    honest = score_code(CodeItem(completion="```python\nprint(sum(map(int, input().split())))\n```",
-                                 tests=tests, hidden_tests=hidden))
+    honest = score_code(
+        CodeItem(completion="```python\nprint(sum(map(int, input().split())))\n```", tests=tests, hidden_tests=hidden)
+    )
     assert honest.reward == 1.0

@@ -19,9 +19,12 @@ HIDDEN = [
     {"type": "call", "fn": "echo", "args": [], "kwargs": {"text": "HIN-kw-2"}, "expected": "HOUT-kw-2"},
     {"type": "assert", "code": "assert echo('HIN-assert-3') == 'HOUT-assert-3', 'HTXT-message-3'"},
     {"type": "assert", "code": "for s in ['HIN-loop-4']:\n    assert echo(s) == 'HOUT-loop-4', 'HTXT-message-4'"},
-    {"type": "humaneval", "entry_point": "echo",
-     "test": "HTXT_META = 'HTXT-meta-5'\ndef check(candidate):\n    assert candidate('HIN-he-5') == 'HOUT-he-5'\n"
-             "    for s in ['HIN-he-6']:\n        assert candidate(s) == 'HOUT-he-6', 'HTXT-message-6'\n"},
+    {
+        "type": "humaneval",
+        "entry_point": "echo",
+        "test": "HTXT_META = 'HTXT-meta-5'\ndef check(candidate):\n    assert candidate('HIN-he-5') == 'HOUT-he-5'\n"
+        "    for s in ['HIN-he-6']:\n        assert candidate(s) == 'HOUT-he-6', 'HTXT-message-6'\n",
+    },
     {"type": "call", "fn": "echo", "args": ["HIN-slow-7"], "expected": "HOUT-slow-7", "time_limit_s": 0.5},
 ]
 
@@ -54,37 +57,50 @@ def test_verdict_carries_only_counts_of_hidden_tests(name, caplog, capfd):
 
 
 def test_public_failures_are_described():
-    item = CodeItem(completion="```python\ndef echo(text='x'):\n    return 'nope'\n```",
-                    tests=PUBLIC, hidden_tests=HIDDEN[:1])
+    item = CodeItem(
+        completion="```python\ndef echo(text='x'):\n    return 'nope'\n```", tests=PUBLIC, hidden_tests=HIDDEN[:1]
+    )
     verdict = score_code(item)
     assert "echo('public-in') returned 'nope'" in verdict.reason
     assert_no_hidden_detail(verdict.model_dump_json())
 
 
-@pytest.mark.parametrize("bad_test", [
-    {"type": "assert", "code": "assert echo('HIN-bad') == ('HOUT-bad'"},
-    {"type": "humaneval", "entry_point": "echo", "test": "def HTXT_not_check(candidate):\n    assert candidate('HIN-x') == 'HOUT-x'\n"},
-    {"type": "assert", "code": "x = 'HTXT-no-assert'"},
-])
+@pytest.mark.parametrize(
+    "bad_test",
+    [
+        {"type": "assert", "code": "assert echo('HIN-bad') == ('HOUT-bad'"},
+        {
+            "type": "humaneval",
+            "entry_point": "echo",
+            "test": "def HTXT_not_check(candidate):\n    assert candidate('HIN-x') == 'HOUT-x'\n",
+        },
+        {"type": "assert", "code": "x = 'HTXT-no-assert'"},
+    ],
+)
 def test_a_malformed_hidden_test_is_reported_by_position_only(bad_test):
-    item = CodeItem(completion="```python\ndef echo(t):\n    return t\n```", tests=PUBLIC, hidden_tests=[HIDDEN[0], bad_test])
+    item = CodeItem(
+        completion="```python\ndef echo(t):\n    return t\n```", tests=PUBLIC, hidden_tests=[HIDDEN[0], bad_test]
+    )
     verdict = score_code(item)
     assert verdict.status == "error" and "hidden_tests[1]" in verdict.reason
     assert_no_hidden_detail(verdict.model_dump_json())
 
 
 def test_a_malformed_public_test_is_described():
-    item = CodeItem(completion="```python\ndef echo(t):\n    return t\n```",
-                    tests=[{"type": "assert", "code": "x = 1"}])
+    item = CodeItem(
+        completion="```python\ndef echo(t):\n    return t\n```", tests=[{"type": "assert", "code": "x = 1"}]
+    )
     verdict = score_code(item)
     assert verdict.status == "error" and "tests[0]" in verdict.reason and "no assertion" in verdict.reason
 
 
 def test_stdio_hidden_tests_stay_hidden():
-    item = CodeItem(completion="```python\nimport sys\ndata = sys.stdin.read()\nprint(data.upper())\n"
-                               "raise SystemExit('failing with ' + data)\n```",
-                    tests=[{"type": "stdio", "stdin": "pub", "stdout": "PUB"}],
-                    hidden_tests=[{"type": "stdio", "stdin": "HIN-stdio", "stdout": "HOUT-stdio"}])
+    item = CodeItem(
+        completion="```python\nimport sys\ndata = sys.stdin.read()\nprint(data.upper())\n"
+        "raise SystemExit('failing with ' + data)\n```",
+        tests=[{"type": "stdio", "stdin": "pub", "stdout": "PUB"}],
+        hidden_tests=[{"type": "stdio", "stdin": "HIN-stdio", "stdout": "HOUT-stdio"}],
+    )
     verdict = score_code(item)
     assert verdict.details["hidden_passed"] == 0
     assert_no_hidden_detail(verdict.model_dump_json())

@@ -37,7 +37,7 @@ HOST_CPU_BOUND_S = 2.0
 HOST_PEAK_BOUND_MB = 600  # the scoring process, interpreter and groupscore included
 
 # A worker's answer pipe is its only write-only pipe: find it, write one frame, and leave.
-FORGE = '''
+FORGE = """
 import fcntl, os, stat, struct
 
 def forge(payload):
@@ -53,7 +53,7 @@ def forge(payload):
             while frame:
                 frame = frame[os.write(fd, frame):]
             os._exit(0)
-'''
+"""
 
 
 pytestmark = pytest.mark.usefixtures("jail_available")  # a harmless probe jail first (conftest.py)
@@ -66,11 +66,17 @@ def forged(payload_expression: str) -> str:
 
 def item(program: str, expected=None, tests=None, **extra) -> dict:
     tests = tests or [{"type": "call", "fn": "f", "args": [0], "expected": expected}]
-    return {"id": "hostile", "verifier": "code", "completion": py(program), "tests": tests,
-            "time_limit_s": 10.0, **extra}
+    return {
+        "id": "hostile",
+        "verifier": "code",
+        "completion": py(program),
+        "tests": tests,
+        "time_limit_s": 10.0,
+        **extra,
+    }
 
 
-_SCORE_IN_CHILD = '''
+_SCORE_IN_CHILD = """
 import json, sys, time
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
@@ -83,13 +89,19 @@ with open("/proc/self/status") as status:
     peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
 print(json.dumps({"reward": verdict.reward, "status": verdict.status.value, "reason": verdict.reason,
                   "cpu_s": cpu_s, "peak_mb": peak_kb / 1024}))
-'''
+"""
 
 
 def score_measured(raw: dict, env: dict[str, str] | None = None, timeout_s: float = 180.0) -> dict:
     """Score one code item in a fresh process: its verdict, the host CPU the scoring took and the process's peak RSS."""
-    done = subprocess.run([sys.executable, "-c", _SCORE_IN_CHILD], input=json.dumps(raw), capture_output=True,
-                          text=True, timeout=timeout_s, env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, "-c", _SCORE_IN_CHILD],
+        input=json.dumps(raw),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -100,6 +112,7 @@ def assert_cheap(outcome: dict) -> None:
 
 
 # -- forged and honest answers through the real sandbox --------------------------------------------------------------
+
 
 def test_a_forged_set_of_ints_with_colliding_hashes_costs_the_host_no_quadratic_time():
     payload = f'"[\\"set\\", " + ", ".join(str({HASH_MODULUS} * k) for k in range(1, {COLLIDING + 1})) + "]"'
@@ -138,12 +151,16 @@ def test_a_forged_int_of_millions_of_digits_is_refused_even_with_the_interpreter
     assert_cheap(outcome)
 
 
-@pytest.mark.parametrize("payload", [
-    '"[" * 3_000_000 + "]" * 3_000_000',  # nesting far past any depth bound
-    '"[\\"list\\", \\"" + "\\\\u00e9" * 1_300_000 + "\\"]"',  # one string of escapes, nearly 8 MiB of them
-    '"[\\"list\\", " + "1" * 4_000_000 + ".5e-3]"',  # a float written with millions of digits
-    '"[\\"bytes\\", \\"" + "ab" * 3_500_000 + "\\"]"',  # hex of 3.5 MB
-], ids=["deep nesting", "string of escapes", "long float", "long hex"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        '"[" * 3_000_000 + "]" * 3_000_000',  # nesting far past any depth bound
+        '"[\\"list\\", \\"" + "\\\\u00e9" * 1_300_000 + "\\"]"',  # one string of escapes, nearly 8 MiB of them
+        '"[\\"list\\", " + "1" * 4_000_000 + ".5e-3]"',  # a float written with millions of digits
+        '"[\\"bytes\\", \\"" + "ab" * 3_500_000 + "\\"]"',  # hex of 3.5 MB
+    ],
+    ids=["deep nesting", "string of escapes", "long float", "long hex"],
+)
 def test_other_dear_literals_stay_cheap_on_the_host(payload):
     outcome = score_measured(item(forged(payload), expected=[1]))
     assert outcome["reward"] == 0.0, outcome
@@ -154,8 +171,9 @@ def test_a_long_stdout_token_that_is_almost_a_number_costs_the_host_linear_time(
     # stdio `float` comparison reads each output token with a number pattern; one that backtracks is quadratic in
     # the token (20 000 digits then `x` took 20 s of host CPU; the output cap allows a million).
     program = "print('1' * 1_000_000 + 'x')\n"
-    outcome = score_measured(item(program, tests=[{"type": "stdio", "stdin": "", "stdout": "5\n", "compare": "float"}]),
-                             timeout_s=120)
+    outcome = score_measured(
+        item(program, tests=[{"type": "stdio", "stdin": "", "stdout": "5\n", "compare": "float"}]), timeout_s=120
+    )
     assert outcome["reward"] == 0.0, outcome
     assert_cheap(outcome)
 
@@ -163,25 +181,64 @@ def test_a_long_stdout_token_that_is_almost_a_number_costs_the_host_linear_time(
 def test_an_honest_large_answer_is_still_judged_right():
     program = "def f(x):\n    return [i * i for i in range(x)], {str(i): (i, -i) for i in range(3)}, {1.5, 2}\n"
     expected = [[i * i for i in range(200_000)], {"0": [0, 0], "1": [1, -1], "2": [2, -2]}]
-    outcome = score_measured(item(program, tests=[
-        {"type": "assert", "code": f"assert f(200000)[0] == {expected[0]!r}"},
-        {"type": "assert", "code": "assert f(3)[1] == {'0': (0, 0), '1': (1, -1), '2': (2, -2)}"},
-        {"type": "assert", "code": "assert f(3)[2] == {2, 1.5}"},
-    ]))
+    outcome = score_measured(
+        item(
+            program,
+            tests=[
+                {"type": "assert", "code": f"assert f(200000)[0] == {expected[0]!r}"},
+                {"type": "assert", "code": "assert f(3)[1] == {'0': (0, 0), '1': (1, -1), '2': (2, -2)}"},
+                {"type": "assert", "code": "assert f(3)[2] == {2, 1.5}"},
+            ],
+        )
+    )
     assert outcome["reward"] == 1.0, outcome
 
 
 # -- the codec itself -------------------------------------------------------------------------------------------------
 
 ROUND_TRIPS = [
-    None, True, False, 0, -1, 10**4000, -(10**4299), 1.5, -0.0, 5e-324, 1e308, math.inf, -math.inf, "", "é\n\"'\\",
-    "\ud800 lone surrogate", "\x00\x1f\x7f", b"\x00\xff", 3 - 4j, [], (), set(), frozenset(), {}, [1, [2, [3]]],
-    (1, "a", (None,)), {1, 2.5, "x", (1, 2), frozenset({3})}, {(1, 2): [3], "k": {"n": None}, 4: b"x", None: 1},
-    [True, 1, 1.0], {-1, -2},  # -1 and -2 share a hash: two values per hash are nothing to refuse
+    None,
+    True,
+    False,
+    0,
+    -1,
+    10**4000,
+    -(10**4299),
+    1.5,
+    -0.0,
+    5e-324,
+    1e308,
+    math.inf,
+    -math.inf,
+    "",
+    "é\n\"'\\",
+    "\ud800 lone surrogate",
+    "\x00\x1f\x7f",
+    b"\x00\xff",
+    3 - 4j,
+    [],
+    (),
+    set(),
+    frozenset(),
+    {},
+    [1, [2, [3]]],
+    (1, "a", (None,)),
+    {1, 2.5, "x", (1, 2), frozenset({3})},
+    {(1, 2): [3], "k": {"n": None}, 4: b"x", None: 1},
+    [True, 1, 1.0],
+    {-1, -2},  # -1 and -2 share a hash: two values per hash are nothing to refuse
     # long lists take the worker's bulk writer when they are all ints, all floats or all plain strings
-    list(range(-50, 150)), [0.1 * i for i in range(100)], [str(i) for i in range(100)], ['a"b\\'] * 100,
-    ["\u2028\x7f\ud800"] * 100, [True] * 100, [1] * 50 + [True] * 50, [1.5] * 50 + [2] * 50, tuple(range(100)),
-    [[i] for i in range(100)], {i: str(i) for i in range(100)},
+    list(range(-50, 150)),
+    [0.1 * i for i in range(100)],
+    [str(i) for i in range(100)],
+    ['a"b\\'] * 100,
+    ["\u2028\x7f\ud800"] * 100,
+    [True] * 100,
+    [1] * 50 + [True] * 50,
+    [1.5] * 50 + [2] * 50,
+    tuple(range(100)),
+    [[i] for i in range(100)],
+    {i: str(i) for i in range(100)},
 ]
 
 
@@ -197,14 +254,30 @@ def test_nan_survives_the_codec():
     assert math.isnan(parse_answer(json_text(encode_value(math.nan))))
 
 
-@pytest.mark.parametrize("text", [
-    "[", "", "NaN", "Infinity", '["float", "1e999"]', '["list", NaN]', '{"a": 1}', '["set", [1]]', '["dict", [1]]',
-    '["bytes", "zz"]', '["nope"]', "1" * (MAX_INT_DIGITS + 1), "[\"list\", " + "1" * (MAX_INT_DIGITS + 1) + "]",
-    '["list", 1e999]', "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5),
-    '["list", ' + ", ".join(["0"] * (MAX_ANSWER_ITEMS + 1)) + "]",
-    '["list", ' + ", ".join(['["list"]'] * (MAX_ANSWER_ITEMS // 2 + 1)) + "]",
-    "['list', 1]",  # the old literal form: quotes JSON does not read
-], ids=lambda t: t[:40])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[",
+        "",
+        "NaN",
+        "Infinity",
+        '["float", "1e999"]',
+        '["list", NaN]',
+        '{"a": 1}',
+        '["set", [1]]',
+        '["dict", [1]]',
+        '["bytes", "zz"]',
+        '["nope"]',
+        "1" * (MAX_INT_DIGITS + 1),
+        '["list", ' + "1" * (MAX_INT_DIGITS + 1) + "]",
+        '["list", 1e999]',
+        "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5),
+        '["list", ' + ", ".join(["0"] * (MAX_ANSWER_ITEMS + 1)) + "]",
+        '["list", ' + ", ".join(['["list"]'] * (MAX_ANSWER_ITEMS // 2 + 1)) + "]",
+        "['list', 1]",  # the old literal form: quotes JSON does not read
+    ],
+    ids=lambda t: t[:40],
+)
 def test_malformed_or_oversized_answers_are_refused(text):
     with pytest.raises((NotPlainData, ValueError)):
         parse_answer(text)
@@ -220,8 +293,11 @@ def test_oversized_answers_are_refused_before_they_are_parsed():
 
 def test_sets_and_dicts_with_many_colliding_hashes_are_refused_quickly():
     colliding = ", ".join(str(HASH_MODULUS * k) for k in range(1, 50_001))
-    for text in (f'["set", {colliding}]', f'["frozenset", {colliding}]',
-                 '["dict", ' + ", ".join(f"[{HASH_MODULUS * k}, 0]" for k in range(1, 50_001)) + "]"):
+    for text in (
+        f'["set", {colliding}]',
+        f'["frozenset", {colliding}]',
+        '["dict", ' + ", ".join(f"[{HASH_MODULUS * k}, 0]" for k in range(1, 50_001)) + "]",
+    ):
         started = time.thread_time()  # this thread only: pytest's other threads are not ours to count
         with pytest.raises(NotPlainData, match="hash"):
             parse_answer(text)
@@ -233,8 +309,9 @@ def test_host_asserts_refuse_to_hash_colliding_values():
     for expression in ("set(r0)", "frozenset(r0)", "dict(r1)"):
         started = time.thread_time()  # this thread only: pytest's other threads are not ours to count
         with pytest.raises(host_eval.EvalFailed, match="hash"):
-            host_eval.evaluate(host_eval.ast.parse(expression, mode="eval").body,
-                               {"r0": colliding, "r1": [[k, 0] for k in colliding]})
+            host_eval.evaluate(
+                host_eval.ast.parse(expression, mode="eval").body, {"r0": colliding, "r1": [[k, 0] for k in colliding]}
+            )
         assert time.thread_time() - started < HOST_CPU_BOUND_S  # the old readers took seconds to hours
     assert host_eval.evaluate(host_eval.ast.parse("len(set(r0))", mode="eval").body, {"r0": [1, 2, 2, -1, -2]}) == 4
 
@@ -284,8 +361,9 @@ def test_a_hostile_answer_does_not_hold_up_another_request(service):
     payload = f'"[\\"set\\", " + ", ".join(str({HASH_MODULUS} * k) for k in range(1, {COLLIDING + 1})) + "]"'
     hostile = [{**item(forged(payload), expected=[1]), "id": f"hostile-{i}"} for i in range(2)]  # one per process
     answers: dict = {}
-    thread = threading.Thread(target=lambda: answers.setdefault(
-        "hostile", service.post("/v1/score", json={"items": hostile}).json()))
+    thread = threading.Thread(
+        target=lambda: answers.setdefault("hostile", service.post("/v1/score", json={"items": hostile}).json())
+    )
     thread.start()
     time.sleep(1.0)  # both hostile items are in their processes' hands by now
     started = time.monotonic()

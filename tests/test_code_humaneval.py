@@ -16,9 +16,16 @@ THREADS = 8
 
 
 def score_all(body) -> list:
-    items = [CodeItem(id=p["task_id"], completion=body(p), prompt=p["prompt"], time_limit_s=5.0,
-                      tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}])
-             for p in PROBLEMS]
+    items = [
+        CodeItem(
+            id=p["task_id"],
+            completion=body(p),
+            prompt=p["prompt"],
+            time_limit_s=5.0,
+            tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}],
+        )
+        for p in PROBLEMS
+    ]
     with ThreadPoolExecutor(THREADS) as pool:
         return list(pool.map(score_code, items))
 
@@ -47,7 +54,14 @@ def test_every_prompt_without_a_body_scores_zero(body):
 
 
 def test_an_empty_completion_is_no_answer():
-    verdicts = [score_code(CodeItem(completion="", prompt=p["prompt"],
-                                    tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}]))
-                for p in PROBLEMS]
+    verdicts = [
+        score_code(
+            CodeItem(
+                completion="",
+                prompt=p["prompt"],
+                tests=[{"type": "humaneval", "test": p["test"], "entry_point": p["entry_point"]}],
+            )
+        )
+        for p in PROBLEMS
+    ]
     assert {v.status for v in verdicts} == {"no_answer"} and {v.reward for v in verdicts} == {0.0}

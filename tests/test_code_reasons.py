@@ -66,12 +66,18 @@ def test_a_compiler_message_is_bounded_too():
 def test_a_hidden_failure_leaves_only_counts(name):
     program, tests, _ = CASES[name]
     public = [{"type": "call", "fn": "g", "args": [], "expected": 1}]
-    verdict = score_code(CodeItem(completion=py(program + "\ndef g():\n    return 1\n"), tests=public,
-                                  hidden_tests=tests, time_limit_s=3.0))
+    verdict = score_code(
+        CodeItem(
+            completion=py(program + "\ndef g():\n    return 1\n"), tests=public, hidden_tests=tests, time_limit_s=3.0
+        )
+    )
     assert verdict.details["hidden_passed"] == 0
     # Only a public failure (here: the program failing to load at all) is described; the hidden one is a count.
     counts, _, public_failure = verdict.reason.partition("; first public failure, ")
-    assert re.fullmatch(r"\d+/\d+ tests passed \(public \d/1, hidden 0/1\)(; some assertions ran inside the jail "
-                        r"\(weaker mode\))?", counts), verdict.reason
+    assert re.fullmatch(
+        r"\d+/\d+ tests passed \(public \d/1, hidden 0/1\)(; some assertions ran inside the jail "
+        r"\(weaker mode\))?",
+        counts,
+    ), verdict.reason
     assert ("Z" in public_failure) == (name == "import error"), verdict.reason
     assert "Z" not in verdict.model_dump_json(exclude={"extracted", "reason"})

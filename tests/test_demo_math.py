@@ -23,7 +23,9 @@ def test_demo_scores_every_fixture_and_prints_a_table_per_category(tmp_path, cap
 
 def test_demo_scores_the_code_fixtures_in_the_sandbox_through_the_service(tmp_path):
     assert run_demo(tmp_path, train=False) == 0
-    verdicts = {v["id"]: v for v in map(json.loads, (tmp_path / "code_fixtures_verdicts.jsonl").read_text().splitlines())}
+    verdicts = {
+        v["id"]: v for v in map(json.loads, (tmp_path / "code_fixtures_verdicts.jsonl").read_text().splitlines())
+    }
     references = [v for key, v in verdicts.items() if str(key).endswith("(reference)")]
     assert references and all(v["reward"] == 1.0 for v in references)
     assert verdicts["add-honest"]["reward"] == 1.0

@@ -45,11 +45,16 @@ class FakeClient(ScoreClient):
 
 # -- TRL ---------------------------------------------------------------------------------------------------------
 
+
 def test_trl_reward_is_none_for_a_completion_the_service_could_not_score():
     logged = {}
     reward = trl_reward_func(FakeClient(), verifier="math", kind_column=None)
-    rewards = reward(prompts=["q"] * 3, completions=["\\boxed{4}", "INFRA", "\\boxed{5}"], answer=["4", "4", "4"],
-                     log_metric=logged.__setitem__)
+    rewards = reward(
+        prompts=["q"] * 3,
+        completions=["\\boxed{4}", "INFRA", "\\boxed{5}"],
+        answer=["4", "4", "4"],
+        log_metric=logged.__setitem__,
+    )
     assert rewards == [1.0, None, 0.0]
     assert logged["groupscore_math/infra_error_rate"] == pytest.approx(1 / 3)
 
@@ -85,6 +90,7 @@ def test_trl_reward_checks_only_the_rows_of_its_own_kind_and_only_the_first_batc
 
 # -- verl --------------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def verl_fake(monkeypatch):
     client = FakeClient()
@@ -100,17 +106,27 @@ def test_verl_flags_an_infra_error_with_a_documented_zero(verl_fake):
 
 def test_verl_raises_when_the_ground_truth_is_missing_and_maps_it_from_extra_info(verl_fake):
     with pytest.raises(MissingColumn) as raised:
-        compute_score_batch(["gsm8k"] * 2, ["\\boxed{4}", "\\boxed{5}"], [None, None],
-                            [{"solution": "4", "split": "train"}, {"solution": "4", "split": "train"}])
+        compute_score_batch(
+            ["gsm8k"] * 2,
+            ["\\boxed{4}", "\\boxed{5}"],
+            [None, None],
+            [{"solution": "4", "split": "train"}, {"solution": "4", "split": "train"}],
+        )
     message = str(raised.value)
     assert "extra_info.solution" in message and "reward_kwargs.columns={'answer': 'solution'}" in message
     assert verl_fake.requests == []
-    scored = compute_score_batch(["gsm8k"] * 2, ["\\boxed{4}", "\\boxed{5}"], [None, None],
-                                 [{"solution": "4"}, {"solution": "4"}], columns={"answer": "solution"})
+    scored = compute_score_batch(
+        ["gsm8k"] * 2,
+        ["\\boxed{4}", "\\boxed{5}"],
+        [None, None],
+        [{"solution": "4"}, {"solution": "4"}],
+        columns={"answer": "solution"},
+    )
     assert [s["score"] for s in scored] == [1.0, 0.0]
 
 
 # -- group statistics and the bundled trainer ---------------------------------------------------------------------
+
 
 def test_group_statistics_leave_unscored_completions_out():
     stats = group_stats([1.0, 0.0, 0.0, 1.0], masked=[False, False, True, False])
@@ -137,14 +153,21 @@ def test_the_trainer_reward_hands_trl_none_for_unscored_completions():
     groups = [_group([1.0, 0.0], ["correct", "infra_error"])]
     reward = ServiceReward(FakeScorer(groups), num_generations=2, overlap=False)
     logged = {}
-    rows = asyncio.run(reward(["p", "p"], ["a", "b"], task_id=["t", "t"], item=['{"answer": "1"}'] * 2,
-                              log_metric=logged.__setitem__))
+    rows = asyncio.run(
+        reward(["p", "p"], ["a", "b"], task_id=["t", "t"], item=['{"answer": "1"}'] * 2, log_metric=logged.__setitem__)
+    )
     assert rows == [1.0, None] and logged["service/infra_error_share"] == 0.5
 
 
 def test_batch_stats_count_masked_completions_and_leave_them_out_of_the_mean():
-    batch = ScoredBatch(["t"] * 4, ["p"] * 4, ["c"] * 4,
-                        [_group([1.0, 0.0, 0.0, 1.0], ["correct", "incorrect", "infra_error", "correct"])], 0.0, 0.0)
+    batch = ScoredBatch(
+        ["t"] * 4,
+        ["p"] * 4,
+        ["c"] * 4,
+        [_group([1.0, 0.0, 0.0, 1.0], ["correct", "incorrect", "infra_error", "correct"])],
+        0.0,
+        0.0,
+    )
     stats = batch_stats(batch)
     assert stats.infra_errors == 1 and stats.infra_error_share == 0.25
     assert stats.reward_mean == pytest.approx(2 / 3)

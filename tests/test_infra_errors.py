@@ -39,6 +39,7 @@ def refuse_sandbox(*args, **kwargs):
 
 # -- the schema ---------------------------------------------------------------------------------------------------
 
+
 def test_infra_error_is_a_status_of_its_own_with_a_cause_and_a_placeholder_reward():
     verdict = Verdict.infra_error("a", "sandbox unavailable", "sandbox")
     assert verdict.status is Status.infra_error and verdict.status.value == "infra_error"
@@ -58,20 +59,32 @@ def test_full_reward_is_never_partial_whoever_builds_the_verdict():
 
 def test_a_code_item_whose_hidden_tests_all_pass_is_correct_not_partial():
     # The public test fails (hardcoding it would not pay anyway); every hidden test passes: reward 1.0.
-    item = CodeItem(completion=py("def f(x):\n    return x * 2 if x != 1 else 0\n"),
-                    tests=[{"type": "call", "fn": "f", "args": [1], "expected": 2}],
-                    hidden_tests=[{"type": "call", "fn": "f", "args": [5], "expected": 10}])
+    item = CodeItem(
+        completion=py("def f(x):\n    return x * 2 if x != 1 else 0\n"),
+        tests=[{"type": "call", "fn": "f", "args": [1], "expected": 2}],
+        hidden_tests=[{"type": "call", "fn": "f", "args": [5], "expected": 10}],
+    )
     verdict = score_code(item)
     assert verdict.reward == 1.0 and verdict.details["public_passed"] == 0
     assert verdict.status is Status.correct
 
 
 def test_a_composite_whose_bonus_saturates_is_correct_not_partial():
-    spec = RewardSpec.model_validate({"normalize": "clipped_sum", "components": [
-        {"name": "schema", "weight": 1.0},
-        {"name": "short", "weight": 1.0, "verifier": "length", "params": {"max": 50}}]})
-    raw = {"verifier": "json", "completion": '{"a": 1}', "partial_credit": True,
-           "json_schema": {"type": "object", "required": ["a", "b"], "properties": {"a": {"type": "integer"}}}}
+    spec = RewardSpec.model_validate(
+        {
+            "normalize": "clipped_sum",
+            "components": [
+                {"name": "schema", "weight": 1.0},
+                {"name": "short", "weight": 1.0, "verifier": "length", "params": {"max": 50}},
+            ],
+        }
+    )
+    raw = {
+        "verifier": "json",
+        "completion": '{"a": 1}',
+        "partial_credit": True,
+        "json_schema": {"type": "object", "required": ["a", "b"], "properties": {"a": {"type": "integer"}}},
+    }
     verdict = score_raw(raw, spec)
     assert verdict.components["schema"] < 1.0 and verdict.reward == 1.0
     assert verdict.status is Status.correct
@@ -79,10 +92,12 @@ def test_a_composite_whose_bonus_saturates_is_correct_not_partial():
 
 # -- producers ----------------------------------------------------------------------------------------------------
 
+
 def test_a_sandbox_that_cannot_start_is_an_infra_error_not_a_zero_for_the_program(monkeypatch):
     monkeypatch.setattr(sandbox_jobs, "run_many", refuse_sandbox)
-    verdict = score_code(CodeItem(completion=py("def f():\n    return 1\n"),
-                                  tests=[{"type": "call", "fn": "f", "expected": 1}]))
+    verdict = score_code(
+        CodeItem(completion=py("def f():\n    return 1\n"), tests=[{"type": "call", "fn": "f", "expected": 1}])
+    )
     assert verdict.status is Status.infra_error and verdict.reward == 0.0
     assert verdict.details["infra"] == "sandbox" and "libnl-route" in verdict.reason
 
@@ -90,19 +105,28 @@ def test_a_sandbox_that_cannot_start_is_an_infra_error_not_a_zero_for_the_progra
 def test_a_run_the_sandbox_refuses_because_of_the_completion_is_the_items_fault_not_infra():
     # Think like the policy: a masked infra_error hides a wrong answer from its negative advantage. A program the
     # sandbox refuses to run because of what the completion holds (here text that is not encodable) must stay a 0.
-    verdict = score_code(CodeItem(completion=py('def f():\n    return "\ud800"\n'),
-                                  tests=[{"type": "call", "fn": "f", "expected": 1}]))
+    verdict = score_code(
+        CodeItem(completion=py('def f():\n    return "\ud800"\n'), tests=[{"type": "call", "fn": "f", "expected": 1}])
+    )
     assert verdict.status is Status.error and verdict.reward == 0.0
     assert "refused" in verdict.reason
 
 
 def test_a_composite_with_an_unscored_component_is_an_infra_error_whatever_the_others_paid(monkeypatch):
     monkeypatch.setattr(sandbox_jobs, "run_many", refuse_sandbox)
-    spec = RewardSpec.model_validate({"components": [
-        {"name": "tests", "weight": 1.0},
-        {"name": "short", "weight": 1.0, "verifier": "length", "params": {"max": 500}}]})
-    raw = {"verifier": "code", "completion": py("def f():\n    return 1\n"),
-           "tests": [{"type": "call", "fn": "f", "expected": 1}]}
+    spec = RewardSpec.model_validate(
+        {
+            "components": [
+                {"name": "tests", "weight": 1.0},
+                {"name": "short", "weight": 1.0, "verifier": "length", "params": {"max": 500}},
+            ]
+        }
+    )
+    raw = {
+        "verifier": "code",
+        "completion": py("def f():\n    return 1\n"),
+        "tests": [{"type": "call", "fn": "f", "expected": 1}],
+    }
     verdict = score_raw(raw, spec)
     assert verdict.components["short"] == 1.0
     assert verdict.status is Status.infra_error and verdict.reward == 0.0
@@ -111,6 +135,7 @@ def test_a_composite_with_an_unscored_component_is_an_infra_error_whatever_the_o
 
 def _undecided_math(monkeypatch, failure: Exception) -> Verdict:
     """A math item whose fast comparison is undecided, so the symbolic step runs, and whose worker call fails."""
+
     def fail(*args, **kwargs):
         raise failure
 
@@ -165,8 +190,11 @@ def doubled_or_die(entries):
 def test_a_batch_item_that_kills_its_worker_gets_an_infra_error_verdict():
     failed = batch.infra_failure("x", workers.WorkerCrashed("bounded worker pid 7 died during f()"))
     assert failed.status is Status.infra_error and failed.details["infra"] == "worker_died" and failed.id == "x"
-    results = [r for part in batch.map_chunks(doubled_or_die, batch._infra_verdict, range(16), workers=2, chunk=4)
-               for r in part]
+    results = [
+        r
+        for part in batch.map_chunks(doubled_or_die, batch._infra_verdict, range(16), workers=2, chunk=4)
+        for r in part
+    ]
     assert results[13].status is Status.infra_error and results[13].details["infra"] == "worker_died"
     assert [r for i, r in enumerate(results) if i != 13] == [2 * i for i in range(16) if i != 13]
 
@@ -187,6 +215,7 @@ def _die_on_lines(reward, lines):
 
 
 # -- the service's scoring engine ---------------------------------------------------------------------------------
+
 
 class _DyingPool:
     """Stands in for the engine's worker pool: every call's worker dies."""

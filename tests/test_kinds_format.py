@@ -7,8 +7,8 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from groupscore.verifiers.registry import describe_error, parse_item, score_item
 from groupscore.schema.verdict import Status
+from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
 
 def score(completion: str, **fields):
@@ -23,18 +23,21 @@ def test_think_then_answer_pays_and_extracts_the_last_tag():
     assert (verdict.reward, verdict.status, verdict.extracted) == (1.0, Status.correct, "4")
 
 
-@pytest.mark.parametrize("completion, why", [
-    ("<think>ok</think><answer></answer>", "empty answer"),
-    ("<think>ok</think><answer>  \n </answer>", "whitespace-only answer"),
-    ("<think></think><answer>4</answer>", "empty think"),
-    ("<think>ok</think>", "answer missing"),
-    ("<answer>4</answer><think>ok</think>", "tags out of order"),
-    ("<think>ok</think><answer>4</answer><answer>5</answer>", "second answer block"),
-    ("<think>ok <answer>3</answer></think><answer>4</answer>", "answer nested in think"),
-    ("<think>ok</think><answer>4", "answer never closed"),
-    ("</answer><think>ok</think><answer>4", "closing tag before opening tag"),
-    ("<Think>ok</Think><answer>4</answer>", "tag names are case-sensitive"),
-])
+@pytest.mark.parametrize(
+    "completion, why",
+    [
+        ("<think>ok</think><answer></answer>", "empty answer"),
+        ("<think>ok</think><answer>  \n </answer>", "whitespace-only answer"),
+        ("<think></think><answer>4</answer>", "empty think"),
+        ("<think>ok</think>", "answer missing"),
+        ("<answer>4</answer><think>ok</think>", "tags out of order"),
+        ("<think>ok</think><answer>4</answer><answer>5</answer>", "second answer block"),
+        ("<think>ok <answer>3</answer></think><answer>4</answer>", "answer nested in think"),
+        ("<think>ok</think><answer>4", "answer never closed"),
+        ("</answer><think>ok</think><answer>4", "closing tag before opening tag"),
+        ("<Think>ok</Think><answer>4</answer>", "tag names are case-sensitive"),
+    ],
+)
 def test_malformed_tags_do_not_pay(completion, why):
     verdict = score(completion)
     assert verdict.reward == 0.0, why
@@ -63,8 +66,9 @@ def test_custom_tag_list():
     assert score(completion, tags=["plan", "check", "code"]).reward == 0.0
 
 
-@pytest.mark.parametrize("completion, expected", [
-    ("42", 1.0), ("  42\n", 1.0), ("42 apples", 0.0), ("x42", 0.0), ("", 0.0)])
+@pytest.mark.parametrize(
+    "completion, expected", [("42", 1.0), ("  42\n", 1.0), ("42 apples", 0.0), ("x42", 0.0), ("", 0.0)]
+)
 def test_regex_must_match_the_whole_completion(completion, expected):
     assert score(completion, regex=r"\d+").reward == expected
 
@@ -86,18 +90,21 @@ def test_overlong_completion_scores_zero_unscanned():
     assert verdict.reward == 0.0 and "max_chars" in verdict.reason
 
 
-@pytest.mark.parametrize("fields, path", [
-    ({"regex": r"(a)\1"}, "format.regex"),            # backreference: not linear-time
-    ({"regex": r"(?=a)a"}, "format.regex"),           # lookahead
-    ({"regex": "(unclosed"}, "format.regex"),
-    ({"regex": "a" * 3000}, "format.regex"),          # too long
-    ({"tags": ["a b"]}, "format.tags"),
-    ({"tags": []}, "format.tags"),
-    ({"tags": ["answer", "answer"]}, "format.tags"),
-    ({"tags": ["answer"], "regex": "x"}, "format"),   # two modes at once
-    ({"max_chars": 0}, "format.max_chars"),
-    ({"bogus": 1}, "format.bogus"),
-])
+@pytest.mark.parametrize(
+    "fields, path",
+    [
+        ({"regex": r"(a)\1"}, "format.regex"),  # backreference: not linear-time
+        ({"regex": r"(?=a)a"}, "format.regex"),  # lookahead
+        ({"regex": "(unclosed"}, "format.regex"),
+        ({"regex": "a" * 3000}, "format.regex"),  # too long
+        ({"tags": ["a b"]}, "format.tags"),
+        ({"tags": []}, "format.tags"),
+        ({"tags": ["answer", "answer"]}, "format.tags"),
+        ({"tags": ["answer"], "regex": "x"}, "format"),  # two modes at once
+        ({"max_chars": 0}, "format.max_chars"),
+        ({"bogus": 1}, "format.bogus"),
+    ],
+)
 def test_bad_fields_are_validation_errors_with_the_field_path(fields, path):
     with pytest.raises(ValidationError) as info:
         parse_item({"verifier": "format", "completion": "x", **fields})

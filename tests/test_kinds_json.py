@@ -7,8 +7,8 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from groupscore.verifiers.registry import describe_error, parse_item, score_item
 from groupscore.schema.verdict import Status
+from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
 PERSON = {
     "type": "object",
@@ -55,13 +55,17 @@ def test_raw_mode_ignores_blocks():
     assert score(fenced('{"name": "Ada", "age": 36}'), json_schema=PERSON, extract="raw").status == Status.unparsable
 
 
-@pytest.mark.parametrize("body", [
-    '{"name": "Ada", "age": 36,}',   # trailing comma
-    "{'name': 'Ada'}",               # single quotes
-    '{"x": NaN}', '{"x": Infinity}',  # not JSON, although Python's json accepts them by default
-    "[" * 50_000,                     # nested beyond any recursion limit
-    "1" * 5_000,                      # integer longer than Python converts
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "Ada", "age": 36,}',  # trailing comma
+        "{'name': 'Ada'}",  # single quotes
+        '{"x": NaN}',
+        '{"x": Infinity}',  # not JSON, although Python's json accepts them by default
+        "[" * 50_000,  # nested beyond any recursion limit
+        "1" * 5_000,  # integer longer than Python converts
+    ],
+)
 def test_unparsable_documents(body):
     verdict = score(body)
     assert (verdict.reward, verdict.status) == (0.0, Status.unparsable)
@@ -72,12 +76,15 @@ def test_parse_only_without_schema():
     assert score("   ").status == Status.no_answer
 
 
-@pytest.mark.parametrize("body, where", [
-    ('{"name": "Ada"}', "'age' is a required property"),
-    ('{"name": "Ada", "age": "36"}', "age: "),
-    ('{"name": "Ada", "age": 36, "extra": 1}', "Additional properties"),
-    ('["Ada", 36]', "is not of type 'object'"),
-])
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ('{"name": "Ada"}', "'age' is a required property"),
+        ('{"name": "Ada", "age": "36"}', "age: "),
+        ('{"name": "Ada", "age": 36, "extra": 1}', "Additional properties"),
+        ('["Ada", 36]', "is not of type 'object'"),
+    ],
+)
 def test_schema_violations_score_zero_with_the_reason(body, where):
     verdict = score(body, json_schema=PERSON)
     assert (verdict.reward, verdict.status) == (0.0, Status.incorrect)
@@ -127,13 +134,16 @@ def test_quadratic_unique_items_check_is_bounded_too():
     assert score('[{"k": 1}, {"k": 1}]', json_schema={"uniqueItems": True}, timeout_s=60).reward == 0.0
 
 
-@pytest.mark.parametrize("fields, path", [
-    ({"json_schema": {"type": "nonsense"}}, "json.json_schema"),
-    ({"json_schema": {"minimum": "zero"}}, "json.json_schema"),
-    ({"json_schema": [1]}, "json.json_schema"),
-    ({"extract": "yaml"}, "json.extract"),
-    ({"timeout_s": 0}, "json.timeout_s"),
-])
+@pytest.mark.parametrize(
+    "fields, path",
+    [
+        ({"json_schema": {"type": "nonsense"}}, "json.json_schema"),
+        ({"json_schema": {"minimum": "zero"}}, "json.json_schema"),
+        ({"json_schema": [1]}, "json.json_schema"),
+        ({"extract": "yaml"}, "json.extract"),
+        ({"timeout_s": 0}, "json.timeout_s"),
+    ],
+)
 def test_bad_fields_are_validation_errors_with_the_field_path(fields, path):
     with pytest.raises(ValidationError) as info:
         parse_item({"verifier": "json", "completion": "{}", **fields})

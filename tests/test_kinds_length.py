@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from groupscore.verifiers.registry import describe_error, parse_item, score_item
 from groupscore.schema.verdict import Status
+from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
 
 def score(completion: str, **fields):
@@ -19,11 +19,19 @@ def words(n: int) -> str:
     return " ".join(["word"] * n)
 
 
-@pytest.mark.parametrize("n, expected", [
-    (10, 1.0), (15, 1.0), (20, 1.0),   # inside [10, 20]
-    (5, 0.5), (0, 0.0),                # short: relative to min=10
-    (30, 0.5), (40, 0.0), (99, 0.0),   # long: relative to max=20
-])
+@pytest.mark.parametrize(
+    "n, expected",
+    [
+        (10, 1.0),
+        (15, 1.0),
+        (20, 1.0),  # inside [10, 20]
+        (5, 0.5),
+        (0, 0.0),  # short: relative to min=10
+        (30, 0.5),
+        (40, 0.0),
+        (99, 0.0),  # long: relative to max=20
+    ],
+)
 def test_relative_linear_penalty(n, expected):
     assert score(words(n), min=10, max=20).reward == pytest.approx(expected)
 
@@ -58,8 +66,13 @@ def test_open_upper_bound():
     assert score(words(1), min=5).reward == pytest.approx(0.2)
 
 
-@given(text=st.text(max_size=300), low=st.integers(0, 60), span=st.integers(0, 60),
-       unit=st.sampled_from(["chars", "tokens"]), slope=st.one_of(st.none(), st.floats(0.001, 1.0)))
+@given(
+    text=st.text(max_size=300),
+    low=st.integers(0, 60),
+    span=st.integers(0, 60),
+    unit=st.sampled_from(["chars", "tokens"]),
+    slope=st.one_of(st.none(), st.floats(0.001, 1.0)),
+)
 @settings(max_examples=150, deadline=None)
 def test_reward_in_unit_interval_and_one_exactly_inside(text, low, span, unit, slope):
     high = low + span
@@ -72,14 +85,17 @@ def test_reward_in_unit_interval_and_one_exactly_inside(text, low, span, unit, s
     assert verdict.details["length"] == n
 
 
-@pytest.mark.parametrize("fields, path", [
-    ({"min": 5, "max": 2}, "length"),
-    ({}, "length"),                                  # no range at all
-    ({"min": -1, "max": 2}, "length.min"),
-    ({"max": 10, "unit": "bytes"}, "length.unit"),
-    ({"max": 10, "slope": 0}, "length.slope"),
-    ({"max": 10, "penalty": "quadratic"}, "length.penalty"),
-])
+@pytest.mark.parametrize(
+    "fields, path",
+    [
+        ({"min": 5, "max": 2}, "length"),
+        ({}, "length"),  # no range at all
+        ({"min": -1, "max": 2}, "length.min"),
+        ({"max": 10, "unit": "bytes"}, "length.unit"),
+        ({"max": 10, "slope": 0}, "length.slope"),
+        ({"max": 10, "penalty": "quadratic"}, "length.penalty"),
+    ],
+)
 def test_bad_fields_are_validation_errors_with_the_field_path(fields, path):
     with pytest.raises(ValidationError) as info:
         parse_item({"verifier": "length", "completion": "x", **fields})

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from pydantic import ValidationError
 
-from groupscore.verifiers.registry import describe_error, parse_item, score_item
 from groupscore.schema.verdict import Status
+from groupscore.verifiers.registry import describe_error, parse_item, score_item
 
 NEW_YORKERS = "SELECT name FROM customers WHERE city = 'New York'"
 
@@ -24,25 +24,31 @@ def sql_block(query: str) -> str:
     return f"The query filters customers by city.\n```sql\n{query}\n```"
 
 
-@pytest.mark.parametrize("query", [
-    NEW_YORKERS,
-    "select NAME from CUSTOMERS where CITY='New York';",
-    "SELECT c.name AS who FROM customers c WHERE c.city IN ('New York')",         # alias: names are ignored
-    "SELECT name FROM customers WHERE id IN (SELECT id FROM customers WHERE city LIKE 'New%')",
-    "-- people in NYC\nWITH ny AS (SELECT * FROM customers WHERE city = 'New York') SELECT name FROM ny",
-    "SELECT name FROM customers WHERE city = 'New York' ORDER BY name DESC",       # order ignored by default
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        NEW_YORKERS,
+        "select NAME from CUSTOMERS where CITY='New York';",
+        "SELECT c.name AS who FROM customers c WHERE c.city IN ('New York')",  # alias: names are ignored
+        "SELECT name FROM customers WHERE id IN (SELECT id FROM customers WHERE city LIKE 'New%')",
+        "-- people in NYC\nWITH ny AS (SELECT * FROM customers WHERE city = 'New York') SELECT name FROM ny",
+        "SELECT name FROM customers WHERE city = 'New York' ORDER BY name DESC",  # order ignored by default
+    ],
+)
 def test_equivalent_queries_score_one(query):
     verdict = score(sql_block(query))
     assert (verdict.reward, verdict.status) == (1.0, Status.correct), verdict.reason
 
 
-@pytest.mark.parametrize("query, why", [
-    ("SELECT name FROM customers WHERE city = 'London'", "different rows"),
-    ("SELECT name FROM customers WHERE city != 'New York'", "complement"),
-    ("SELECT name, city FROM customers WHERE city = 'New York'", "extra column"),
-    ("SELECT DISTINCT city FROM customers WHERE city = 'New York'", "one row instead of two"),
-])
+@pytest.mark.parametrize(
+    "query, why",
+    [
+        ("SELECT name FROM customers WHERE city = 'London'", "different rows"),
+        ("SELECT name FROM customers WHERE city != 'New York'", "complement"),
+        ("SELECT name, city FROM customers WHERE city = 'New York'", "extra column"),
+        ("SELECT DISTINCT city FROM customers WHERE city = 'New York'", "one row instead of two"),
+    ],
+)
 def test_wrong_results_score_zero(query, why):
     verdict = score(sql_block(query))
     assert (verdict.reward, verdict.status) == (0.0, Status.incorrect), why
@@ -81,21 +87,24 @@ def test_join_with_aggregate_on_the_shop_fixture():
     assert score(sql_block(without_filter), gold).reward == 0.0
 
 
-@pytest.mark.parametrize("query", [
-    "DROP TABLE customers",
-    "DELETE FROM customers",
-    "INSERT INTO customers VALUES (99, 'x', NULL, 'y', 'z')",
-    "UPDATE products SET price = 0",
-    "SELECT 1; DROP TABLE customers",
-    "SELECT name FROM customers; SELECT 1",
-    "WITH x AS (SELECT 1) INSERT INTO products SELECT 99, 'x', 'y', 1 FROM x",
-    "WITH x AS (SELECT 1) DELETE FROM customers",
-    "ATTACH DATABASE '/tmp/groupscore-attack.db' AS a",
-    "PRAGMA query_only = OFF",
-    "VACUUM INTO '/tmp/groupscore-attack.db'",
-    "SELECT random()",
-    "SELECT hex(randomblob(8))",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "DROP TABLE customers",
+        "DELETE FROM customers",
+        "INSERT INTO customers VALUES (99, 'x', NULL, 'y', 'z')",
+        "UPDATE products SET price = 0",
+        "SELECT 1; DROP TABLE customers",
+        "SELECT name FROM customers; SELECT 1",
+        "WITH x AS (SELECT 1) INSERT INTO products SELECT 99, 'x', 'y', 1 FROM x",
+        "WITH x AS (SELECT 1) DELETE FROM customers",
+        "ATTACH DATABASE '/tmp/groupscore-attack.db' AS a",
+        "PRAGMA query_only = OFF",
+        "VACUUM INTO '/tmp/groupscore-attack.db'",
+        "SELECT random()",
+        "SELECT hex(randomblob(8))",
+    ],
+)
 def test_anything_but_one_deterministic_read_is_rejected_and_changes_nothing(query):
     verdict = score(sql_block(query))
     assert (verdict.reward, verdict.status) == (0.0, Status.incorrect), verdict.reason
@@ -136,17 +145,24 @@ INLINE = "CREATE TABLE t(k INTEGER, v TEXT); INSERT INTO t VALUES (1, 'a'), (2, 
 
 
 def test_inline_database_script():
-    assert score(sql_block("SELECT k FROM t WHERE v = 'b'"), "SELECT k FROM t WHERE k > 1", setup_sql=INLINE).reward == 1.0
+    assert (
+        score(sql_block("SELECT k FROM t WHERE v = 'b'"), "SELECT k FROM t WHERE k > 1", setup_sql=INLINE).reward == 1.0
+    )
     assert score(sql_block("SELECT k FROM t"), "SELECT k FROM t WHERE k > 1", setup_sql=INLINE).reward == 0.0
 
 
-@pytest.mark.parametrize("setup_sql, why", [
-    ("ATTACH DATABASE '/tmp/groupscore-attack.db' AS a; CREATE TABLE t(k);", "attach"),
-    ("CREATE TABLE t(k); VACUUM INTO '/tmp/groupscore-attack.db';", "vacuum into a file"),
-    ("CREATE TABLE t(k); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) INSERT INTO t SELECT i FROM n;",
-     "endless setup"),
-    ("CREATE TABLE t(k", "syntax error"),
-])
+@pytest.mark.parametrize(
+    "setup_sql, why",
+    [
+        ("ATTACH DATABASE '/tmp/groupscore-attack.db' AS a; CREATE TABLE t(k);", "attach"),
+        ("CREATE TABLE t(k); VACUUM INTO '/tmp/groupscore-attack.db';", "vacuum into a file"),
+        (
+            "CREATE TABLE t(k); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) INSERT INTO t SELECT i FROM n;",
+            "endless setup",
+        ),
+        ("CREATE TABLE t(k", "syntax error"),
+    ],
+)
 def test_bad_setup_scripts_give_an_error_verdict(setup_sql, why):
     verdict = score(sql_block("SELECT 1"), "SELECT 1", setup_sql=setup_sql, time_limit_s=0.5)
     assert verdict.status == Status.error, why
@@ -166,15 +182,18 @@ def test_same_verdicts_from_many_threads():
     assert got == expected == [1.0, 0.0, 0.0] * 8
 
 
-@pytest.mark.parametrize("fields, path", [
-    ({}, "sql"),                                                     # no database at all
-    ({"database": "shop", "setup_sql": INLINE}, "sql"),              # both
-    ({"database": "../../etc/passwd"}, "sql.database"),
-    ({"database": "no_such_fixture"}, "sql.database"),
-    ({"database": "shop", "time_limit_s": 0}, "sql.time_limit_s"),
-    ({"database": "shop", "max_rows": 0}, "sql.max_rows"),
-    ({"database": "shop", "gold_sql": ""}, "sql.gold_sql"),
-])
+@pytest.mark.parametrize(
+    "fields, path",
+    [
+        ({}, "sql"),  # no database at all
+        ({"database": "shop", "setup_sql": INLINE}, "sql"),  # both
+        ({"database": "../../etc/passwd"}, "sql.database"),
+        ({"database": "no_such_fixture"}, "sql.database"),
+        ({"database": "shop", "time_limit_s": 0}, "sql.time_limit_s"),
+        ({"database": "shop", "max_rows": 0}, "sql.max_rows"),
+        ({"database": "shop", "gold_sql": ""}, "sql.gold_sql"),
+    ],
+)
 def test_bad_fields_are_validation_errors_with_the_field_path(fields, path):
     raw = {"verifier": "sql", "completion": "SELECT 1", "gold_sql": "SELECT 1", **fields}
     with pytest.raises(ValidationError) as info:

@@ -66,8 +66,10 @@ def test_no_module_over_450_lines_without_a_reason_in_its_docstring():
         docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
         if not REASON.search(docstring):
             long_without_reason.append(f"{path.relative_to(ROOT)} ({lines} lines)")
-    assert not long_without_reason, ("split these, or say in the module docstring why they are one file "
-                                     "(\"one module because ...\"): " + ", ".join(long_without_reason))
+    assert not long_without_reason, (
+        "split these, or say in the module docstring why they are one file "
+        '("one module because ..."): ' + ", ".join(long_without_reason)
+    )
 
 
 def test_the_reason_pattern_accepts_a_reason_and_refuses_none():

@@ -12,8 +12,13 @@ from helpers import write_jsonl
 
 NUMERIC = {"id": "n", "verifier": "math", "completion": "So the answer is \\boxed{42}.", "answer": "42"}
 FORMAT = {"id": "f", "verifier": "format", "completion": "<answer>4</answer>", "tags": ["answer"]}
-SYMBOLIC = {"id": "s", "verifier": "math", "completion": "\\boxed{\\lfloor 3.5 \\rfloor}", "answer": "3",
-            "timeout_s": 60}  # the fast path cannot decide floor(): sympy does
+SYMBOLIC = {
+    "id": "s",
+    "verifier": "math",
+    "completion": "\\boxed{\\lfloor 3.5 \\rfloor}",
+    "answer": "3",
+    "timeout_s": 60,
+}  # the fast path cannot decide floor(): sympy does
 HEAVY = ("sympy", "latex2sympy2_extended", "fastapi", "uvicorn", "torch", "transformers")
 
 # Pool processes (templates and the workers forked from them all carry the template's command line) at depth 3 or
@@ -43,8 +48,9 @@ TEMPLATES = textwrap.dedent("""
 
 
 def run_python(code: str) -> list:
-    done = subprocess.run([sys.executable, "-c", TEMPLATES + textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", TEMPLATES + textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from groupscore.bounded import workers
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.registry import score_item
-from groupscore.schema.verdict import Status, Verdict
 
 BUDGET_S = 2.0  # the default MathItem.timeout_s
 SLACK_S = 1.0  # scheduling noise on a shared 2-core machine; a hang overshoots by far more
@@ -87,8 +87,9 @@ def test_pathological_input_finishes_inside_the_budget(name, completion, answer,
     check_verdict(verdict, elapsed_s, truth)
 
 
-@pytest.mark.parametrize("name, completion, answer, truth", PATHOLOGICAL[:12],
-                         ids=[case[0] for case in PATHOLOGICAL[:12]])
+@pytest.mark.parametrize(
+    "name, completion, answer, truth", PATHOLOGICAL[:12], ids=[case[0] for case in PATHOLOGICAL[:12]]
+)
 def test_a_short_budget_is_kept_too(name, completion, answer, truth):
     verdict, elapsed_s = score_timed(MathItem(id=name, completion=completion, answer=answer, timeout_s=0.3))
     check_verdict(verdict, elapsed_s, truth, budget_s=0.3)
@@ -127,8 +128,9 @@ def test_pathological_inputs_from_an_event_loop_keep_their_budget_and_the_loop_a
 
         lag = asyncio.create_task(worst_loop_lag())
         cases = PATHOLOGICAL[:8] + PATHOLOGICAL[-8:]
-        timed = await asyncio.gather(*(asyncio.to_thread(score_timed, MathItem(id=name, completion=c, answer=a))
-                                       for name, c, a, _ in cases))
+        timed = await asyncio.gather(
+            *(asyncio.to_thread(score_timed, MathItem(id=name, completion=c, answer=a)) for name, c, a, _ in cases)
+        )
         done.set()
         return list(zip(cases, timed)), await lag
 
@@ -149,8 +151,11 @@ def test_a_verdict_that_runs_out_is_a_timeout_and_later_verdicts_still_work(monk
 
     # Force the symbolic step and make it endless: the verdict must come back as a timeout within the budget,
     # with the worker that was running it killed.
-    monkeypatch.setattr(verify, "compare_fast", lambda pred, gold, *conventions: grader.Comparison(equal=None, method="string"))
+    monkeypatch.setattr(
+        verify, "compare_fast", lambda pred, gold, *conventions: grader.Comparison(equal=None, method="string")
+    )
     real_run_bounded = workers.run_bounded
+
     def endless_instead(fn, *args, timeout_s):
         return real_run_bounded(endless_symbolic, *args, timeout_s=timeout_s)
 
@@ -166,6 +171,12 @@ def test_a_verdict_that_runs_out_is_a_timeout_and_later_verdicts_still_work(monk
         assert elapsed_s < 0.5 + SLACK_S + workers.WORKER_START_GRACE_S
     monkeypatch.undo()
     # The killed workers were replaced at once: the verifier keeps scoring, under the default budget.
-    again = [score_timed(MathItem(completion=c, answer=a)) for c, a in [
-        ("\\boxed{\\sqrt{12}}", "2\\sqrt{3}"), ("\\boxed{\\{3, 1, 2\\}}", "\\{1,2,3\\}"), ("\\boxed{(1,2]}", "(1,2)")]]
+    again = [
+        score_timed(MathItem(completion=c, answer=a))
+        for c, a in [
+            ("\\boxed{\\sqrt{12}}", "2\\sqrt{3}"),
+            ("\\boxed{\\{3, 1, 2\\}}", "\\{1,2,3\\}"),
+            ("\\boxed{(1,2]}", "(1,2)"),
+        ]
+    ]
     assert [v.status for v, _ in again] == [Status.correct, Status.correct, Status.incorrect], again

@@ -15,19 +15,22 @@ def equal(pred: str, gold: str, **conventions: object) -> bool | None:
     return compare_answers(normalize(pred), normalize(gold), 1e-6, True, Conventions(**conventions)).equal
 
 
-@pytest.mark.parametrize("literal, exact, digits, expected", [
-    ("0.3333", "\\frac{1}{3}", 4, True),
-    ("0.333", "\\frac{1}{3}", 4, False),  # too few digits
-    ("0.3334", "\\frac{1}{3}", 4, False),  # not the rounding
-    ("0.6667", "\\frac{2}{3}", 4, True),
-    ("0.6666", "\\frac{2}{3}", 4, False),  # truncated, not rounded
-    ("2.5", "\\frac{5}{2}", 2, True),
-    ("0.125", "\\frac{1}{8}", 2, True),  # exact: three digits are at least two
-    ("3.1416", "\\pi", 5, True),
-    ("3.1415", "\\pi", 5, False),
-    ("0.0", "0", 1, False),
-    ("1" + "0" * 40 + ".5", "1", 2, False),
-])
+@pytest.mark.parametrize(
+    "literal, exact, digits, expected",
+    [
+        ("0.3333", "\\frac{1}{3}", 4, True),
+        ("0.333", "\\frac{1}{3}", 4, False),  # too few digits
+        ("0.3334", "\\frac{1}{3}", 4, False),  # not the rounding
+        ("0.6667", "\\frac{2}{3}", 4, True),
+        ("0.6666", "\\frac{2}{3}", 4, False),  # truncated, not rounded
+        ("2.5", "\\frac{5}{2}", 2, True),
+        ("0.125", "\\frac{1}{8}", 2, True),  # exact: three digits are at least two
+        ("3.1416", "\\pi", 5, True),
+        ("3.1415", "\\pi", 5, False),
+        ("0.0", "0", 1, False),
+        ("1" + "0" * 40 + ".5", "1", 2, False),
+    ],
+)
 def test_a_decimal_pays_only_as_a_correct_rounding_of_enough_digits(literal, exact, digits, expected):
     value = evaluate(exact)
     assert value is not None and rounds_to(literal, value, digits) is expected
@@ -37,20 +40,36 @@ def test_a_decimal_reference_is_no_exact_value_to_round():
     assert not rounds_to("0.33", evaluate("0.333"), 2)
 
 
-@pytest.mark.parametrize("pred, gold, percent, expected", [
-    ("25\\%", "25", "number", True), ("25\\%", "0.25", "number", False),
-    ("25\\%", "25", "fraction", False), ("25\\%", "0.25", "fraction", True), ("0.25", "25\\%", "fraction", True),
-    ("25\\%", "25", "both", True), ("25\\%", "0.25", "both", True), ("25\\%", "0.26", "both", False),
-    ("12.5\\%", "\\frac{1}{8}", "both", True), ("10\\%, 20\\%", "0.1, 0.2", "both", False),  # lists read as written
-])
+@pytest.mark.parametrize(
+    "pred, gold, percent, expected",
+    [
+        ("25\\%", "25", "number", True),
+        ("25\\%", "0.25", "number", False),
+        ("25\\%", "25", "fraction", False),
+        ("25\\%", "0.25", "fraction", True),
+        ("0.25", "25\\%", "fraction", True),
+        ("25\\%", "25", "both", True),
+        ("25\\%", "0.25", "both", True),
+        ("25\\%", "0.26", "both", False),
+        ("12.5\\%", "\\frac{1}{8}", "both", True),
+        ("10\\%, 20\\%", "0.1, 0.2", "both", False),  # lists read as written
+    ],
+)
 def test_percent_readings(pred, gold, percent, expected):
     assert equal(pred, gold, percent=percent) is expected
 
 
-@pytest.mark.parametrize("pred, gold, expected", [
-    ("1,5", "1.5", True), ("0,111", "0.111", True), ("-0,5", "-0.5", True), ("1,500", "1.5", False),
-    ("1,5", "1,5", True), ("(1,5)", "(1.5)", False),  # only a whole answer is read as a decimal
-])
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("1,5", "1.5", True),
+        ("0,111", "0.111", True),
+        ("-0,5", "-0.5", True),
+        ("1,500", "1.5", False),
+        ("1,5", "1,5", True),
+        ("(1,5)", "(1.5)", False),  # only a whole answer is read as a decimal
+    ],
+)
 def test_decimal_comma(pred, gold, expected):
     assert equal(pred, gold, decimal_comma=True) is expected
     if pred != gold:
@@ -64,10 +83,17 @@ def test_order_any_makes_tuples_order_free_and_nothing_else():
     assert equal("[1,2)", "(1,2]", order="any") is False  # intervals keep their ends
 
 
-@pytest.mark.parametrize("pred, gold, expected", [
-    ("f(y)", "f(x)", True), ("y^2+1", "x^2+1", True), ("f(y)=y^2", "f(x)=x^2", True),
-    ("y^2+x", "x^2+x", False), ("\\alpha+1", "x+1", False), ("y^2+2", "x^2+1", False),
-])
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("f(y)", "f(x)", True),
+        ("y^2+1", "x^2+1", True),
+        ("f(y)=y^2", "f(x)=x^2", True),
+        ("y^2+x", "x^2+x", False),
+        ("\\alpha+1", "x+1", False),
+        ("y^2+2", "x^2+1", False),
+    ],
+)
 def test_renaming_one_variable(pred, gold, expected):
     assert equal(pred, gold, rename_variables=True) is expected
 

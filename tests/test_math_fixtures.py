@@ -26,8 +26,17 @@ def _cases() -> list[dict]:
 
 CASES = _cases()
 # Item fields a case may set where a convention or the question is the point (cli/data/math/README.md).
-OPTION_KEYS = ("question", "profile", "percent", "decimal_comma", "significant_digits", "order", "rename_variables",
-               "reference", "fallback")
+OPTION_KEYS = (
+    "question",
+    "profile",
+    "percent",
+    "decimal_comma",
+    "significant_digits",
+    "order",
+    "rename_variables",
+    "reference",
+    "fallback",
+)
 
 
 def test_fixture_set_is_large_and_labelled():

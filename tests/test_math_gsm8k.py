@@ -52,8 +52,11 @@ def right_answers(value: str, question: str) -> dict[str, str]:
 def near_misses(value: str, solution: str) -> dict[str, str]:
     """Wrong answers next to `value`: off by one, a factor of ten, an intermediate value of the solution, a hedge."""
     number = float(value)
-    wrong = {"off_by_one": f"\\boxed{{{number + 1:g}}}", "times_ten": f"The answer is {number * 10:g}.",
-             "hedge": f"\\boxed{{{value} \\text{{ or }} {number + 1:g}}}"}
+    wrong = {
+        "off_by_one": f"\\boxed{{{number + 1:g}}}",
+        "times_ten": f"The answer is {number * 10:g}.",
+        "hedge": f"\\boxed{{{value} \\text{{ or }} {number + 1:g}}}",
+    }
     steps = [s for s in _CALC.findall(solution) if float(s) != number]
     if steps:
         wrong["intermediate"] = f"#### {steps[0]}"
@@ -75,15 +78,21 @@ def test_the_shipped_items_are_real_gsm8k_solutions():
 
 @pytest.mark.parametrize("item", ITEMS, ids=[i["id"] for i in ITEMS])
 def test_every_format_of_the_right_answer_pays(item):
-    unpaid = {name: text[-80:] for name, text in right_answers(item["expected"], item["prompt"]).items()
-              if _score(text, item) != 1.0}
+    unpaid = {
+        name: text[-80:]
+        for name, text in right_answers(item["expected"], item["prompt"]).items()
+        if _score(text, item) != 1.0
+    }
     assert not unpaid
 
 
 @pytest.mark.parametrize("item", ITEMS, ids=[i["id"] for i in ITEMS])
 def test_no_near_miss_pays(item):
-    paid = {name: text for name, text in near_misses(item["expected"], item["upstream_answer"]).items()
-            if _score(text, item) != 0.0}
+    paid = {
+        name: text
+        for name, text in near_misses(item["expected"], item["upstream_answer"]).items()
+        if _score(text, item) != 0.0
+    }
     assert not paid
 
 

@@ -89,8 +89,13 @@ def test_boxed_contents_matches_nested_and_escaped_braces():
 
 @pytest.mark.parametrize(
     "stored, expected",
-    [("42", "42"), ("$\\frac{1}{2}$", "\\frac{1}{2}"), ("\\boxed{3}", "3"), ("$\\boxed{x+1}$", "x+1"),
-     ("Janet sells 16 - 3 - 4 = 9 eggs.\n#### 18", "18")],
+    [
+        ("42", "42"),
+        ("$\\frac{1}{2}$", "\\frac{1}{2}"),
+        ("\\boxed{3}", "3"),
+        ("$\\boxed{x+1}$", "x+1"),
+        ("Janet sells 16 - 3 - 4 = 9 eggs.\n#### 18", "18"),
+    ],
 )
 def test_gold_answers_are_read_as_datasets_store_them(stored, expected):
     assert parse_gold(stored) == expected
@@ -135,7 +140,9 @@ def test_a_truncated_box_falls_back_to_the_other_forms():
         (" So the answer is: \\[ \\boxed{32349} \\]", "32349"),
         ("She has 3 + 4 = <<3+4=7>>7 cats.\n#### 7", "7"),
         # Wrappers around the whole reference.
-        ("\\(x^2\\)", "x^2"), ("\\[ 9 \\]", "9"), ("$$(2, 2), (6, 2)$$", "(2, 2), (6, 2)"),
+        ("\\(x^2\\)", "x^2"),
+        ("\\[ 9 \\]", "9"),
+        ("$$(2, 2), (6, 2)$$", "(2, 2), (6, 2)"),
         # A solution without a box: its final-answer sentence, or the answer-is sentence.
         ("First 2 + 2 = 4. Final Answer: The final answer is $28 \\%$. I hope it is correct.", "28 \\%"),
         ("We add the parts and simplify, so the answer is 0.25 + 3.", "0.25 + 3"),
@@ -164,8 +171,15 @@ def test_reference_raw_keeps_the_field_as_stored():
 
 @pytest.mark.parametrize(
     "written, number",
-    [("10,\\!000", "10000"), ("11,\\! 111,\\! 111,\\! 100", "11111111100"), ("1{,}000{,}000", "1000000"),
-     ("10\\,000", "10000"), ("\\$16,\\!386.20", "\\$16386.20"), ("1,00,000", "100000"), ("2,50,00,000", "25000000")],
+    [
+        ("10,\\!000", "10000"),
+        ("11,\\! 111,\\! 111,\\! 100", "11111111100"),
+        ("1{,}000{,}000", "1000000"),
+        ("10\\,000", "10000"),
+        ("\\$16,\\!386.20", "\\$16386.20"),
+        ("1,00,000", "100000"),
+        ("2,50,00,000", "25000000"),
+    ],
 )
 def test_thousands_separators_make_one_number_not_a_list(written, number):
     assert answer(f"so the total is $\\boxed{{{written}}}$.") == number
@@ -179,14 +193,18 @@ def test_lists_are_not_read_as_grouped_numbers(written):
 @pytest.mark.parametrize(
     "completion, expected",
     [
-        ("Answer $ 9 $", "9"), ("Answer \\[ 9 \\]", "9"), ("Answer \\( (9+1) \\)", "(9+1)"),
+        ("Answer $ 9 $", "9"),
+        ("Answer \\[ 9 \\]", "9"),
+        ("Answer \\( (9+1) \\)", "(9+1)"),
         ("Final Answer: The largest $n$ is 34.", "34"),
         ("Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120"),
         ("Final Answer: Jane started growing Sphere 3 hours ago. I hope it is correct.", "3"),
         ("So the answer is the point $(1, 2)$ on the line.", "(1, 2)"),
         # The last explicit statement wins over an earlier box (the model boxed an intermediate step).
-        ("so $\\boxed{255}$ is the interest. Final Answer: The final answer is $10,455$. I hope it is correct.",
-         "10,455"),
+        (
+            "so $\\boxed{255}$ is the interest. Final Answer: The final answer is $10,455$. I hope it is correct.",
+            "10,455",
+        ),
     ],
 )
 def test_answers_without_a_box(completion, expected):
@@ -250,8 +268,16 @@ def test_several_formulas_joined_by_words_are_one_answer(completion, expected):
 
 @pytest.mark.parametrize(
     "stored",
-    ["x_1 = 1, " * (MB // 9), "\\boxed{1} and " * (MB // 14), "$" * MB, "{" * MB, "1 or " * (MB // 5),
-     "The answer is " * (MB // 14), "\\\\frac" * (MB // 7), "10,\\!000" * (MB // 8)],
+    [
+        "x_1 = 1, " * (MB // 9),
+        "\\boxed{1} and " * (MB // 14),
+        "$" * MB,
+        "{" * MB,
+        "1 or " * (MB // 5),
+        "The answer is " * (MB // 14),
+        "\\\\frac" * (MB // 7),
+        "10,\\!000" * (MB // 8),
+    ],
     ids=lambda s: repr(s[:12]),
 )
 def test_reading_a_reference_is_fast_on_one_megabyte(stored):

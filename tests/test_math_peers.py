@@ -30,8 +30,12 @@ def _documented() -> dict[str, dict]:
     rows = {}
     for case_id, peer, ours, reason, option in ROW.findall((PEERS / "README.md").read_text(encoding="utf-8")):
         option = option.strip().strip("`")
-        rows[case_id] = {"peer": int(peer), "ours": int(ours), "reason": reason.strip(),
-                         "option": json.loads(option) if option and option != "-" else None}
+        rows[case_id] = {
+            "peer": int(peer),
+            "ours": int(ours),
+            "reason": reason.strip(),
+            "option": json.loads(option) if option and option != "-" else None,
+        }
     return rows
 
 
@@ -57,8 +61,19 @@ def test_extraction_is_reproducible(tmp_path):
     if has_commit.returncode != 0:
         pytest.skip("the snapshot does not hold the commit the fixture was made from")
     out = tmp_path / "suite.jsonl"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "extract_peer_suite.py"), str(MIRROR), "--rev", commit,
-                    "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "extract_peer_suite.py"),
+            str(MIRROR),
+            "--rev",
+            commit,
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert out.read_text() == SUITE.read_text()
 
 

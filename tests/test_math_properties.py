@@ -16,24 +16,99 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groupscore.bounded import workers
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.registry import score_item
-from groupscore.schema.verdict import Status, Verdict
 
 # Short budgets keep the suite fast; the properties hold for any budget.
 BUDGET_S = 1.0
-PROPERTY_SETTINGS = settings(max_examples=100, deadline=None, derandomize=True, database=None,
-                             suppress_health_check=[HealthCheck.too_slow])
+PROPERTY_SETTINGS = settings(
+    max_examples=100, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # Pieces that answers and completions are made of, so that generated text reaches every stage of the verifier,
 # not only "no answer found".
-TOKENS = ["\\boxed{", "\\fbox{", "}", "{", "\\frac", "\\dfrac", "\\sqrt", "^", "_", "(", ")", "[", "]", "\\{", "\\}",
-          "\\left(", "\\right)", "\\pi", "e", "i", "\\mathrm{i}", "x", "y", "=", "<", "\\le", "+", "-", "\\pm", "*",
-          "/", "\\cdot", ",", "{,}", ".", " ", "\n", "$", "\\$", "\\%", "%", "^\\circ", "\\text{ or }", "\\text{cm}",
-          "0", "1", "2", "3", "7", "10", "0.5", ".5", "1,000", "1e5", "-3", "!", "\\infty", "\\emptyset", "\\cup",
-          "\\begin{pmatrix}", "\\end{pmatrix}", "&", "\\\\", "#### ", "Final answer: ", "The answer is ",
-          "The final answer is $", "$. I hope it is correct.", "<answer>", "</answer>", "(B)", "B", "\\sin", "\\log",
-          "\\binom", "\\ln", "\\infty", "10^{10^{10}}", "9999999999!"]
+TOKENS = [
+    "\\boxed{",
+    "\\fbox{",
+    "}",
+    "{",
+    "\\frac",
+    "\\dfrac",
+    "\\sqrt",
+    "^",
+    "_",
+    "(",
+    ")",
+    "[",
+    "]",
+    "\\{",
+    "\\}",
+    "\\left(",
+    "\\right)",
+    "\\pi",
+    "e",
+    "i",
+    "\\mathrm{i}",
+    "x",
+    "y",
+    "=",
+    "<",
+    "\\le",
+    "+",
+    "-",
+    "\\pm",
+    "*",
+    "/",
+    "\\cdot",
+    ",",
+    "{,}",
+    ".",
+    " ",
+    "\n",
+    "$",
+    "\\$",
+    "\\%",
+    "%",
+    "^\\circ",
+    "\\text{ or }",
+    "\\text{cm}",
+    "0",
+    "1",
+    "2",
+    "3",
+    "7",
+    "10",
+    "0.5",
+    ".5",
+    "1,000",
+    "1e5",
+    "-3",
+    "!",
+    "\\infty",
+    "\\emptyset",
+    "\\cup",
+    "\\begin{pmatrix}",
+    "\\end{pmatrix}",
+    "&",
+    "\\\\",
+    "#### ",
+    "Final answer: ",
+    "The answer is ",
+    "The final answer is $",
+    "$. I hope it is correct.",
+    "<answer>",
+    "</answer>",
+    "(B)",
+    "B",
+    "\\sin",
+    "\\log",
+    "\\binom",
+    "\\ln",
+    "\\infty",
+    "10^{10^{10}}",
+    "9999999999!",
+]
 
 latexish = st.lists(st.sampled_from(TOKENS), max_size=30).map("".join)
 any_text = st.one_of(st.text(max_size=200), latexish)
@@ -65,10 +140,17 @@ def test_any_strings_give_a_verdict_with_reward_in_range(completion, answer):
 
 
 @PROPERTY_SETTINGS
-@given(completion=latexish, answer=latexish, before=surrounding_space, after=surrounding_space,
-       answer_before=surrounding_space, answer_after=surrounding_space)
-def test_surrounding_whitespace_does_not_change_the_verdict(completion, answer, before, after, answer_before,
-                                                           answer_after):
+@given(
+    completion=latexish,
+    answer=latexish,
+    before=surrounding_space,
+    after=surrounding_space,
+    answer_before=surrounding_space,
+    answer_after=surrounding_space,
+)
+def test_surrounding_whitespace_does_not_change_the_verdict(
+    completion, answer, before, after, answer_before, answer_after
+):
     plain = score(completion, answer)
     padded = score(before + completion + after, answer_before + answer + answer_after)
     if Status.timeout not in (plain.status, padded.status):  # a timeout depends on the machine, not the input
@@ -88,10 +170,22 @@ def sample_items() -> list[dict]:
     from groupscore.demo import load_math_cases
 
     rng = random.Random(7)
-    generated = [{"verifier": "math", "completion": "".join(rng.choices(TOKENS, k=rng.randint(1, 25))),
-                  "answer": "".join(rng.choices(TOKENS, k=rng.randint(1, 8)))} for _ in range(60)]
-    orders = [{"verifier": "math", "completion": f"\\boxed{{\\{{{', '.join(map(str, order))}\\}}}}",
-               "answer": "\\{1,2,3,4\\}"} for order in [(4, 3, 2, 1), (2, 4, 1, 3), (1, 2, 3, 5)]]
+    generated = [
+        {
+            "verifier": "math",
+            "completion": "".join(rng.choices(TOKENS, k=rng.randint(1, 25))),
+            "answer": "".join(rng.choices(TOKENS, k=rng.randint(1, 8))),
+        }
+        for _ in range(60)
+    ]
+    orders = [
+        {
+            "verifier": "math",
+            "completion": f"\\boxed{{\\{{{', '.join(map(str, order))}\\}}}}",
+            "answer": "\\{1,2,3,4\\}",
+        }
+        for order in [(4, 3, 2, 1), (2, 4, 1, 3), (1, 2, 3, 5)]
+    ]
     return [case.item for case in load_math_cases()[::3]] + generated + orders
 
 
@@ -123,9 +217,14 @@ for line in sys.stdin:
 def test_other_processes_with_other_hash_seeds_give_the_same_verdicts(hash_seed):
     items = sample_items()
     expected = verdicts_here(items)
-    done = subprocess.run([sys.executable, "-c", SCORE_IN_SUBPROCESS],
-                          input="".join(json.dumps(item) + "\n" for item in items),
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONHASHSEED": hash_seed})
+    done = subprocess.run(
+        [sys.executable, "-c", SCORE_IN_SUBPROCESS],
+        input="".join(json.dumps(item) + "\n" for item in items),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     got = [tuple(json.loads(line)) for line in done.stdout.splitlines()]
     assert len(got) == len(items)

@@ -9,8 +9,26 @@ from groupscore.verifiers.math.qualifiers import different_units, qualified_numb
 from groupscore.verifiers.math.verify import score_math
 
 
-@pytest.mark.parametrize("word", ["not", "never", "except", "anything but", "less than", "more than", "at least",
-                                  "at most", "up to", "over", "under", "fewer than", "greater than", "below", "above"])
+@pytest.mark.parametrize(
+    "word",
+    [
+        "not",
+        "never",
+        "except",
+        "anything but",
+        "less than",
+        "more than",
+        "at least",
+        "at most",
+        "up to",
+        "over",
+        "under",
+        "fewer than",
+        "greater than",
+        "below",
+        "above",
+    ],
+)
 def test_a_qualified_number_is_not_the_number(word):
     assert unqualified_in(rf"\text{{{word} }} 3", "3")
     verdict = score_math(MathItem(completion=rf"\boxed{{\text{{{word} }} 3}}", answer="3"))
@@ -24,8 +42,15 @@ def test_the_reference_may_carry_the_same_qualifier():
 
 @pytest.mark.parametrize(
     "text, denied",
-    [("it is not 4.", True), ("less than 4", True), ("4 is wrong", True), ("4 or more", True),
-     ("it is not hard to see that the total is 4", False), ("not 10, it is 4", False), ("then 4 more", False)],
+    [
+        ("it is not 4.", True),
+        ("less than 4", True),
+        ("4 is wrong", True),
+        ("4 or more", True),
+        ("it is not hard to see that the total is 4", False),
+        ("not 10, it is 4", False),
+        ("then 4 more", False),
+    ],
 )
 def test_the_fallback_number_in_a_denying_clause(text, denied):
     start = text.rfind("4")
@@ -34,11 +59,22 @@ def test_the_fallback_number_in_a_denying_clause(text, denied):
 
 @pytest.mark.parametrize(
     "text, units",
-    [(r"3 \text{ cm}^2", {"centimeter^2"}), ("3 cm^2", {"centimeter^2"}), (r"\text{3 days}", {"day"}),
-     (r"\$5", {"dollar"}), (r"30^\circ", {"degree"}), ("5 km/h", {"kilometer/hour"}),
-     (r"5 \text{ kilometers per hour}", {"kilometer/hour"}), ("4 square feet", {"foot^2"}),
-     (r"12 \text{ square units}", set()), (r"2\pi r", set()), ("3x", set()), (r"x = 3 \text{ or } x = 4", set()),
-     (r"9:00 \text{ AM}", set()), ("(3, 4)", set())],
+    [
+        (r"3 \text{ cm}^2", {"centimeter^2"}),
+        ("3 cm^2", {"centimeter^2"}),
+        (r"\text{3 days}", {"day"}),
+        (r"\$5", {"dollar"}),
+        (r"30^\circ", {"degree"}),
+        ("5 km/h", {"kilometer/hour"}),
+        (r"5 \text{ kilometers per hour}", {"kilometer/hour"}),
+        ("4 square feet", {"foot^2"}),
+        (r"12 \text{ square units}", set()),
+        (r"2\pi r", set()),
+        ("3x", set()),
+        (r"x = 3 \text{ or } x = 4", set()),
+        (r"9:00 \text{ AM}", set()),
+        ("(3, 4)", set()),
+    ],
 )
 def test_units_of(text, units):
     assert units_of(text) == units

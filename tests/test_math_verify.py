@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
+from groupscore.schema.verdict import Status
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import score_math
 from groupscore.verifiers.registry import parse_item, score_item
-from groupscore.schema.verdict import Status
 
 
 def score(completion: str, answer: str, **knobs):
@@ -85,8 +85,10 @@ def test_scoring_through_the_registry_keeps_the_id():
     assert (verdict.id, verdict.status) == ("q7", Status.correct)
 
 
-@pytest.mark.parametrize("completion, answer", [("\\boxed{x^2+2x+1}", "(x+1)^2"), ("\\boxed{3}", "4"),
-                                                ("\\boxed{\\arctan(1)}", "\\frac{\\pi}{4}")])
+@pytest.mark.parametrize(
+    "completion, answer",
+    [("\\boxed{x^2+2x+1}", "(x+1)^2"), ("\\boxed{3}", "4"), ("\\boxed{\\arctan(1)}", "\\frac{\\pi}{4}")],
+)
 def test_the_same_item_gives_the_same_verdict_across_repeats_and_threads(completion, answer):
     item = MathItem(completion=completion, answer=answer, timeout_s=30.0)
     first = score_math(item)

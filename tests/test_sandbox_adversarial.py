@@ -38,8 +38,13 @@ def jailed(code: str, *, limits: Limits = FAST, stdin: str = "", collect=(), fil
     """Run `code` (after PRELUDE) as main.py with a unique marker in argv; assert nothing of it survives."""
     marker = "gsmark-" + secrets.token_hex(6)
     exe = toolchain("python").executable
-    result = run({"main.py": PRELUDE + code, **(files or {})}, [exe, "-s", "-B", "main.py", marker],
-                 limits=limits, stdin=stdin, collect=list(collect))
+    result = run(
+        {"main.py": PRELUDE + code, **(files or {})},
+        [exe, "-s", "-B", "main.py", marker],
+        limits=limits,
+        stdin=stdin,
+        collect=list(collect),
+    )
     assert host_pids_with(marker) == [], "a process of the run survived it"
     return result, marker
 
@@ -65,11 +70,13 @@ def test_jailed_process_has_an_unprivileged_real_uid_on_the_host(jail_proven):
     assert jail_proven["uids_on_host"] and 0 not in jail_proven["uids_on_host"]
     if IS_ROOT:  # a host uid of its own per live jail, never nobody's or any real user's (covert channels)
         from groupscore.sandbox.uids import ID_COUNT, id_base
+
         assert all(id_base() <= uid < id_base() + ID_COUNT for uid in jail_proven["uids_on_host"])
     assert jail_proven["pid_inside"] == 2  # under the jail's init shell, in its own pid namespace
 
 
 # ---- network ---------------------------------------------------------------------------------------
+
 
 def test_host_loopback_listener_is_unreachable():
     listener = socket.socket()
@@ -130,6 +137,7 @@ print(open("/sys/class/net/lo/operstate").read().strip() if os.path.exists("/sys
 
 # ---- host files, environment, fds -----------------------------------------------------------------
 
+
 def test_etc_shadow_is_not_there():
     r, _ = jailed("""
 for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
@@ -151,8 +159,10 @@ def test_etc_shadow_unreadable_even_when_bind_mounted():
     tool = toolchain("python")
     policy = build_policy(tool, FAST, extra_ro=("/etc/shadow",))
     assert any(m.target == "/etc/shadow" for m in policy.mounts)
-    code = ("import errno\ntry:\n    open('/etc/shadow').read(); print('READ')\n"
-            "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
+    code = (
+        "import errno\ntry:\n    open('/etc/shadow').read(); print('READ')\n"
+        "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
+    )
     out, _, _ = execute(policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", FAST, [])
     assert classify(out, FAST)[0] is RunStatus.OK and out.stdout.decode().strip() == "EACCES"
 
@@ -180,8 +190,21 @@ print(open("/proc/self/environ", "rb").read().replace(b"\\0", b" ").decode())
     assert r.status is RunStatus.OK
     assert "hunter2" not in r.stdout and "GS_TEST_SECRET" not in r.stdout
     # PWD comes from the init shell
-    assert r.stdout.splitlines()[0] == str(sorted(["PATH", "PWD", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONHASHSEED",
-                                                   "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING"]))
+    assert r.stdout.splitlines()[0] == str(
+        sorted(
+            [
+                "PATH",
+                "PWD",
+                "HOME",
+                "TMPDIR",
+                "LANG",
+                "LC_ALL",
+                "PYTHONHASHSEED",
+                "PYTHONDONTWRITEBYTECODE",
+                "PYTHONIOENCODING",
+            ]
+        )
+    )
 
 
 def test_inherited_host_fds_are_closed(tmp_path):
@@ -275,35 +298,43 @@ for p in ["s1", "s2", "s3", "/proc/1/root/root", "/proc/self/root/../../etc/shad
 
 
 def test_collected_file_cannot_be_swapped_for_a_symlink():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 open("out.txt", "w").write("result")
 for f in (lambda: os.unlink("out.txt"), lambda: os.rename("out.txt", "x"), lambda: os.symlink("/etc/shadow", "out.txt")):
     try:
         f(); print("DONE")
     except OSError as e:
         print(name(e))
-""", collect=["out.txt"])
+""",
+        collect=["out.txt"],
+    )
     assert r.status is RunStatus.OK and r.stdout.split() == ["EBUSY", "EBUSY", "EEXIST"]
     assert r.files == {"out.txt": b"result"}
 
 
 # ---- processes ---------------------------------------------------------------------------------------
 
+
 @destructive
 def test_fork_bomb_is_stopped_by_the_pids_limit():
-    r, _marker = jailed("""
+    r, _marker = jailed(
+        """
 while True:
     try:
         os.fork()
     except OSError:
         pass
-""", limits=Limits(wall_time_s=2, memory_mb=256, max_processes=32))
+""",
+        limits=Limits(wall_time_s=2, memory_mb=256, max_processes=32),
+    )
     assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 4
 
 
 @destructive
 def test_fork_count_is_capped():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 n = 0
 try:
     while True:
@@ -313,14 +344,17 @@ try:
         n += 1
 except OSError as e:
     print(n, name(e))
-""", limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16))
+""",
+        limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16),
+    )
     n, err = r.stdout.split()
     assert r.status is RunStatus.OK and err == "EAGAIN" and 8 <= int(n) < 16
 
 
 @destructive
 def test_thread_bomb_is_capped():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 import threading
 n = 0
 try:
@@ -329,15 +363,19 @@ try:
 except RuntimeError as e:
     print(n, "RuntimeError", flush=True)
 os._exit(0)
-""", limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16))
+""",
+        limits=Limits(wall_time_s=5, memory_mb=256, max_processes=16),
+    )
     n, err = r.stdout.split()
     assert r.status is RunStatus.OK and err == "RuntimeError" and int(n) < 16
 
 
 @destructive
 def test_memory_bomb_one_process():
-    r, _ = jailed("a = []\nwhile True: a.append(bytearray(8 << 20)); a[-1][::4096] = b'x' * len(a[-1][::4096])",
-                  limits=Limits(wall_time_s=10, memory_mb=128))
+    r, _ = jailed(
+        "a = []\nwhile True: a.append(bytearray(8 << 20)); a[-1][::4096] = b'x' * len(a[-1][::4096])",
+        limits=Limits(wall_time_s=10, memory_mb=128),
+    )
     assert r.status is RunStatus.MEMORY_LIMIT
     assert r.peak_memory_mb is None or r.peak_memory_mb <= 128 + 8
 
@@ -345,7 +383,8 @@ def test_memory_bomb_one_process():
 @destructive
 def test_memory_bomb_many_children_together():
     """Five children of 40 MB each: none alone passes 128 MB, together they do."""
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 kids = []
 for _ in range(5):
     pid = os.fork()
@@ -354,7 +393,9 @@ for _ in range(5):
     kids.append(pid)
 for k in kids:
     os.waitpid(k, 0)
-""", limits=Limits(wall_time_s=4, memory_mb=128))
+""",
+        limits=Limits(wall_time_s=4, memory_mb=128),
+    )
     if "memory" not in r.cgroup:
         pytest.skip(f"no cgroup memory limit on this host: {r.cgroup}")
     assert r.status is RunStatus.MEMORY_LIMIT
@@ -381,7 +422,8 @@ def test_sleep_past_the_limit_times_out():
 
 @destructive
 def test_spin_ignoring_every_catchable_signal():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 for s in signal.valid_signals():
     try:
         signal.signal(s, signal.SIG_IGN)
@@ -389,7 +431,9 @@ for s in signal.valid_signals():
         pass
 print("ignoring", flush=True)
 while True: pass
-""", limits=Limits(wall_time_s=1, memory_mb=128))
+""",
+        limits=Limits(wall_time_s=1, memory_mb=128),
+    )
     assert r.status is RunStatus.TIMEOUT and r.stdout == "ignoring\n" and r.wall_time_s < 2.5
 
 
@@ -416,11 +460,14 @@ print("parent done")
 
 @destructive
 def test_background_child_past_the_timeout_does_not_survive():
-    r, _marker = jailed("""
+    r, _marker = jailed(
+        """
 if os.fork() == 0:
     os.setsid(); time.sleep(60)
 time.sleep(60)
-""", limits=Limits(wall_time_s=1, memory_mb=128))
+""",
+        limits=Limits(wall_time_s=1, memory_mb=128),
+    )
     assert r.status is RunStatus.TIMEOUT
 
 
@@ -454,16 +501,19 @@ print("still here")
 
 @destructive
 def test_output_flood_is_capped():
-    r, _ = jailed("while True: sys.stdout.write('x' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128,
-                                                                            max_output_bytes=100_000))
+    r, _ = jailed(
+        "while True: sys.stdout.write('x' * 65536)",
+        limits=Limits(wall_time_s=10, memory_mb=128, max_output_bytes=100_000),
+    )
     assert r.status is RunStatus.OUTPUT_LIMIT and r.stdout_truncated and len(r.stdout) == 100_000
     assert r.wall_time_s < 5
 
 
 @destructive
 def test_stderr_flood_is_capped():
-    r, _ = jailed("while True: os.write(2, b'e' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128,
-                                                                         max_output_bytes=50_000))
+    r, _ = jailed(
+        "while True: os.write(2, b'e' * 65536)", limits=Limits(wall_time_s=10, memory_mb=128, max_output_bytes=50_000)
+    )
     assert r.status is RunStatus.OUTPUT_LIMIT and r.stderr_truncated and len(r.stderr) == 50_000
     assert not r.stdout_truncated
 
@@ -471,7 +521,8 @@ def test_stderr_flood_is_capped():
 @destructive
 def test_disk_fill_hits_the_work_tmpfs_cap():
     before = shutil.disk_usage(tempfile.gettempdir()).free
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 n = 0
 try:
     with open("fill", "wb") as f:
@@ -479,7 +530,9 @@ try:
             f.write(b"\\0" * (1 << 20)); f.flush(); n += 1
 except OSError as e:
     print(n, name(e))
-""", limits=Limits(wall_time_s=10, memory_mb=256, tmpfs_mb=8, max_file_bytes=64 << 20))
+""",
+        limits=Limits(wall_time_s=10, memory_mb=256, tmpfs_mb=8, max_file_bytes=64 << 20),
+    )
     n, err = r.stdout.split()
     assert r.status is RunStatus.OK and err == "ENOSPC" and 6 <= int(n) <= 8
     assert shutil.disk_usage(tempfile.gettempdir()).free > before - (4 << 20)
@@ -487,44 +540,54 @@ except OSError as e:
 
 @destructive
 def test_one_big_file_hits_the_file_size_limit():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 try:
     open("big", "wb").write(b"\\0" * (3 << 20)); print("WROTE")
 except OSError as e:
     print(name(e))
-""", limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=2 << 20))
+""",
+        limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=2 << 20),
+    )
     assert r.status is RunStatus.OK and r.stdout.strip() == "EFBIG"
 
 
 @destructive
 def test_many_files_hit_the_inode_cap():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 n = 0
 try:
     while True:
         open(f"f{n}", "w").close(); n += 1
 except OSError as e:
     print(n, name(e))
-""", limits=Limits(wall_time_s=10, memory_mb=256))
+""",
+        limits=Limits(wall_time_s=10, memory_mb=256),
+    )
     n, err = r.stdout.split()
     assert r.status is RunStatus.OK and err == "ENOSPC" and 4000 <= int(n) <= 4096
 
 
 @destructive
 def test_many_open_files_hit_nofile():
-    r, _ = jailed("""
+    r, _ = jailed(
+        """
 fs = []
 try:
     while True:
         fs.append(open("/dev/null"))
 except OSError as e:
     print(len(fs), name(e))
-""", limits=Limits(wall_time_s=5, memory_mb=256, max_open_files=40))
+""",
+        limits=Limits(wall_time_s=5, memory_mb=256, max_open_files=40),
+    )
     n, err = r.stdout.split()
     assert r.status is RunStatus.OK and err == "EMFILE" and int(n) < 40
 
 
 # ---- kernel interfaces (seccomp, privileges) -------------------------------------------------------
+
 
 @destructive
 def test_ptrace_is_denied():
@@ -601,6 +664,7 @@ def test_process_is_pid_two_under_init_with_its_own_hostname():
 
 # ---- outcomes ------------------------------------------------------------------------------------------
 
+
 def test_exit_code_and_exception_are_runtime_errors():
     r, _ = jailed("sys.exit(3)")
     assert (r.status, r.exit_code, r.signal) == (RunStatus.RUNTIME_ERROR, 3, None)
@@ -626,8 +690,14 @@ def test_stdin_reaches_the_program_and_output_comes_back():
 def test_run_many_in_parallel_keeps_order_and_isolation():
     exe = toolchain("python").executable
     prog = "import os\nfor _ in range(3):\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\nprint({})"
-    reqs = [{"files": {"main.py": prog.format(i)},
-             "command": [exe, "main.py"], "limits": Limits(wall_time_s=10, max_processes=8)} for i in range(8)]
+    reqs = [
+        {
+            "files": {"main.py": prog.format(i)},
+            "command": [exe, "main.py"],
+            "limits": Limits(wall_time_s=10, max_processes=8),
+        }
+        for i in range(8)
+    ]
     reqs.insert(3, {"files": {"../escape.py": "x"}})
     results = run_many(reqs, workers=4)
     assert results[3].status is RunStatus.SANDBOX_ERROR and "bad file name" in results[3].error
@@ -637,7 +707,7 @@ def test_run_many_in_parallel_keeps_order_and_isolation():
 
 # ---- C and C++ -----------------------------------------------------------------------------------------
 
-C_ECHO = "#include <stdio.h>\nint main(void){int a,b; if(scanf(\"%d %d\",&a,&b)!=2) return 2; printf(\"%d\\n\", a+b); return 0;}\n"
+C_ECHO = '#include <stdio.h>\nint main(void){int a,b; if(scanf("%d %d",&a,&b)!=2) return 2; printf("%d\\n", a+b); return 0;}\n'
 
 
 def test_c_compiles_and_runs():
@@ -666,8 +736,12 @@ def test_cpp_compile_error():
 @destructive
 def test_compile_step_has_its_own_time_limit():
     """`#include "/dev/zero"` makes the preprocessor read forever; the compile limit ends it."""
-    r = run({"main.c": '#include "/dev/zero"\nint main(void){return 0;}\n'}, language="c", limits=FAST,
-            compile_limits=Limits(wall_time_s=2, memory_mb=256, max_processes=16, tmpfs_mb=64))
+    r = run(
+        {"main.c": '#include "/dev/zero"\nint main(void){return 0;}\n'},
+        language="c",
+        limits=FAST,
+        compile_limits=Limits(wall_time_s=2, memory_mb=256, max_processes=16, tmpfs_mb=64),
+    )
     assert r.status is RunStatus.COMPILE_ERROR and r.compile.status in (RunStatus.TIMEOUT, RunStatus.MEMORY_LIMIT)
 
 
@@ -675,8 +749,10 @@ def test_compile_step_has_its_own_time_limit():
 def test_c_segfault_and_c_memory_bomb():
     r = run({"main.c": "int main(void){ volatile int *p = 0; return *p; }"}, language="c", limits=FAST)
     assert (r.status, r.signal) == (RunStatus.RUNTIME_ERROR, 11)
-    bomb = ("#include <stdlib.h>\n#include <string.h>\n"
-            "int main(void){ for(;;){ char *p = malloc(1<<20); if(!p) return 3; memset(p, 1, 1<<20);} }\n")
+    bomb = (
+        "#include <stdlib.h>\n#include <string.h>\n"
+        "int main(void){ for(;;){ char *p = malloc(1<<20); if(!p) return 3; memset(p, 1, 1<<20);} }\n"
+    )
     r = run({"main.c": bomb}, language="c", limits=Limits(wall_time_s=10, memory_mb=64))
     # cgroup OOM kill, or malloc fails at the address-space limit and the program exits 3
     assert r.status is RunStatus.MEMORY_LIMIT or (r.status, r.exit_code) == (RunStatus.RUNTIME_ERROR, 3)
@@ -697,14 +773,21 @@ def test_bombs_in_parallel_jails_do_not_starve_their_neighbours():
     exe = toolchain("python").executable
     fork_bomb = PRELUDE + "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
     mem_bomb = PRELUDE + "a = []\nwhile True: a.append(bytearray(8 << 20)); a[-1][::4096] = b'x' * len(a[-1][::4096])\n"
-    normal = PRELUDE + ("kids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n"
-                        "    kids.append(pid)\nfor k in kids:\n    os.waitpid(k, 0)\nprint('fine', len(kids))\n")
+    normal = PRELUDE + (
+        "kids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n"
+        "    kids.append(pid)\nfor k in kids:\n    os.waitpid(k, 0)\nprint('fine', len(kids))\n"
+    )
     bomb_limits = Limits(wall_time_s=3, memory_mb=128, max_processes=32)
     reqs = []
     for i in range(6):
         src = fork_bomb if i == 0 else mem_bomb if i == 1 else normal
-        reqs.append({"files": {"main.py": src}, "command": [exe, "-s", "-B", "main.py", marker],
-                     "limits": bomb_limits if i < 2 else Limits(wall_time_s=20, memory_mb=128, max_processes=8)})
+        reqs.append(
+            {
+                "files": {"main.py": src},
+                "command": [exe, "-s", "-B", "main.py", marker],
+                "limits": bomb_limits if i < 2 else Limits(wall_time_s=20, memory_mb=128, max_processes=8),
+            }
+        )
     results = run_many(reqs, workers=6)
     assert results[0].status is RunStatus.TIMEOUT
     assert results[1].status is RunStatus.MEMORY_LIMIT
@@ -735,14 +818,17 @@ def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     assert policy.rlimits.address_space_mb == 128 + 128
 
     def go(code: str):
-        out, _, _ = jail.execute(policy, {"main.py": (PRELUDE + code).encode()},
-                                    [tool.executable, "main.py"], b"", limits, [])
+        out, _, _ = jail.execute(
+            policy, {"main.py": (PRELUDE + code).encode()}, [tool.executable, "main.py"], b"", limits, []
+        )
         return classify(out, limits)[0], out
 
     status, out = go("a = []\nwhile True: a.append(bytearray(8 << 20))")
     assert status is RunStatus.MEMORY_LIMIT and b"MemoryError" in out.stderr
-    status, out = go("n = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n"
-                     "        n += 1\nexcept OSError as e:\n    print(n, name(e))\n")
+    status, out = go(
+        "n = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(30); os._exit(0)\n"
+        "        n += 1\nexcept OSError as e:\n    print(n, name(e))\n"
+    )
     n, err = out.stdout.decode().split()
     assert status is RunStatus.OK and err == "EAGAIN" and int(n) < 16
     assert jail.cgroup_note() == "none: test: no cgroups"

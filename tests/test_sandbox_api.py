@@ -36,19 +36,31 @@ def test_same_program_same_output_across_runs():
 
 
 def test_collect_returns_written_files_capped_by_the_file_size_limit():
-    prog = ("import errno\nopen('results.jsonl', 'w').write('{\"a\": 1}\\n')\n"
-            "try:\n    open('big.bin', 'wb').write(b'x' * (2 << 20))\nexcept OSError as e:\n"
-            "    print(errno.errorcode[e.errno])\n")
-    r = run({"main.py": prog}, collect=["results.jsonl", "big.bin", "never.txt"],
-            limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=1 << 20))
+    prog = (
+        "import errno\nopen('results.jsonl', 'w').write('{\"a\": 1}\\n')\n"
+        "try:\n    open('big.bin', 'wb').write(b'x' * (2 << 20))\nexcept OSError as e:\n"
+        "    print(errno.errorcode[e.errno])\n"
+    )
+    r = run(
+        {"main.py": prog},
+        collect=["results.jsonl", "big.bin", "never.txt"],
+        limits=Limits(wall_time_s=5, memory_mb=256, max_file_bytes=1 << 20),
+    )
     assert r.status is RunStatus.OK and r.stdout == "EFBIG\n"
     assert r.files["results.jsonl"] == b'{"a": 1}\n' and r.files["never.txt"] == b""
     assert len(r.files["big.bin"]) == 1 << 20 and r.files_truncated == []
 
 
 def test_files_can_be_nested_and_binary():
-    r = run({"main.py": "import pkg.mod\nprint(open('data/blob', 'rb').read()[:3])",
-             "pkg/__init__.py": "", "pkg/mod.py": "print('mod')", "data/blob": b"\x00\x01\x02\xff"}, limits=QUICK)
+    r = run(
+        {
+            "main.py": "import pkg.mod\nprint(open('data/blob', 'rb').read()[:3])",
+            "pkg/__init__.py": "",
+            "pkg/mod.py": "print('mod')",
+            "data/blob": b"\x00\x01\x02\xff",
+        },
+        limits=QUICK,
+    )
     assert r.status is RunStatus.OK and r.stdout == "mod\nb'\\x00\\x01\\x02'\n"
 
 
@@ -67,8 +79,12 @@ def test_missing_main_and_unknown_language_are_refused():
 
 def test_command_runs_any_file_with_arguments_and_text_stdin():
     exe = toolchain("python").executable
-    r = run({"tool.py": "import sys\nprint(sys.argv[1:], input())"}, [exe, "tool.py", "a", "b c"], stdin="héllo",
-            limits=QUICK)
+    r = run(
+        {"tool.py": "import sys\nprint(sys.argv[1:], input())"},
+        [exe, "tool.py", "a", "b c"],
+        stdin="héllo",
+        limits=QUICK,
+    )
     assert r.status is RunStatus.OK and r.stdout == "['a', 'b c'] héllo\n"
 
 
@@ -78,9 +94,10 @@ def test_unknown_command_is_a_runtime_error_not_a_sandbox_error():
 
 
 def test_c_compile_happens_once_for_many_runs():
-    src = "#include <stdio.h>\nint main(void){int a; if(scanf(\"%d\",&a)!=1) return 1; printf(\"%d\\n\", a*a); return 0;} /* unique-7731 */\n"
-    results = run_many([{"files": {"main.c": src}, "language": "c", "stdin": str(i), "limits": QUICK}
-                        for i in range(4)], workers=2)
+    src = '#include <stdio.h>\nint main(void){int a; if(scanf("%d",&a)!=1) return 1; printf("%d\\n", a*a); return 0;} /* unique-7731 */\n'
+    results = run_many(
+        [{"files": {"main.c": src}, "language": "c", "stdin": str(i), "limits": QUICK} for i in range(4)], workers=2
+    )
     assert [r.stdout for r in results] == ["0\n", "1\n", "4\n", "9\n"]
     assert sorted(r.compile.cached for r in results) == [False, True, True, True]
     assert all(r.compile.status is RunStatus.OK for r in results)
@@ -98,8 +115,9 @@ def test_cli_runs_a_file(tmp_path):
     prog.write_text("print(int(input()) + 1)")
     stdin = tmp_path / "in.txt"
     stdin.write_text("41\n")
-    out = groupscore("sandbox", "run", str(prog), "--stdin", str(stdin), "--time-limit", "5", "--memory-mb", "256",
-                     timeout=120)
+    out = groupscore(
+        "sandbox", "run", str(prog), "--stdin", str(stdin), "--time-limit", "5", "--memory-mb", "256", timeout=120
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert (data["status"], data["stdout"]) == ("ok", "42\n")
@@ -158,9 +176,11 @@ def test_a_run_whose_cgroup_limits_cannot_be_set_does_not_start(monkeypatch):
 
 
 def test_as_init_runs_the_program_as_pid_1_and_reports_its_own_exit_code():
-    prog = ("import os, signal, sys\nprint(os.getpid())\n"
-            "os.kill(1, signal.SIGTERM)\nos.kill(1, signal.SIGKILL)\n"  # from inside, the kernel drops both
-            "sys.exit(int(sys.argv[1]))\n")
+    prog = (
+        "import os, signal, sys\nprint(os.getpid())\n"
+        "os.kill(1, signal.SIGTERM)\nos.kill(1, signal.SIGKILL)\n"  # from inside, the kernel drops both
+        "sys.exit(int(sys.argv[1]))\n"
+    )
     tool = toolchain("python")
     r = run({"main.py": prog}, [tool.executable, "main.py", "130"], limits=QUICK, as_init=True)
     # 130 is the program's own status: no init shell in between, so not read as "killed by signal 2"
@@ -172,8 +192,12 @@ def test_as_init_runs_the_program_as_pid_1_and_reports_its_own_exit_code():
 def test_as_init_program_killed_by_the_wall_clock_leaves_nothing():
     marker = f"as-init-survivor-{uuid.uuid4().hex}"
     prog = "import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        time.sleep(60)\ntime.sleep(60)\n"
-    r = run({"main.py": prog}, [toolchain("python").executable, "main.py", marker],
-            limits=Limits(wall_time_s=1, memory_mb=256), as_init=True)
+    r = run(
+        {"main.py": prog},
+        [toolchain("python").executable, "main.py", marker],
+        limits=Limits(wall_time_s=1, memory_mb=256),
+        as_init=True,
+    )
     assert r.status is RunStatus.TIMEOUT and r.wall_time_s < 5
     deadline = time.monotonic() + 5
     while host_pids_with(marker) and time.monotonic() < deadline:
@@ -238,7 +262,8 @@ def test_the_memory_cgroup_oom_killer_never_picks_the_harness_through_its_slot_t
         "bomb = 'a = []\\nwhile True:\\n    a.append(bytearray(8 << 20)); a[-1][::4096] = b\"x\" * len(a[-1][::4096])\\n'\n"
         "for _ in range(2):\n"
         "    print(run({'main.py': bomb}, limits=Limits(wall_time_s=5, memory_mb=64)).status.value, flush=True)\n"
-        "print('harness alive')\n")
+        "print('harness alive')\n"
+    )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.split() == ["memory_limit", "memory_limit", "harness", "alive"]

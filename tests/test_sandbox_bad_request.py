@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from groupscore.sandbox import BadRunRequest, RunStatus, SandboxUnavailable, run_many
+from groupscore.sandbox import BadRunRequest, RunStatus, SandboxUnavailable, run_many, uids
 from groupscore.sandbox import runner as sandbox_runner
 from groupscore.sandbox import settings as sandbox_settings
-from groupscore.sandbox import uids
 
 
 def test_a_bad_argument_is_a_refused_request_for_that_run_only():
-    results = run_many([{"files": {"../x.py": "print(1)"}, "language": "python"},
-                        {"files": {"main.py": "print(1)"}, "language": "python"}], workers=1)
+    results = run_many(
+        [
+            {"files": {"../x.py": "print(1)"}, "language": "python"},
+            {"files": {"main.py": "print(1)"}, "language": "python"},
+        ],
+        workers=1,
+    )
     assert results[0].status is RunStatus.SANDBOX_ERROR and results[0].error.startswith("bad run request")
     assert results[1].status is RunStatus.OK and results[1].stdout == "1\n"
 

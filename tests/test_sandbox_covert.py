@@ -47,8 +47,11 @@ def _run(code: str, **kw) -> RunResult:
 def pair(sender: str, receiver: str, *, receiver_collect=(), sender_collect=()) -> tuple[RunResult, RunResult]:
     """Run sender and receiver in two jails at the same time; the receiver starts its probe WAIT_S later."""
     box: dict[str, RunResult] = {}
-    send = threading.Thread(target=lambda: box.setdefault(
-        "s", _run(sender + f"\nprint('SENT', flush=True)\ntime.sleep({HOLD_S})\n", collect=list(sender_collect))))
+    send = threading.Thread(
+        target=lambda: box.setdefault(
+            "s", _run(sender + f"\nprint('SENT', flush=True)\ntime.sleep({HOLD_S})\n", collect=list(sender_collect))
+        )
+    )
     send.start()
     time.sleep(0.2)
     recv = _run(f"time.sleep({WAIT_S})\n" + receiver, collect=list(receiver_collect))
@@ -65,42 +68,51 @@ def secret_int(bits: int = 20) -> int:
 
 # ---- file locks on shared inodes ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", ["os.__file__", "'/dev/null'", "sys.executable"])
 def test_posix_lock_offsets_do_not_cross_jails(path):
     secret = secret_int()
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 fd = os.open({path}, os.O_RDONLY)
 fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, {secret})
-""", f"""
+""",
+        f"""
 fd = os.open({path}, os.O_RDONLY)
 got = struct.unpack(FLOCK, fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack(FLOCK, fcntl.F_WRLCK, 0, 0, 0, 0)))
 print(got[0] == fcntl.F_UNLCK, got[2])
-""")
+""",
+    )
     assert r.stdout.split() == ["True", "0"]
 
 
 def test_ofd_lock_offsets_do_not_cross_jails():
     secret = secret_int()
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 fd = os.open(os.__file__, os.O_RDONLY)
 fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack(FLOCK, fcntl.F_RDLCK, 0, {secret}, 1, 0))
-""", """
+""",
+        """
 fd = os.open(os.__file__, os.O_RDONLY)
 got = struct.unpack(FLOCK, fcntl.fcntl(fd, fcntl.F_OFD_GETLK, struct.pack(FLOCK, fcntl.F_WRLCK, 0, 0, 0, 0)))
 print(got[0] == fcntl.F_UNLCK, got[2])
-""")
+""",
+    )
     assert r.stdout.split() == ["True", "0"]
 
 
 def test_set_lock_probing_does_not_cross_jails():
     """F_SETLK itself is a probe: a write lock on /dev/null (writable in every jail) fails where another jail holds one."""
     secret = secret_int(8)
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 fd = os.open('/dev/null', os.O_RDONLY)
 for bit in range(8):
     if {secret} >> bit & 1:
         fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, bit)
-""", """
+""",
+        """
 fd = os.open('/dev/null', os.O_RDWR)
 got = 0
 for bit in range(8):
@@ -109,19 +121,22 @@ for bit in range(8):
     except OSError as e:
         got |= (e.errno in (errno.EAGAIN, errno.EACCES)) << bit
 print(got)
-""")
+""",
+    )
     assert r.stdout.split() == ["0"]
 
 
 def test_flock_bits_do_not_cross_jails():
     secret = secret_int(8)
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 files = sorted(os.path.join(STDLIB, f) for f in os.listdir(STDLIB) if f.endswith('.py'))[:8]
 held = []
 for bit, path in enumerate(files):
     if {secret} >> bit & 1:
         fd = os.open(path, os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_SH); held.append(fd)
-""", """
+""",
+        """
 files = sorted(os.path.join(STDLIB, f) for f in os.listdir(STDLIB) if f.endswith('.py'))[:8]
 got = 0
 for bit, path in enumerate(files):
@@ -131,21 +146,25 @@ for bit, path in enumerate(files):
     except OSError:
         got |= 1 << bit
 print(got)
-""")
+""",
+    )
     assert r.stdout.split() == ["0"]
 
 
 def test_proc_locks_does_not_list_other_jails_locks():
     secret = secret_int()
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 fd = os.open(os.__file__, os.O_RDONLY)
 fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, {secret})
-""", """
+""",
+        """
 try:
     print(len(open('/proc/locks').read().splitlines()))
 except OSError as e:
     print(name(e))
-""")
+""",
+    )
     assert r.stdout.split() == ["ENOENT"]
 
 
@@ -182,7 +201,9 @@ page = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
 def word(i):
     return ctypes.c_uint32.from_address(page + 4 * i).value
 """
-    _, r = pair(futex_lib + f"""
+    _, r = pair(
+        futex_lib
+        + f"""
 class Timespec(ctypes.Structure):
     _fields_ = [('s', ctypes.c_long), ('ns', ctypes.c_long)]
 def wait(i):
@@ -190,13 +211,16 @@ def wait(i):
 for bit in range(8):
     if {secret} >> bit & 1:
         threading.Thread(target=wait, args=(bit,), daemon=True).start()
-""", futex_lib + """
+""",
+        futex_lib
+        + """
 got = 0
 for bit in range(8):
     woken = libc.syscall(202, ctypes.c_void_p(page + 4 * bit), 1, 1, 0, 0, 0)  # FUTEX_WAKE, one waiter
     got |= (woken > 0) << bit
 print(got)
-""")
+""",
+    )
     assert r.stdout.split() == ["0"]
 
 
@@ -244,12 +268,15 @@ int main(void) {
 
 # ---- notifications and timestamps of shared files ------------------------------------------------------------------
 
+
 def test_inotify_does_not_see_other_jails_file_access():
     secret = secret_int(8)
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 files = sorted(f for f in os.listdir(STDLIB) if f.endswith('.py'))
 open(os.path.join(STDLIB, files[{secret} % len(files)])).read()
-""", """
+""",
+        """
 fd = libc.inotify_init1(os.O_NONBLOCK)
 if fd < 0:
     print(name(ctypes.get_errno())); raise SystemExit
@@ -260,17 +287,20 @@ try:
 except BlockingIOError:
     data = b''
 print(len(data))
-""")
+""",
+    )
     assert r.stdout.split() == ["ENOSYS"]
 
 
 def test_dnotify_does_not_see_other_jails_file_access():
-    _, r = pair("""
+    _, r = pair(
+        """
 time.sleep(0.5)
 for f in sorted(os.listdir(STDLIB))[:20]:
     if f.endswith('.py'):
         open(os.path.join(STDLIB, f)).read()
-""", """
+""",
+        """
 import signal
 seen = []
 signal.signal(signal.SIGIO, lambda *a: seen.append(1))
@@ -281,51 +311,76 @@ except OSError as e:
     print(name(e)); raise SystemExit
 time.sleep(1.5)
 print(len(seen))
-""")
+""",
+    )
     assert r.stdout.split() == ["EINVAL"]
 
 
 def test_reading_a_shared_file_changes_no_timestamp():
     """Closed by the read-only binds (no atime update): a regression guard."""
-    _, r = pair("""
+    _, r = pair(
+        """
 files = sorted(f for f in os.listdir(STDLIB) if f.endswith('.py'))
 for f in files[:50]:
     open(os.path.join(STDLIB, f)).read()
-""", """
+""",
+        """
 files = sorted(f for f in os.listdir(STDLIB) if f.endswith('.py'))
 before = [os.stat(os.path.join(STDLIB, f)).st_atime_ns for f in files[:50]]
 time.sleep(1.0)
 after = [os.stat(os.path.join(STDLIB, f)).st_atime_ns for f in files[:50]]
 print(before == after)
-""")
+""",
+    )
     assert r.stdout.split() == ["True"]
 
 
 def test_dev_null_timestamps_cannot_carry_a_signal():
-    s, r = pair("""
+    s, r = pair(
+        """
 try:
     os.utime('/dev/null'); print('TOUCHED')
 except OSError as e:
     print(name(e))
 with open('/dev/null', 'w') as fh:
     fh.write('still a sink')
-""", """
+""",
+        """
 before = os.stat('/dev/null')
 time.sleep(1.0)
 after = os.stat('/dev/null')
 print(before.st_mtime_ns == after.st_mtime_ns and before.st_ctime_ns == after.st_ctime_ns)
-""")
+""",
+    )
     assert s.stdout.split()[0] == "EROFS"
     assert r.stdout.split() == ["True"]
 
 
 # ---- host-wide counters ------------------------------------------------------------------------------------------
 
-GLOBAL_PROC_FILES = ["/proc/loadavg", "/proc/stat", "/proc/meminfo", "/proc/vmstat", "/proc/interrupts",
-                     "/proc/softirqs", "/proc/diskstats", "/proc/schedstat", "/proc/pressure/cpu", "/proc/uptime",
-                     "/proc/locks", "/proc/key-users", "/proc/sys/fs/file-nr", "/proc/sys/fs/inode-nr",
-                     "/proc/sys/fs/aio-nr", "/proc/sys/kernel/random/entropy_avail", "/proc/buddyinfo",
-                     "/proc/zoneinfo", "/proc/cgroups", "/proc/sys/fs/dentry-state", "/proc/slabinfo"]
+GLOBAL_PROC_FILES = [
+    "/proc/loadavg",
+    "/proc/stat",
+    "/proc/meminfo",
+    "/proc/vmstat",
+    "/proc/interrupts",
+    "/proc/softirqs",
+    "/proc/diskstats",
+    "/proc/schedstat",
+    "/proc/pressure/cpu",
+    "/proc/uptime",
+    "/proc/locks",
+    "/proc/key-users",
+    "/proc/sys/fs/file-nr",
+    "/proc/sys/fs/inode-nr",
+    "/proc/sys/fs/aio-nr",
+    "/proc/sys/kernel/random/entropy_avail",
+    "/proc/buddyinfo",
+    "/proc/zoneinfo",
+    "/proc/cgroups",
+    "/proc/sys/fs/dentry-state",
+    "/proc/slabinfo",
+]
 
 
 def test_no_host_wide_proc_file_is_readable():
@@ -355,7 +410,9 @@ for _ in range({count}):
 
 def test_fork_count_of_another_jail_is_not_visible():
     secret = 50 + secret_int(6)
-    _, r = pair(fork_sender(secret), """
+    _, r = pair(
+        fork_sender(secret),
+        """
 def forks():
     try:
         return int([ln for ln in open('/proc/stat') if ln.startswith('processes')][0].split()[1])
@@ -363,14 +420,17 @@ def forks():
         return name(e)
 a = forks(); time.sleep(1.0); b = forks()
 print(b if isinstance(b, str) else b - a)
-""")
+""",
+    )
     assert r.stdout.split() == ["ENOENT"]
 
 
 def test_pidfd_inode_numbers_do_not_count_other_jails_processes():
     """A pidfd's inode number is a host-wide count of processes started (pidfs)."""
     secret = 50 + secret_int(6)
-    _, r = pair(fork_sender(secret), """
+    _, r = pair(
+        fork_sender(secret),
+        """
 def ino():
     try:
         fd = os.pidfd_open(os.getpid())
@@ -384,28 +444,34 @@ pid = libc.syscall(56, 0x1000 | 17, 0, ctypes.byref(pidfd), 0, 0)  # clone(CLONE
 if pid == 0:
     os._exit(0)
 print(name(ctypes.get_errno()) if pid < 0 else 'PIDFD')
-""")
+""",
+    )
     assert r.stdout.split() == ["ENOSYS", "ENOSYS"]
 
 
 def test_sysinfo_shows_no_host_memory_or_process_count():
-    _, r = pair("""
+    _, r = pair(
+        """
 blob = bytearray(200 << 20)
 for i in range(0, len(blob), 4096):
     blob[i] = 1
-""", """
+""",
+        """
 buf = ctypes.create_string_buffer(256)
 print(libc.sysinfo(buf) == 0 or name(ctypes.get_errno()))
-""")
+""",
+    )
     assert r.stdout.split() == ["ENOSYS"]
 
 
 def test_statfs_shows_no_host_filesystem_usage():
     """Input and collected files live on the host's run dir fs; its free blocks would show other runs' writes."""
-    _, r = pair("""
+    _, r = pair(
+        """
 with open('/work/out.bin', 'wb') as fh:
     fh.write(os.urandom(8 << 20))
-""", """
+""",
+        """
 res = []
 for p in ('/work/main.py', '/usr', '/work'):
     try:
@@ -413,7 +479,9 @@ for p in ('/work/main.py', '/usr', '/work'):
     except OSError as e:
         res.append(name(e))
 print(*res)
-""", sender_collect=["out.bin"])
+""",
+        sender_collect=["out.bin"],
+    )
     assert r.stdout.split() == ["ENOSYS", "ENOSYS", "ENOSYS"]
 
 
@@ -426,7 +494,8 @@ print(fcntl.fcntl(w, fcntl.F_GETPIPE_SZ))
 
 def test_pipe_buffers_of_another_jail_do_not_shrink_this_jails_pipes():
     """The kernel counts pipe buffers per host uid (pipe-user-pages-soft): each concurrent jail needs its own uid."""
-    _, r = pair("""
+    _, r = pair(
+        """
 def hog():
     pipes = []
     while True:
@@ -444,7 +513,9 @@ for _ in range(4):
     if pid == 0:
         hog(); time.sleep(3); os._exit(0)
     kids.append(pid)
-""", _pipe_probe())
+""",
+        _pipe_probe(),
+    )
     assert r.stdout.split() == ["65536"]
 
 
@@ -479,6 +550,7 @@ else:
 
 
 # ---- page cache --------------------------------------------------------------------------------------------------
+
 
 def _evict_from_page_cache(path: str) -> None:
     with open(path, "rb") as fh:
@@ -520,7 +592,8 @@ def test_a_jail_cannot_evict_shared_pages_from_the_page_cache():
         fh.read()
     pages = _resident_pages(path)
     assert pages > 100
-    r = _run("""
+    r = _run(
+        """
 import pydoc_data.topics as t
 fd = os.open(t.__file__, os.O_RDONLY)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -531,7 +604,8 @@ for advice in (20, 21):  # MADV_COLD, MADV_PAGEOUT
     except OSError as e:
         print(name(e))
 print('done')
-""".replace("import pydoc", "import mmap\nimport pydoc"))
+""".replace("import pydoc", "import mmap\nimport pydoc")
+    )
     assert r.status is RunStatus.OK and r.stdout.split()[-1] == "done", r
     assert _resident_pages(path) == pages
 
@@ -555,7 +629,8 @@ except OSError as e:
 def test_other_page_cache_and_page_sharing_interfaces_are_off():
     """Kernel AIO (RWF_NOWAIT in memory), cachestat, process_madvise(PIDFD_SELF) and KSM merging (identical pages of two
     jails merged: each can tell) would get around the rules above."""
-    r = _run("""
+    r = _run(
+        """
 import pydoc_data.topics as t
 fd = os.open(t.__file__, os.O_RDONLY)
 libc.syscall.restype = ctypes.c_long
@@ -570,7 +645,8 @@ print(libc.prctl(67, 1, 0, 0, 0) == 0 or name(ctypes.get_errno()))  # PR_SET_MEM
 m = mmap.mmap(-1, 1 << 20)
 m.madvise(mmap.MADV_MERGEABLE)
 print(libc.prctl(68, 0, 0, 0, 0), open('/proc/self/ksm_merging_pages').read().strip())  # PR_GET_MEMORY_MERGE
-""".replace("import pydoc", "import mmap\nimport pydoc"))
+""".replace("import pydoc", "import mmap\nimport pydoc")
+    )
     assert r.status is RunStatus.OK, r
     assert r.stdout.split() == ["ENOSYS", "ENOSYS", "ENOSYS", "EINVAL", "0", "0"]
 
@@ -593,45 +669,55 @@ print(sum(b & 1 for b in vec.raw))
     _evict_from_page_cache(path)
     alone = _run(receiver)
     _evict_from_page_cache(path)
-    _, r = pair("""
+    _, r = pair(
+        """
 import pydoc_data.topics as t
 open(t.__file__, 'rb').read()
-""", receiver)
+""",
+        receiver,
+    )
     assert r.stdout.split() == alone.stdout.split()
 
 
 # ---- namespaced state (closed by the jail's own namespaces): regression guards --------------------------------------
 
+
 def test_abstract_unix_sockets_do_not_cross_jails():
     tag = secrets.token_hex(4)
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 s = socket.socket(socket.AF_UNIX); s.bind('\\0gs-{tag}'); s.listen(1)
-""", f"""
+""",
+        f"""
 c = socket.socket(socket.AF_UNIX)
 try:
     c.connect('\\0gs-{tag}'); print('CONNECTED')
 except OSError as e:
     print(name(e))
-""")
+""",
+    )
     assert r.stdout.split() == ["ECONNREFUSED"]
 
 
 def test_sysv_shared_memory_and_mqueues_do_not_cross_jails():
     key = secret_int(16)
-    _, r = pair(f"""
+    _, r = pair(
+        f"""
 assert libc.shmget({key}, 4096, 0o1666) >= 0
 assert libc.mq_open(b'/gs{key}', os.O_CREAT | os.O_RDWR, 0o666, None) >= 0
-""", f"""
+""",
+        f"""
 print(name(ctypes.get_errno()) if libc.shmget({key}, 4096, 0o666) < 0 else 'SHM')
 print(name(ctypes.get_errno()) if libc.mq_open(b'/gs{key}', os.O_RDONLY) < 0 else 'MQ')
-""")
+""",
+    )
     assert r.stdout.split() == ["ENOENT", "ENOENT"]
 
 
 # ---- end to end: hidden tests leaking into another run's verdict reason ----------------------------------------------
 
 # Sender half: place read locks on the jail's python binary at offsets spelling `text`; receiver half: read them back.
-LEAK_LIB = '''
+LEAK_LIB = """
 import fcntl, os, struct, sys, time
 FLOCK = "hhqqi4x"
 def plant(text):
@@ -652,21 +738,27 @@ def harvest():
         found[off // 1000] = chr(off % 1000)
         start = got[2] + 1
     return "".join(found[k] for k in sorted(found)) or "nothing"
-'''
+"""
 
 
 def test_hidden_stdin_does_not_reach_a_concurrent_public_tests_reason():
     secret = "HIN" + secrets.token_hex(6)
-    program = LEAK_LIB + '''
+    program = (
+        LEAK_LIB
+        + """
 data = sys.stdin.read().strip()
 if data == "pub":
     print(harvest())
 else:
     plant(data)
-'''
-    item = CodeItem(completion=f"```python\n{program}```", time_limit_s=6.0,
-                    tests=[{"type": "stdio", "stdin": "pub", "stdout": "PUB"}],
-                    hidden_tests=[{"type": "stdio", "stdin": secret, "stdout": "whatever"}])
+"""
+    )
+    item = CodeItem(
+        completion=f"```python\n{program}```",
+        time_limit_s=6.0,
+        tests=[{"type": "stdio", "stdin": "pub", "stdout": "PUB"}],
+        hidden_tests=[{"type": "stdio", "stdin": secret, "stdout": "whatever"}],
+    )
     verdict = score_code(item)
     assert secret not in verdict.model_dump_json()
     assert secret[3:] not in verdict.model_dump_json()
@@ -677,11 +769,19 @@ def test_hidden_call_args_do_not_reach_another_items_reason_in_one_batch():
     sender = LEAK_LIB + "def f(x):\n    if x != 'public':\n        plant(x)\n    return x\n"
     receiver = LEAK_LIB + "def f(x):\n    return harvest()\n"
     items = [
-        {"verifier": "code", "completion": f"```python\n{sender}```", "time_limit_s": 6.0,
-         "tests": [{"type": "call", "fn": "f", "args": ["public"], "expected": "public"}],
-         "hidden_tests": [{"type": "call", "fn": "f", "args": [secret], "expected": "x"}]},
-        {"verifier": "code", "completion": f"```python\n{receiver}```", "time_limit_s": 6.0,
-         "tests": [{"type": "call", "fn": "f", "args": ["p"], "expected": "p"}]},
+        {
+            "verifier": "code",
+            "completion": f"```python\n{sender}```",
+            "time_limit_s": 6.0,
+            "tests": [{"type": "call", "fn": "f", "args": ["public"], "expected": "public"}],
+            "hidden_tests": [{"type": "call", "fn": "f", "args": [secret], "expected": "x"}],
+        },
+        {
+            "verifier": "code",
+            "completion": f"```python\n{receiver}```",
+            "time_limit_s": 6.0,
+            "tests": [{"type": "call", "fn": "f", "args": ["p"], "expected": "p"}],
+        },
     ]
     verdicts = score_batch(items, workers=2)
     text = "".join(v.model_dump_json() for v in verdicts)

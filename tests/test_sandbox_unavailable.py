@@ -40,10 +40,12 @@ def attempt(tmp_path, nsjail_script: str | None, path: str | None = None) -> str
 
 def launches_on_host(probe_output: str) -> str:
     """A stand-in nsjail that prints what the probe would print and logs a clean exit."""
-    return ('case "$1" in --help) echo Usage; exit 0;; esac\n'
-            'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
-            f'echo "{probe_output}"\n'
-            'echo "[I][2026-11-22T00:00:00+0000] pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n')
+    return (
+        'case "$1" in --help) echo Usage; exit 0;; esac\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
+        f'echo "{probe_output}"\n'
+        'echo "[I][2026-11-22T00:00:00+0000] pid=5 ([STANDALONE MODE]) exited with status: 0, (PIDs left: 0)" > "$log"\n'
+    )
 
 
 def test_missing_binary_is_named(tmp_path):
@@ -52,17 +54,22 @@ def test_missing_binary_is_named(tmp_path):
 
 
 def test_missing_libnl_is_named_with_the_packages(tmp_path):
-    out = attempt(tmp_path, 'echo "nsjail: error while loading shared libraries: libnl-route-3.so.200: cannot open '
-                            'shared object file: No such file or directory" >&2\nexit 127\n')
+    out = attempt(
+        tmp_path,
+        'echo "nsjail: error while loading shared libraries: libnl-route-3.so.200: cannot open '
+        'shared object file: No such file or directory" >&2\nexit 127\n',
+    )
     assert out.startswith("UNAVAILABLE:") and "libnl-route-3.so.200" in out and "libnl-route-3-200" in out
 
 
 def test_namespaces_refused_is_named(tmp_path):
     # --help works; any real launch fails the way nsjail does without user namespaces
-    script = ('case "$1" in --help) echo Usage; exit 0;; esac\n'
-              'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
-              'echo "[E][2026][1] initCloneNs(): clone(flags=CLONE_NEWUSER|CLONE_NEWNS) failed: Operation not '
-              'permitted" > "$log"\nexit 255\n')
+    script = (
+        'case "$1" in --help) echo Usage; exit 0;; esac\n'
+        'while [ $# -gt 0 ]; do [ "$1" = --log ] && log=$2; shift; done\n'
+        'echo "[E][2026][1] initCloneNs(): clone(flags=CLONE_NEWUSER|CLONE_NEWNS) failed: Operation not '
+        'permitted" > "$log"\nexit 255\n'
+    )
     out = attempt(tmp_path, script)
     assert out.startswith("UNAVAILABLE:") and "namespaces are not available" in out
 

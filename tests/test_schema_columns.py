@@ -47,9 +47,15 @@ def test_code_without_any_tests_is_an_error_verdict():
 
 def test_check_columns_names_the_field_and_the_fix():
     items = [{"verifier": "math", "id": 0, "completion": "4"}]
-    with pytest.raises(MissingColumn, match=r"the math reward needs the field 'answer'.*fix: map \{'answer': 'solution'\}"):
+    with pytest.raises(
+        MissingColumn, match=r"the math reward needs the field 'answer'.*fix: map \{'answer': 'solution'\}"
+    ):
         check_columns("adapter", items, ["prompt", "solution"], "map {mapping}")
     check_columns("adapter", [{**items[0], "answer": "4"}], ["answer"], "map {mapping}")  # present: no error
     check_columns("adapter", [{"verifier": "nope", "completion": ""}], [], "{mapping}")  # unknown kind: left alone
-    check_columns("adapter", [{"verifier": "code", "completion": "", "hidden_tests": [{"stdin": "", "stdout": ""}]}],
-                  ["hidden_tests"], "{mapping}")  # either list of tests will do
+    check_columns(
+        "adapter",
+        [{"verifier": "code", "completion": "", "hidden_tests": [{"stdin": "", "stdout": ""}]}],
+        ["hidden_tests"],
+        "{mapping}",
+    )  # either list of tests will do

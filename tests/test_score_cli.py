@@ -123,8 +123,11 @@ def exploding_scorer(item):
 
 def test_a_raising_scorer_costs_only_its_item(monkeypatch):
     kind = registry.KINDS["math"]
-    monkeypatch.setitem(registry.KINDS, "math", registry.VerifierKind(
-        kind.name, kind.item_model, f"{__name__}:exploding_scorer", kind.summary))
+    monkeypatch.setitem(
+        registry.KINDS,
+        "math",
+        registry.VerifierKind(kind.name, kind.item_model, f"{__name__}:exploding_scorer", kind.summary),
+    )
     verdict = batch.score_one({"id": "x", "verifier": "math", "completion": "1", "answer": "1"})
     assert verdict.status is Status.error and verdict.id == "x"
     assert "ZeroDivisionError: scorer bug" in verdict.reason
@@ -136,6 +139,7 @@ def doubled_or_die(entries):
         os._exit(9)
     if 29 in entries:
         import time
+
         time.sleep(60)
     return [2 * e for e in entries]
 
@@ -144,8 +148,13 @@ def test_a_worker_dying_or_hanging_on_one_entry_costs_only_that_entry(monkeypatc
     monkeypatch.setattr(batch, "CHUNK_GUARD_BASE_S", 1.0)
     monkeypatch.setattr(batch, "CHUNK_GUARD_PER_ITEM_S", 0.1)
     monkeypatch.setattr(batch, "ITEM_GUARD_S", 2.0)
-    results = [r for part in batch.map_chunks(doubled_or_die, lambda entry, exc: (entry, f"{type(exc).__name__}"),
-                                                range(40), workers=2, chunk=8) for r in part]
+    results = [
+        r
+        for part in batch.map_chunks(
+            doubled_or_die, lambda entry, exc: (entry, f"{type(exc).__name__}"), range(40), workers=2, chunk=8
+        )
+        for r in part
+    ]
     assert len(results) == 40
     for entry, result in enumerate(results):
         if entry == 13:
@@ -156,19 +165,27 @@ def test_a_worker_dying_or_hanging_on_one_entry_costs_only_that_entry(monkeypatc
             assert result == 2 * entry
 
 
-REWARD_SPEC = {"components": [{"name": "correct", "weight": 1.0},
-                              {"name": "format", "verifier": "format", "weight": 0.25, "gate": True,
-                               "params": {"tags": ["think", "answer"]}}]}
+REWARD_SPEC = {
+    "components": [
+        {"name": "correct", "weight": 1.0},
+        {"name": "format", "verifier": "format", "weight": 0.25, "gate": True, "params": {"tags": ["think", "answer"]}},
+    ]
+}
 
 
 def test_cli_reward_spec_scores_every_item_with_its_components(tmp_path):
     # The service's composite reward from the command line: correctness plus a gated format component.
     source, spec, out = tmp_path / "in.jsonl", tmp_path / "reward.json", tmp_path / "out.jsonl"
-    source.write_text("\n".join([
-        math_line("right-formatted", "<think>6*7</think><answer>\\boxed{42}</answer>", "42"),
-        math_line("right-unformatted", "\\boxed{42}", "42"),
-        math_line("wrong-formatted", "<think>6*6</think><answer>\\boxed{36}</answer>", "42"),
-    ]) + "\n")
+    source.write_text(
+        "\n".join(
+            [
+                math_line("right-formatted", "<think>6*7</think><answer>\\boxed{42}</answer>", "42"),
+                math_line("right-unformatted", "\\boxed{42}", "42"),
+                math_line("wrong-formatted", "<think>6*6</think><answer>\\boxed{36}</answer>", "42"),
+            ]
+        )
+        + "\n"
+    )
     spec.write_text(json.dumps(REWARD_SPEC))
     done = run_cli(str(source), "-o", str(out), "-j", "1", "--reward", str(spec))
     assert done.returncode == 0, done.stderr
@@ -183,12 +200,15 @@ def test_cli_reward_spec_scores_every_item_with_its_components(tmp_path):
     assert [v.reward for v in verdicts] == [records[k]["reward"] for k in records]
 
 
-@pytest.mark.parametrize("spec_text, expected", [
-    ("{not json", "bad reward spec"),
-    (json.dumps({"components": []}), "components"),
-    (json.dumps({"components": [{"name": "x", "verifier": "poetry"}]}), "poetry"),
-    (json.dumps({"components": [{"name": "a"}, {"name": "a"}]}), "unique"),
-])
+@pytest.mark.parametrize(
+    "spec_text, expected",
+    [
+        ("{not json", "bad reward spec"),
+        (json.dumps({"components": []}), "components"),
+        (json.dumps({"components": [{"name": "x", "verifier": "poetry"}]}), "poetry"),
+        (json.dumps({"components": [{"name": "a"}, {"name": "a"}]}), "unique"),
+    ],
+)
 def test_cli_bad_reward_spec_is_one_clear_line_and_exit_2(tmp_path, spec_text, expected):
     source, spec = tmp_path / "in.jsonl", tmp_path / "reward.json"
     source.write_text(math_line("a", "\\boxed{1}", "1") + "\n")
@@ -209,21 +229,63 @@ def test_cli_missing_reward_spec_file(tmp_path):
 
 
 def _old_record(item_id, status, reward, version="math@1"):
-    return json.dumps({"id": item_id, "reward": reward, "status": status, "extracted": None, "reason": "",
-                       "verifier_version": version})
+    return json.dumps(
+        {
+            "id": item_id,
+            "reward": reward,
+            "status": status,
+            "extracted": None,
+            "reason": "",
+            "verifier_version": version,
+        }
+    )
 
 
 def test_compare_reports_every_item_whose_verdict_changed_keyed_by_id(tmp_path, capsys):
     from groupscore.cli import main
 
     source, old, out, changes = (tmp_path / n for n in ("in.jsonl", "old.jsonl", "out.jsonl", "changes.jsonl"))
-    source.write_text("\n".join([math_line("same", "\\boxed{42}", "42"), math_line("fixed", "\\boxed{7}", "7"),
-                                 math_line("broke", "\\boxed{3}", "4"), math_line("new", "\\boxed{1}", "1")]) + "\n")
+    source.write_text(
+        "\n".join(
+            [
+                math_line("same", "\\boxed{42}", "42"),
+                math_line("fixed", "\\boxed{7}", "7"),
+                math_line("broke", "\\boxed{3}", "4"),
+                math_line("new", "\\boxed{1}", "1"),
+            ]
+        )
+        + "\n"
+    )
     # An earlier run, in another order, by an older version: "fixed" was wrong then, "broke" was right.
-    old.write_text("\n".join([_old_record("broke", "correct", 1.0), _old_record("same", "correct", 1.0),
-                              _old_record("fixed", "incorrect", 0.0), _old_record("gone", "correct", 1.0)]) + "\n")
-    assert main(["score", str(source), "-o", str(out), "-j", "1", "--no-progress", "--compare", str(old),
-                 "--compare-out", str(changes)]) == 0
+    old.write_text(
+        "\n".join(
+            [
+                _old_record("broke", "correct", 1.0),
+                _old_record("same", "correct", 1.0),
+                _old_record("fixed", "incorrect", 0.0),
+                _old_record("gone", "correct", 1.0),
+            ]
+        )
+        + "\n"
+    )
+    assert (
+        main(
+            [
+                "score",
+                str(source),
+                "-o",
+                str(out),
+                "-j",
+                "1",
+                "--no-progress",
+                "--compare",
+                str(old),
+                "--compare-out",
+                str(changes),
+            ]
+        )
+        == 0
+    )
     report = capsys.readouterr().err
     version = f"math@{registry.VERSIONS['math']}"
     assert f"fixed  incorrect 0 [math@1] -> correct 1 [{version}]" in report
@@ -238,16 +300,27 @@ def test_compare_reports_every_item_whose_verdict_changed_keyed_by_id(tmp_path, 
 def test_compare_matches_repeated_and_missing_ids_in_order(tmp_path, capsys):
     from groupscore.compare import compare
 
-    old = [{"id": 1, "reward": 1.0, "status": "correct"}, {"id": 1, "reward": 0.0, "status": "incorrect"},
-           {"reward": 0.0, "status": "error"}, {"id": "1", "reward": 0.0, "status": "incorrect"}]
-    new = [{"id": 1, "reward": 1.0, "status": "correct"}, {"id": 1, "reward": 1.0, "status": "correct"},
-           {"reward": 0.0, "status": "no_answer"}, {"id": "1", "reward": 0.0, "status": "incorrect"}]
+    old = [
+        {"id": 1, "reward": 1.0, "status": "correct"},
+        {"id": 1, "reward": 0.0, "status": "incorrect"},
+        {"reward": 0.0, "status": "error"},
+        {"id": "1", "reward": 0.0, "status": "incorrect"},
+    ]
+    new = [
+        {"id": 1, "reward": 1.0, "status": "correct"},
+        {"id": 1, "reward": 1.0, "status": "correct"},
+        {"reward": 0.0, "status": "no_answer"},
+        {"id": "1", "reward": 0.0, "status": "incorrect"},
+    ]
     drift = compare(old, new)
     assert drift.compared == 4 and not drift.only_old and not drift.only_new
     assert [(c.key, c.old["status"], c.new["status"]) for c in drift.changed] == [
-        ((1, 1), "incorrect", "correct"), ((None, 0), "error", "no_answer")]
-    partial = compare([{"id": "a", "reward": 0.5, "status": "partial"}], [{"id": "a", "reward": 0.75,
-                                                                           "status": "partial"}])
+        ((1, 1), "incorrect", "correct"),
+        ((None, 0), "error", "no_answer"),
+    ]
+    partial = compare(
+        [{"id": "a", "reward": 0.5, "status": "partial"}], [{"id": "a", "reward": 0.75, "status": "partial"}]
+    )
     assert len(partial.changed) == 1  # a reward change alone is a change
 
 
@@ -261,8 +334,9 @@ def test_compare_prints_the_records_on_stdout_when_no_output_is_named(tmp_path):
     assert "1 of 1 matched items changed verdict" in done.stderr
 
 
-@pytest.mark.parametrize("text, expected", [("{not json\n", "old.jsonl:1: not JSON"),
-                                            ('{"id": 1}\n', "old.jsonl:1: not a verdict record")])
+@pytest.mark.parametrize(
+    "text, expected", [("{not json\n", "old.jsonl:1: not JSON"), ('{"id": 1}\n', "old.jsonl:1: not a verdict record")]
+)
 def test_compare_with_a_bad_old_file_is_one_line_and_scores_nothing(tmp_path, text, expected):
     source, old, out = tmp_path / "in.jsonl", tmp_path / "old.jsonl", tmp_path / "out.jsonl"
     source.write_text(math_line("a", "\\boxed{2}", "2") + "\n")

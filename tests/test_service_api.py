@@ -19,7 +19,8 @@ MAX_ITEMS = 5000
 
 # the `url` and `http` fixtures (conftest.py)
 pytestmark = pytest.mark.service(
-    workers=2, env={"GROUPSCORE_MAX_BODY_BYTES": str(MAX_BODY), "GROUPSCORE_MAX_ITEMS": str(MAX_ITEMS)})
+    workers=2, env={"GROUPSCORE_MAX_BODY_BYTES": str(MAX_BODY), "GROUPSCORE_MAX_ITEMS": str(MAX_ITEMS)}
+)
 
 
 def math_item(id, boxed, answer):
@@ -41,6 +42,7 @@ def assert_still_healthy(http):
 
 # -- scoring -----------------------------------------------------------------------------------------------------------
 
+
 def test_math_items_are_scored_in_order(http):
     items = [math_item(i, str(i), str(i if i % 3 else i + 1)) for i in range(30)]
     results = http.post("/v1/score", json={"items": items}).json()["results"]
@@ -50,9 +52,11 @@ def test_math_items_are_scored_in_order(http):
 
 
 def test_code_items_run_in_the_sandbox_end_to_end(http):
-    items = [code_item("right", "print(int(input()) * 2)", DOUBLE_TESTS),
-             code_item("half", "n = int(input())\nprint(6 if n == 3 else 0)", DOUBLE_TESTS),
-             code_item("crash", "raise SystemExit(3)", DOUBLE_TESTS)]
+    items = [
+        code_item("right", "print(int(input()) * 2)", DOUBLE_TESTS),
+        code_item("half", "n = int(input())\nprint(6 if n == 3 else 0)", DOUBLE_TESTS),
+        code_item("crash", "raise SystemExit(3)", DOUBLE_TESTS),
+    ]
     results = {r["id"]: r for r in http.post("/v1/score", json={"items": items}).json()["results"]}
     assert results["right"]["reward"] == 1.0 and results["right"]["status"] == "correct"
     assert results["half"]["reward"] == pytest.approx(0.5)
@@ -60,8 +64,14 @@ def test_code_items_run_in_the_sandbox_end_to_end(http):
 
 
 def test_one_bad_item_gets_an_error_and_the_rest_are_scored(http):
-    items = [math_item(1, "4", "4"), {"id": 2, "verifier": "math", "completion": 5, "answer": "4"},
-             {"id": 3, "verifier": "nope", "completion": "x"}, 17, None, math_item(6, "7", "8")]
+    items = [
+        math_item(1, "4", "4"),
+        {"id": 2, "verifier": "math", "completion": 5, "answer": "4"},
+        {"id": 3, "verifier": "nope", "completion": "x"},
+        17,
+        None,
+        math_item(6, "7", "8"),
+    ]
     results = http.post("/v1/score", json={"items": items}).json()["results"]
     assert [r["id"] for r in results] == [1, 2, 3, None, None, 6]
     assert [r["status"] for r in results] == ["correct", "error", "error", "error", "error", "incorrect"]
@@ -70,8 +80,12 @@ def test_one_bad_item_gets_an_error_and_the_rest_are_scored(http):
 
 
 def test_composite_reward_weights_gate_and_components(http):
-    spec = {"components": [{"name": "correct", "weight": 1.0},
-                           {"name": "strict", "weight": 0.2, "params": {"strict": True}}]}
+    spec = {
+        "components": [
+            {"name": "correct", "weight": 1.0},
+            {"name": "strict", "weight": 0.2, "params": {"strict": True}},
+        ]
+    }
     hedge = {"id": "hedge", "verifier": "math", "completion": "Either \\boxed{4} or \\boxed{5}.", "answer": "4"}
     items = [math_item("clean", "4", "4"), hedge, math_item("wrong", "3", "4")]
     results = {r["id"]: r for r in http.post("/v1/score", json={"items": items, "reward": spec}).json()["results"]}
@@ -81,22 +95,46 @@ def test_composite_reward_weights_gate_and_components(http):
     assert strict_hedge == 0.0  # strict mode scores several different boxed answers as a hedge
     assert results["hedge"]["reward"] == pytest.approx((results["hedge"]["components"]["correct"] + 0.0) / 1.2)
     assert results["wrong"]["reward"] == 0.0
-    gated = {"components": [{"name": "correct", "weight": 1.0},
-                            {"name": "strict", "weight": 0.2, "params": {"strict": True}, "gate": True}]}
+    gated = {
+        "components": [
+            {"name": "correct", "weight": 1.0},
+            {"name": "strict", "weight": 0.2, "params": {"strict": True}, "gate": True},
+        ]
+    }
     result = http.post("/v1/score", json={"items": [hedge], "reward": gated}).json()["results"][0]
     assert result["reward"] == 0.0 and "gate 'strict'" in result["reason"]
 
 
 def test_composite_with_a_format_gate_zeroes_unformatted_answers(http):
-    spec = {"components": [{"name": "correct", "weight": 1.0},
-                           {"name": "format", "weight": 0.2, "verifier": "format",
-                            "params": {"tags": ["think", "answer"]}, "gate": True}]}
-    formatted = {"id": "f", "verifier": "math", "answer": "4",
-                 "completion": "<think>2+2=4</think><answer>\\boxed{4}</answer>"}
+    spec = {
+        "components": [
+            {"name": "correct", "weight": 1.0},
+            {
+                "name": "format",
+                "weight": 0.2,
+                "verifier": "format",
+                "params": {"tags": ["think", "answer"]},
+                "gate": True,
+            },
+        ]
+    }
+    formatted = {
+        "id": "f",
+        "verifier": "math",
+        "answer": "4",
+        "completion": "<think>2+2=4</think><answer>\\boxed{4}</answer>",
+    }
     formatted_wrong = {**formatted, "id": "fw", "completion": "<think>hm</think><answer>\\boxed{5}</answer>"}
-    results = {r["id"]: r for r in http.post("/v1/score", json={
-        "items": [formatted, formatted_wrong, math_item("bare", "4", "4")], "reward": spec}).json()["results"]}
-    assert results["f"]["reward"] == pytest.approx(1.0) and results["f"]["components"] == {"correct": 1.0, "format": 1.0}
+    results = {
+        r["id"]: r
+        for r in http.post(
+            "/v1/score", json={"items": [formatted, formatted_wrong, math_item("bare", "4", "4")], "reward": spec}
+        ).json()["results"]
+    }
+    assert results["f"]["reward"] == pytest.approx(1.0) and results["f"]["components"] == {
+        "correct": 1.0,
+        "format": 1.0,
+    }
     assert results["fw"]["reward"] == pytest.approx(0.2 / 1.2)
     assert results["bare"]["components"] == {"correct": 1.0, "format": 0.0}
     assert results["bare"]["reward"] == 0.0 and results["bare"]["status"] == "correct"  # status: the primary's
@@ -110,9 +148,14 @@ def test_bad_reward_spec_is_a_422_naming_the_field(http):
 
 
 def test_groups_report_mean_std_advantages_by_hand(http):
-    groups = [{"id": "p1", "item": {"verifier": "math", "answer": "4"},
-               "completions": ["\\boxed{4}", "\\boxed{5}", "\\boxed{4}", "\\boxed{6}"]},
-              {"id": "p2", "item": {"verifier": "math", "answer": "1"}, "completions": ["\\boxed{2}", "\\boxed{3}"]}]
+    groups = [
+        {
+            "id": "p1",
+            "item": {"verifier": "math", "answer": "4"},
+            "completions": ["\\boxed{4}", "\\boxed{5}", "\\boxed{4}", "\\boxed{6}"],
+        },
+        {"id": "p2", "item": {"verifier": "math", "answer": "1"}, "completions": ["\\boxed{2}", "\\boxed{3}"]},
+    ]
     answer = http.post("/v1/score/groups", json={"groups": groups}).json()["groups"]
     first, second = answer
     assert first["id"] == "p1" and [r["id"] for r in first["results"]] == [0, 1, 2, 3]
@@ -126,12 +169,22 @@ def test_groups_report_mean_std_advantages_by_hand(http):
 
 
 def test_groups_per_component_statistics_and_population_std(http):
-    spec = {"components": [{"name": "correct", "weight": 1.0},
-                           {"name": "strict", "weight": 1.0, "params": {"strict": True}}]}
-    groups = [{"id": 0, "item": {"verifier": "math", "answer": "4"},
-               "completions": ["\\boxed{4}", "\\boxed{4} or maybe \\boxed{5}"]}]
-    group = http.post("/v1/score/groups", json={"groups": groups, "reward": spec, "std": "population",
-                                                "eps": 0.0}).json()["groups"][0]
+    spec = {
+        "components": [
+            {"name": "correct", "weight": 1.0},
+            {"name": "strict", "weight": 1.0, "params": {"strict": True}},
+        ]
+    }
+    groups = [
+        {
+            "id": 0,
+            "item": {"verifier": "math", "answer": "4"},
+            "completions": ["\\boxed{4}", "\\boxed{4} or maybe \\boxed{5}"],
+        }
+    ]
+    group = http.post(
+        "/v1/score/groups", json={"groups": groups, "reward": spec, "std": "population", "eps": 0.0}
+    ).json()["groups"][0]
     strict = group["components"]["strict"]
     assert strict["rewards"] == [1.0, 0.0]
     assert strict["std"] == pytest.approx(0.5) and strict["advantages"] == pytest.approx([1.0, -1.0])
@@ -176,14 +229,22 @@ def test_probes_docs_and_metrics(http):
     assert {"/v1/score", "/v1/score/groups", "/v1/verifiers", "/get_reward", "/run_code"} <= set(spec["paths"])
     http.post("/v1/score", json={"items": [math_item(1, "2", "2")]})
     text = http.get("/metrics").text
-    for name in ("groupscore_requests_total", "groupscore_request_seconds_bucket", "groupscore_items_total",
-                 "groupscore_queue_depth_items", "groupscore_item_timeouts_total", "groupscore_task_seconds_bucket", "groupscore_sandbox_failures_total",
-                 "groupscore_infra_errors_total"):
+    for name in (
+        "groupscore_requests_total",
+        "groupscore_request_seconds_bucket",
+        "groupscore_items_total",
+        "groupscore_queue_depth_items",
+        "groupscore_item_timeouts_total",
+        "groupscore_task_seconds_bucket",
+        "groupscore_sandbox_failures_total",
+        "groupscore_infra_errors_total",
+    ):
         assert name in text
     assert 'groupscore_items_total{status="correct",verifier="math"}' in text
 
 
 # -- malformed input -----------------------------------------------------------------------------------------------
+
 
 def test_invalid_json_is_422(http):
     answer = http.post("/v1/score", content=b'{"items": [', headers={"content-type": "application/json"})
@@ -191,13 +252,16 @@ def test_invalid_json_is_422(http):
     assert_still_healthy(http)
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"items": "not a list"}, "body.items"),
-    ({}, "body.items"),
-    ({"items": [], "deadline_s": "soon"}, "body.deadline_s"),
-    ({"items": [], "unknown": 1}, "body.unknown"),
-    ({"items": [], "reward": {"components": []}}, "body.reward.components"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"items": "not a list"}, "body.items"),
+        ({}, "body.items"),
+        ({"items": [], "deadline_s": "soon"}, "body.deadline_s"),
+        ({"items": [], "unknown": 1}, "body.unknown"),
+        ({"items": [], "reward": {"components": []}}, "body.reward.components"),
+    ],
+)
 def test_wrong_types_are_422_with_the_field_path(http, body, field):
     answer = http.post("/v1/score", json=body)
     assert answer.status_code == 422
@@ -221,9 +285,11 @@ def test_100k_items_is_422_and_the_server_stays_up(http):
 
 
 def test_unicode_and_null_bytes(http):
-    items = [{"id": "nul", "verifier": "math", "completion": "\u0000\u0000 ñ 🙂 \\boxed{4}\u0000", "answer": "4"},
-             {"id": "surrogate", "verifier": "math", "completion": "\ud800 \\boxed{4}", "answer": "4"},
-             {"id": "rtl", "verifier": "math", "completion": "الجواب \\boxed{٤}", "answer": "4"}]
+    items = [
+        {"id": "nul", "verifier": "math", "completion": "\u0000\u0000 ñ 🙂 \\boxed{4}\u0000", "answer": "4"},
+        {"id": "surrogate", "verifier": "math", "completion": "\ud800 \\boxed{4}", "answer": "4"},
+        {"id": "rtl", "verifier": "math", "completion": "الجواب \\boxed{٤}", "answer": "4"},
+    ]
     # a lone surrogate is valid JSON text (\ud800) though not valid UTF-8; send it escaped
     body = json.dumps({"items": items}, ensure_ascii=True).encode()
     answer = http.post("/v1/score", content=body, headers={"content-type": "application/json"})
@@ -241,6 +307,7 @@ def test_unicode_and_null_bytes(http):
 
 
 # -- clients --------------------------------------------------------------------------------------------------------
+
 
 def test_concurrent_clients_each_get_their_own_answers_in_order(url):
     failures: list[str] = []
@@ -277,8 +344,16 @@ def test_async_client_and_sharding_over_two_urls_keep_order(url):
     verdicts = asyncio.run(go())
     assert [v.id for v in verdicts] == list(range(101)) and all(v.reward == 1.0 for v in verdicts)
     with ScoreClient([url, url, url], max_batch=7) as client:
-        groups = client.score_groups([{"id": g, "item": {"verifier": "math", "answer": str(g)},
-                                       "completions": [f"\\boxed{{{g}}}", "\\boxed{x}", "none"]} for g in range(9)])
+        groups = client.score_groups(
+            [
+                {
+                    "id": g,
+                    "item": {"verifier": "math", "answer": str(g)},
+                    "completions": [f"\\boxed{{{g}}}", "\\boxed{x}", "none"],
+                }
+                for g in range(9)
+            ]
+        )
     assert [g.id for g in groups] == list(range(9))
     assert all(g.total.rewards == [1.0, 0.0, 0.0] for g in groups)
 
@@ -298,8 +373,10 @@ def test_client_gives_up_after_its_retries_with_a_service_error():
     from groupscore.service.embedded import free_port
 
     retry = RetryPolicy(max_retries=2, backoff_s=0.01)
-    with (ScoreClient(f"http://127.0.0.1:{free_port()}", retry=retry) as client,
-          pytest.raises(ServiceError, match="failed after 3 attempts")):
+    with (
+        ScoreClient(f"http://127.0.0.1:{free_port()}", retry=retry) as client,
+        pytest.raises(ServiceError, match="failed after 3 attempts"),
+    ):
         client.score([math_item(1, "1", "1")])
 
 
@@ -310,6 +387,7 @@ def test_client_raises_service_error_on_4xx_without_retrying(url):
 
 
 # -- auth -------------------------------------------------------------------------------------------------------------
+
 
 def test_bearer_token_protects_scoring_but_not_probes():
     with start_embedded(workers=1, token="s3cret") as base:

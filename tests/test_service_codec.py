@@ -11,21 +11,34 @@ from groupscore.service.metrics import ServiceMetrics
 
 
 def test_codec_round_trips_a_verdict_payload():
-    payload = {"results": [{"id": 0, "reward": 1.0, "status": "correct", "extracted": "\\frac{1}{2}", "reason": "ü",
-                            "components": None, "details": {"method": "numeric"}}]}
+    payload = {
+        "results": [
+            {
+                "id": 0,
+                "reward": 1.0,
+                "status": "correct",
+                "extracted": "\\frac{1}{2}",
+                "reason": "ü",
+                "components": None,
+                "details": {"method": "numeric"},
+            }
+        ]
+    }
     assert codec.loads(codec.dumps(payload)) == payload
     assert json.loads(codec.dumps(payload)) == payload
 
 
 def test_codec_writes_what_orjson_refuses_through_the_standard_library():
-    assert json.loads(codec.dumps({"big": 2 ** 70})) == {"big": 2 ** 70}
+    assert json.loads(codec.dumps({"big": 2**70})) == {"big": 2**70}
     assert json.loads(codec.dumps({1: "int key"})) == {"1": "int key"}
     assert json.loads(codec.dumps({"s": "\ud800"})) == {"s": "\ud800"}
 
 
 def test_codec_reads_every_body_the_standard_library_reads():
-    assert codec.loads(b'{"n": 123456789012345678901234567890, "s": "\\ud800"}') == \
-        {"n": 123456789012345678901234567890, "s": "\ud800"}
+    assert codec.loads(b'{"n": 123456789012345678901234567890, "s": "\\ud800"}') == {
+        "n": 123456789012345678901234567890,
+        "s": "\ud800",
+    }
     with pytest.raises(json.JSONDecodeError):  # FastAPI turns this into a 422
         codec.loads(b'{"items": [')
 
@@ -37,10 +50,14 @@ def test_nan_is_written_as_null_not_as_invalid_json():
 def test_count_verdicts_tallies_per_kind_and_status():
     metrics = ServiceMetrics()
     raws = [{"verifier": "math"}] * 3 + [{"verifier": "code"}, "not an item", {"verifier": "no-such-kind"}]
-    verdicts = [{"status": "correct"}, {"status": "incorrect"}, {"status": "timeout", "details": {}},
-                {"status": "infra_error", "reason": "sandbox unavailable: no nsjail", "details": {"infra": "sandbox"}},
-                {"status": "error"},
-                {"status": "infra_error", "details": {"infra": "service_deadline", "service_deadline": True}}]
+    verdicts = [
+        {"status": "correct"},
+        {"status": "incorrect"},
+        {"status": "timeout", "details": {}},
+        {"status": "infra_error", "reason": "sandbox unavailable: no nsjail", "details": {"infra": "sandbox"}},
+        {"status": "error"},
+        {"status": "infra_error", "details": {"infra": "service_deadline", "service_deadline": True}},
+    ]
     metrics.count_verdicts(raws, verdicts)
     sample = metrics.registry.get_sample_value
     assert sample("groupscore_items_total", {"verifier": "math", "status": "correct"}) == 1

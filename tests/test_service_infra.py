@@ -17,8 +17,10 @@ SLEEP_S = 2.5  # past the deadline, short enough to free the worker soon after
 
 # the `url` and `http` fixtures (conftest.py)
 pytestmark = pytest.mark.service(
-    workers=2, env={"GROUPSCORE_DEBUG": "1", "GROUPSCORE_DEADLINE_S": str(DEADLINE_S), "GROUPSCORE_CHUNK_ITEMS": "1"},
-    http_timeout_s=60)
+    workers=2,
+    env={"GROUPSCORE_DEBUG": "1", "GROUPSCORE_DEADLINE_S": str(DEADLINE_S), "GROUPSCORE_CHUNK_ITEMS": "1"},
+    http_timeout_s=60,
+)
 
 
 SLOW = {"debug_sleep_s": SLEEP_S}
@@ -31,8 +33,11 @@ def _workers_free_again():
 
 
 def test_openrlhf_flags_an_item_the_deadline_left_unscored(http):
-    body = {"query": ["Q: \\boxed{4}", "Q: \\boxed{4}"], "prompts": ["Q: ", "Q: "],
-            "labels": ["4", {"answer": "4", "metadata": SLOW}]}
+    body = {
+        "query": ["Q: \\boxed{4}", "Q: \\boxed{4}"],
+        "prompts": ["Q: ", "Q: "],
+        "labels": ["4", {"answer": "4", "metadata": SLOW}],
+    }
     answer = http.post("/get_reward", json=body)
     assert answer.status_code == 200
     payload = answer.json()
@@ -43,10 +48,16 @@ def test_openrlhf_flags_an_item_the_deadline_left_unscored(http):
 
 
 def test_group_statistics_leave_out_the_completion_the_deadline_left_unscored(http):
-    group = {"id": "g", "item": {"verifier": "math", "answer": "4"},
-             "completions": ["\\boxed{4}", "\\boxed{5}", "\\boxed{4}"]}
-    slow_group = {"id": "slow", "item": {"verifier": "math", "answer": "4", "metadata": SLOW},
-                  "completions": ["\\boxed{4}"]}
+    group = {
+        "id": "g",
+        "item": {"verifier": "math", "answer": "4"},
+        "completions": ["\\boxed{4}", "\\boxed{5}", "\\boxed{4}"],
+    }
+    slow_group = {
+        "id": "slow",
+        "item": {"verifier": "math", "answer": "4", "metadata": SLOW},
+        "completions": ["\\boxed{4}"],
+    }
     answer = http.post("/v1/score/groups", json={"groups": [group, slow_group]})
     fast, slow = answer.json()["groups"]
     assert fast["total"]["masked"] == 0 and fast["total"]["mean"] == pytest.approx(2 / 3)
@@ -56,6 +67,5 @@ def test_group_statistics_leave_out_the_completion_the_deadline_left_unscored(ht
 
 def test_trl_reward_is_none_for_the_completion_the_deadline_left_unscored(url):
     reward = trl_reward_func(url, verifier="math", kind_column=None, columns={"metadata": "meta"})
-    rows = reward(prompts=["q", "q"], completions=["\\boxed{4}", "\\boxed{4}"], answer=["4", "4"],
-                  meta=[{}, SLOW])
+    rows = reward(prompts=["q", "q"], completions=["\\boxed{4}", "\\boxed{4}"], answer=["4", "4"], meta=[{}, SLOW])
     assert rows == [1.0, None]

@@ -20,13 +20,24 @@ STUCK_GRACE_S = 1.0
 
 # the `url` and `http` fixtures (conftest.py)
 pytestmark = pytest.mark.service(
-    workers=2, env={"GROUPSCORE_DEBUG": "1", "GROUPSCORE_MAX_QUEUE_ITEMS": str(QUEUE), "GROUPSCORE_MAX_ITEMS": str(QUEUE),
-                    "GROUPSCORE_STUCK_GRACE_S": str(STUCK_GRACE_S)})
+    workers=2,
+    env={
+        "GROUPSCORE_DEBUG": "1",
+        "GROUPSCORE_MAX_QUEUE_ITEMS": str(QUEUE),
+        "GROUPSCORE_MAX_ITEMS": str(QUEUE),
+        "GROUPSCORE_STUCK_GRACE_S": str(STUCK_GRACE_S),
+    },
+)
 
 
 def slow_math(id, boxed, answer, sleep_s):
-    return {"id": id, "verifier": "math", "completion": f"\\boxed{{{boxed}}}", "answer": answer,
-            "metadata": {"debug_sleep_s": sleep_s}}
+    return {
+        "id": id,
+        "verifier": "math",
+        "completion": f"\\boxed{{{boxed}}}",
+        "answer": answer,
+        "metadata": {"debug_sleep_s": sleep_s},
+    }
 
 
 def metric(http, name: str) -> float:
@@ -70,7 +81,9 @@ def test_a_worker_killed_mid_batch_is_replaced_and_the_request_still_answered_ri
     after = http.get("/debug/workers").json()["pids"]
     assert before[0] not in after
     assert metric(http, "groupscore_worker_pool_restarts_total") >= 1
-    assert http.post("/v1/score", json={"items": [slow_math("next", "5", "5", 0)]}).json()["results"][0]["reward"] == 1.0
+    assert (
+        http.post("/v1/score", json={"items": [slow_math("next", "5", "5", 0)]}).json()["results"][0]["reward"] == 1.0
+    )
 
 
 def test_full_queue_answers_429_with_retry_after_and_a_retrying_client_gets_through(http, url):
@@ -81,8 +94,10 @@ def test_full_queue_answers_429_with_retry_after_and_a_retrying_client_gets_thro
     assert refused.status_code == 429
     assert int(refused.headers["retry-after"]) >= 1
     assert "queue full" in refused.json()["detail"]
-    assert http.post("/get_reward", json={"query": ["Q: \\boxed{1}"], "prompts": ["Q: "],
-                                              "labels": ["1"]}).status_code == 429
+    assert (
+        http.post("/get_reward", json={"query": ["Q: \\boxed{1}"], "prompts": ["Q: "], "labels": ["1"]}).status_code
+        == 429
+    )
     # The client honours Retry-After (capped here to keep the test short) and gets its answer once there is room.
     with ScoreClient(url, retry=RetryPolicy(max_retries=30, max_retry_after_s=0.2)) as client:
         verdicts = client.score([slow_math("y", "3", "3", 0)])

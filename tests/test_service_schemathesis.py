@@ -25,8 +25,13 @@ def test_api_conforms_to_its_openapi_spec():
         for operation in operations:
 
             @given(case=operation.as_strategy())
-            @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
-                      suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=EXAMPLES_PER_OPERATION,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            )
             def conforms(case):
                 # Cross-field rules (unique component names, weights summing above 0, params fitting their kind)
                 # cannot be said in JSON schema, so schema-valid data may still earn a 422: not a failure here.

@@ -20,6 +20,7 @@ from groupscore.verifiers.composite import CheckedRewardSpec, total_reward
 
 # -- group statistics, by hand ------------------------------------------------------------------------------------
 
+
 def test_group_advantages_use_sample_std_like_trl():
     stats = group_stats([1.0, 0.0, 0.0, 1.0])
     # mean 0.5; squared deviations sum to 1.0; sample std = sqrt(1/3)
@@ -56,6 +57,7 @@ def test_group_three_values_by_hand():
 
 # -- composite totals -------------------------------------------------------------------------------------------------
 
+
 def _spec(*components, normalize="weighted_mean"):
     return RewardSpec.model_validate({"components": list(components), "normalize": normalize})
 
@@ -73,8 +75,11 @@ def test_weighted_mean_normalises_by_the_weights():
 
 
 def test_clipped_sum_and_gate():
-    spec = _spec({"name": "outcome", "weight": 0.7}, {"name": "strict", "weight": 0.3, "params": {"strict": True},
-                                                       "gate": True, "gate_threshold": 0.5}, normalize="clipped_sum")
+    spec = _spec(
+        {"name": "outcome", "weight": 0.7},
+        {"name": "strict", "weight": 0.3, "params": {"strict": True}, "gate": True, "gate_threshold": 0.5},
+        normalize="clipped_sum",
+    )
     assert total_reward({"outcome": 1.0, "strict": 1.0}, spec)[0] == pytest.approx(1.0)
     assert total_reward({"outcome": 1.0, "strict": 0.4}, spec) == (0.0, "strict")
     assert total_reward({"outcome": 0.0, "strict": 0.5}, spec)[0] == pytest.approx(0.15)
@@ -85,26 +90,31 @@ def test_normalise_is_read_as_normalize_and_written_as_it():
     assert older.normalize == "clipped_sum" and older.model_dump()["normalize"] == "clipped_sum"
     assert "normalise" not in older.model_dump() and "normalise" not in RewardSpec.model_json_schema()["properties"]
     with pytest.raises(ValidationError, match="normalise"):  # both spellings at once: refused, not one picked
-        RewardSpec.model_validate({"components": [{"name": "a"}], "normalize": "clipped_sum",
-                                   "normalise": "weighted_mean"})
+        RewardSpec.model_validate(
+            {"components": [{"name": "a"}], "normalize": "clipped_sum", "normalise": "weighted_mean"}
+        )
 
 
-@pytest.mark.parametrize("components, message", [
-    ([{"name": "a"}, {"name": "a"}], "unique"),
-    ([{"name": "a", "weight": 0.0}], "positive weight"),
-    ([{"name": "a", "verifier": "no_such_kind"}], "unknown verifier kind"),
-    ([{"name": "a", "params": {"completion": "x"}}], "may not set completion"),
-    ([{"name": "bad name!"}], "pattern"),
-    ([{"name": "a", "verifier": "math", "params": {"rel_tol": 5}}], "components.0.params.rel_tol"),
-    ([{"name": "a", "verifier": "format", "params": {"tags": ["1bad"]}}], "components.0.params.tags"),
-    ([{"name": "a", "verifier": "math", "params": {"no_such_field": 1}}], "no_such_field"),
-])
+@pytest.mark.parametrize(
+    "components, message",
+    [
+        ([{"name": "a"}, {"name": "a"}], "unique"),
+        ([{"name": "a", "weight": 0.0}], "positive weight"),
+        ([{"name": "a", "verifier": "no_such_kind"}], "unknown verifier kind"),
+        ([{"name": "a", "params": {"completion": "x"}}], "may not set completion"),
+        ([{"name": "bad name!"}], "pattern"),
+        ([{"name": "a", "verifier": "math", "params": {"rel_tol": 5}}], "components.0.params.rel_tol"),
+        ([{"name": "a", "verifier": "format", "params": {"tags": ["1bad"]}}], "components.0.params.tags"),
+        ([{"name": "a", "verifier": "math", "params": {"no_such_field": 1}}], "no_such_field"),
+    ],
+)
 def test_bad_reward_specs_are_refused_with_the_reason(components, message):
     with pytest.raises(ValidationError, match=message):
         CheckedRewardSpec.model_validate({"components": components})
 
 
 # -- client --------------------------------------------------------------------------------------------------------------
+
 
 def test_shards_are_contiguous_cover_everything_and_respect_max_batch():
     for n_items, n_urls, max_batch in [(10, 3, 100), (1, 4, 10), (1000, 2, 128), (7, 1, 7), (8, 1, 7)]:
@@ -127,16 +137,29 @@ def test_retry_delay_honours_retry_after_and_backs_off_otherwise():
 
 # -- adapters' mapping ------------------------------------------------------------------------------------------------
 
+
 def test_trl_chat_completions_become_the_assistant_text():
     assert completion_text("plain") == "plain"
     assert completion_text([{"role": "assistant", "content": "The answer is \\boxed{2}"}]) == "The answer is \\boxed{2}"
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"},
-                                                              {"type": "image"}, {"type": "text", "text": "b"}]}]) == "ab"
+    assert (
+        completion_text(
+            [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}],
+                }
+            ]
+        )
+        == "ab"
+    )
 
 
 def test_verl_items_from_math_and_code_ground_truths():
-    assert verl_item("openai/gsm8k", "#### 72", "72", None) == {"verifier": "math", "completion": "#### 72",
-                                                                "answer": "72"}
+    assert verl_item("openai/gsm8k", "#### 72", "72", None) == {
+        "verifier": "math",
+        "completion": "#### 72",
+        "answer": "72",
+    }
     code = verl_item("codecontests", "```python\nprint(1)\n```", '{"inputs": ["1\\n"], "outputs": ["1\\n"]}', {})
     assert code["verifier"] == "code" and code["tests"] == [{"type": "stdio", "stdin": "1\n", "stdout": "1\n"}]
     call = verl_item("taco", "x", {"inputs": [[1, 2]], "outputs": [[3]], "fn_name": "add"}, None)
@@ -158,16 +181,23 @@ def test_openrlhf_labels_and_queries():
 def test_sandbox_fusion_status_mapping():
     ok = RunResult(status=RunStatus.OK, exit_code=0, stdout="hi\n", wall_time_s=0.1)
     assert sandbox_fusion_response(ok)["status"] == "Success"
-    assert sandbox_fusion_response(ok)["run_result"] == {"status": "Finished", "execution_time": 0.1,
-                                                         "return_code": 0, "stdout": "hi\n", "stderr": ""}
+    assert sandbox_fusion_response(ok)["run_result"] == {
+        "status": "Finished",
+        "execution_time": 0.1,
+        "return_code": 0,
+        "stdout": "hi\n",
+        "stderr": "",
+    }
     slow = sandbox_fusion_response(RunResult(status=RunStatus.TIMEOUT, signal=9, wall_time_s=1.0, error="wall time"))
     assert slow["status"] == "Failed" and slow["run_result"]["status"] == "TimeLimitExceeded"
     crashed = sandbox_fusion_response(RunResult(status=RunStatus.RUNTIME_ERROR, exit_code=1, stderr="Traceback"))
     assert crashed["status"] == "Failed" and crashed["run_result"]["return_code"] == 1
     broken = sandbox_fusion_response(RunResult(status=RunStatus.SANDBOX_ERROR, error="nsjail failed"))
     assert broken["status"] == "SandboxError" and broken["message"] == "nsjail failed"
-    compile_error = RunResult(status=RunStatus.COMPILE_ERROR, compile=CompileResult(status=RunStatus.RUNTIME_ERROR,
-                                                                                 exit_code=1, stderr="error: x"))
+    compile_error = RunResult(
+        status=RunStatus.COMPILE_ERROR,
+        compile=CompileResult(status=RunStatus.RUNTIME_ERROR, exit_code=1, stderr="error: x"),
+    )
     answer = sandbox_fusion_response(compile_error)
     assert answer["status"] == "Failed" and answer["run_result"] is None
     assert answer["compile_result"]["return_code"] == 1

@@ -17,19 +17,36 @@ def test_verifiers_endpoint_lists_each_kinds_version(http):
 
 
 def test_scored_verdicts_carry_their_verifier_version(http):
-    items = [{"id": 1, "verifier": "math", "completion": "\\boxed{4}", "answer": "4"},
-             {"id": 2, "verifier": "format", "completion": "<answer>4</answer>", "tags": ["answer"]},
-             {"id": 3, "verifier": "math", "completion": "no answer field"}]
+    items = [
+        {"id": 1, "verifier": "math", "completion": "\\boxed{4}", "answer": "4"},
+        {"id": 2, "verifier": "format", "completion": "<answer>4</answer>", "tags": ["answer"]},
+        {"id": 3, "verifier": "math", "completion": "no answer field"},
+    ]
     results = http.post("/v1/score", json={"items": items}).json()["results"]
-    assert [r["verifier_version"] for r in results] == [f"math@{VERSIONS['math']}", f"format@{VERSIONS['format']}",
-                                                         None]
-    reward = {"components": [{"name": "correct"},
-                             {"name": "format", "verifier": "format", "params": {"tags": ["answer"]}}]}
-    groups = http.post("/v1/score/groups", json={"groups": [{"id": "g", "item": {"verifier": "math", "answer": "4"},
-                                                             "completions": ["<answer>\\boxed{4}</answer>", "5"]}],
-                                                 "reward": reward}).json()["groups"]
+    assert [r["verifier_version"] for r in results] == [
+        f"math@{VERSIONS['math']}",
+        f"format@{VERSIONS['format']}",
+        None,
+    ]
+    reward = {
+        "components": [{"name": "correct"}, {"name": "format", "verifier": "format", "params": {"tags": ["answer"]}}]
+    }
+    groups = http.post(
+        "/v1/score/groups",
+        json={
+            "groups": [
+                {
+                    "id": "g",
+                    "item": {"verifier": "math", "answer": "4"},
+                    "completions": ["<answer>\\boxed{4}</answer>", "5"],
+                }
+            ],
+            "reward": reward,
+        },
+    ).json()["groups"]
     assert {r["verifier_version"] for r in groups[0]["results"]} == {
-        f"format@{VERSIONS['format']}+math@{VERSIONS['math']}"}
+        f"format@{VERSIONS['format']}+math@{VERSIONS['math']}"
+    }
 
 
 def test_the_trainers_scorer_records_the_versions_a_real_service_returns(url):

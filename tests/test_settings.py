@@ -202,18 +202,30 @@ def test_a_bad_sandbox_variable_is_sandbox_unavailable_in_one_line(monkeypatch, 
     _one_line(exc, f"{variable}={value!r}", "unset it")
 
 
-CODE_ITEM = {"verifier": "code", "completion": "```python\ndef f(x):\n    return x\n```",
-             "tests": [{"type": "call", "fn": "f", "args": [1], "expected": 1}]}
+CODE_ITEM = {
+    "verifier": "code",
+    "completion": "```python\ndef f(x):\n    return x\n```",
+    "tests": [{"type": "call", "fn": "f", "args": [1], "expected": 1}],
+}
 
 
-@pytest.mark.parametrize("variable,value", [("GROUPSCORE_SANDBOX_UID_BASE", "abc"), ("GROUPSCORE_SANDBOX_MAX_JAILS", "0")])
+@pytest.mark.parametrize(
+    "variable,value", [("GROUPSCORE_SANDBOX_UID_BASE", "abc"), ("GROUPSCORE_SANDBOX_MAX_JAILS", "0")]
+)
 def test_a_bad_sandbox_variable_makes_code_items_infra_errors_not_error_verdicts(variable, value):
     # In a fresh process: importing the sandbox must not read the settings (it once built its jail semaphore at import,
     # so a bad value failed the code kind's import: every code item an `error`, a 0 trained on, instead of masked).
-    program = ("import json; from groupscore.verifiers.scoring import score_raw; "
-               f"v = score_raw({CODE_ITEM!r}); print(json.dumps([v.status.value, v.details.get('infra'), v.reason]))")
-    done = subprocess.run([sys.executable, "-c", program], env={**os.environ, variable: value},
-                          capture_output=True, text=True, timeout=120)
+    program = (
+        "import json; from groupscore.verifiers.scoring import score_raw; "
+        f"v = score_raw({CODE_ITEM!r}); print(json.dumps([v.status.value, v.details.get('infra'), v.reason]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        env={**os.environ, variable: value},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     status, cause, reason = json.loads(done.stdout)
     assert (status, cause) == ("infra_error", "sandbox") and variable in reason

@@ -40,7 +40,9 @@ def test_valid_config_loads_with_defaults_from_the_field(tmp_path):
 
 def test_taskset_paths_are_relative_to_the_config_file(tmp_path):
     (tmp_path / "data").mkdir()
-    config = load_config(write(tmp_path, "run_dir: r\nmodel: {tiny: {}}\ntaskset: {train: data/t.jsonl, eval: data/e.jsonl}\n"))
+    config = load_config(
+        write(tmp_path, "run_dir: r\nmodel: {tiny: {}}\ntaskset: {train: data/t.jsonl, eval: data/e.jsonl}\n")
+    )
     assert config.taskset.train == tmp_path / "data" / "t.jsonl"
 
 

@@ -27,13 +27,24 @@ STEPS, PROMPTS, G = 20, 16, 8
 
 def config_for(run_dir: Path, url: str, **changes) -> TrainConfig:
     raw = {
-        "run_dir": run_dir, "seed": 0, "threads": 1, "model": {"tiny": {}},
+        "run_dir": run_dir,
+        "seed": 0,
+        "threads": 1,
+        "model": {"tiny": {}},
         "taskset": {"train": TASKSETS / "arith" / "train.jsonl", "eval": TASKSETS / "arith" / "heldout.jsonl"},
         "service": {"urls": [url]},
         "sft": {"max_steps": 300, "batch_size": 32, "learning_rate": 3e-3},
         "preflight": {"generations": G, "max_prompts": 32},
-        "grpo": {"num_generations": G, "prompts_per_step": PROMPTS, "beta": 0.04, "temperature": 0.9,
-                 "learning_rate": 3e-4, "max_steps": STEPS, "max_completion_length": 8, "eval_every": 10},
+        "grpo": {
+            "num_generations": G,
+            "prompts_per_step": PROMPTS,
+            "beta": 0.04,
+            "temperature": 0.9,
+            "learning_rate": 3e-4,
+            "max_steps": STEPS,
+            "max_completion_length": 8,
+            "eval_every": 10,
+        },
         "eval": {"samples": 8, "k": [1, 4, 8], "temperature": 0.9},
         "merge": {"ratio": 0.7},
     }
@@ -143,8 +154,9 @@ def test_code_taskset_references_pass_their_hidden_tests_through_the_service(ser
     scorer = ServiceScorer([service_url])
     try:
         assert check_references(tasks, scorer) == []
-        wrong = scorer.score_groups([wire_group(t.id, t.item, ["```python\ndef f(x):\n    return None\n```"])
-                                     for t in tasks])
+        wrong = scorer.score_groups(
+            [wire_group(t.id, t.item, ["```python\ndef f(x):\n    return None\n```"]) for t in tasks]
+        )
         assert all(g.total.rewards[0] < 1.0 for g in wrong)
     finally:
         scorer.close()

@@ -13,8 +13,10 @@ from groupscore.train.summary import BatchStats, EvalRecord, EvalResult, StepMet
 
 def monitor():
     messages = []
-    return Monitor(MonitorConfig(kl_spike=1.0, kl_floor=1e-6, zero_variance_share=0.8, saturation=0.95,
-                                 warmup_steps=2), emit=messages.append), messages
+    return Monitor(
+        MonitorConfig(kl_spike=1.0, kl_floor=1e-6, zero_variance_share=0.8, saturation=0.95, warmup_steps=2),
+        emit=messages.append,
+    ), messages
 
 
 def test_kl_spike_warns_when_it_starts_and_again_after_it_cleared():
@@ -44,12 +46,19 @@ def test_batch_stats_per_component():
     def stats(rewards, zero_variance=False):
         return {"rewards": rewards, "mean": 0.0, "std": 0.0, "advantages": [0.0] * 2, "zero_variance": zero_variance}
 
-    groups = [GroupResult.model_validate({
-        "results": [{"reward": r, "status": s} for r, s in zip(rewards, statuses)],
-        "total": stats(rewards, zero_variance=len(set(rewards)) == 1),
-        "components": {"correct": stats(correct), "format": stats(format_)}})
-        for rewards, correct, format_, statuses in [([1.0, 0.0], [1.0, 0.0], [1.0, 1.0], ["correct", "incorrect"]),
-                                                    ([0.0, 0.0], [0.0, 0.0], [1.0, 0.0], ["incorrect"] * 2)]]
+    groups = [
+        GroupResult.model_validate(
+            {
+                "results": [{"reward": r, "status": s} for r, s in zip(rewards, statuses)],
+                "total": stats(rewards, zero_variance=len(set(rewards)) == 1),
+                "components": {"correct": stats(correct), "format": stats(format_)},
+            }
+        )
+        for rewards, correct, format_, statuses in [
+            ([1.0, 0.0], [1.0, 0.0], [1.0, 1.0], ["correct", "incorrect"]),
+            ([0.0, 0.0], [0.0, 0.0], [1.0, 0.0], ["incorrect"] * 2),
+        ]
+    ]
     stats = batch_stats(ScoredBatch(["a", "a", "b", "b"], ["p"] * 4, ["c"] * 4, groups, wait_s=0.01, request_s=0.1))
     assert stats.reward_mean == 0.25 and stats.zero_variance_share == 0.5
     assert stats.components["correct"].mean == 0.25 and stats.components["format"].mean == 0.75
@@ -60,12 +69,20 @@ def test_batch_stats_per_component():
 
 def test_plots_are_png_files_in_the_run_folder(tmp_path):
     def batch(reward):
-        return BatchStats(reward_mean=reward, reward_std=0.0, zero_variance_share=0.0, infra_errors=0,
-                          infra_error_share=0.0, reward_wait_s=0.0, reward_request_s=0.0)
+        return BatchStats(
+            reward_mean=reward,
+            reward_std=0.0,
+            zero_variance_share=0.0,
+            infra_errors=0,
+            infra_error_share=0.0,
+            reward_wait_s=0.0,
+            reward_request_s=0.0,
+        )
 
     def result(pass_at_1):
-        return EvalResult(n=1, pass_at={1: pass_at_1}, mean_reward=pass_at_1, solvable_share=0.0,
-                          zero_variance_share=0.0)
+        return EvalResult(
+            n=1, pass_at={1: pass_at_1}, mean_reward=pass_at_1, solvable_share=0.0, zero_variance_share=0.0
+        )
 
     metrics = [StepMetrics(step=s, step_time_s=1.0, batch=batch(s / 10), kl=s / 100) for s in range(1, 6)]
     paths = plot_run(tmp_path, metrics, [EvalRecord(0, result(0.3)), EvalRecord(5, result(0.5))])

@@ -26,9 +26,19 @@ class RecordingScorer:
             rewards = [float(c == f"\\boxed{{{g['item']['answer']}}}") for c in g["completions"]]
             mean = sum(rewards) / len(rewards)
             verdicts = [Verdict(id=i, reward=r, status="correct" if r else "incorrect") for i, r in enumerate(rewards)]
-            out.append(GroupResult(id=g["id"], results=verdicts, total=GroupStats(
-                rewards=rewards, mean=mean, std=0.0, advantages=[r - mean for r in rewards],
-                zero_variance=len(set(rewards)) == 1)))
+            out.append(
+                GroupResult(
+                    id=g["id"],
+                    results=verdicts,
+                    total=GroupStats(
+                        rewards=rewards,
+                        mean=mean,
+                        std=0.0,
+                        advantages=[r - mean for r in rewards],
+                        zero_variance=len(set(rewards)) == 1,
+                    ),
+                )
+            )
         return out
 
 
@@ -41,8 +51,9 @@ def rows(task_answers: list[tuple[str, str]], g: int) -> tuple[list[str], list[s
 
 
 def call(reward, completions, task_ids, items, **kw):
-    return asyncio.run(reward(prompts=["p"] * len(completions), completions=completions, task_id=task_ids,
-                              item=items, **kw))
+    return asyncio.run(
+        reward(prompts=["p"] * len(completions), completions=completions, task_id=task_ids, item=items, **kw)
+    )
 
 
 def test_batch_is_sent_as_one_group_per_prompt_in_order():
@@ -50,12 +61,19 @@ def test_batch_is_sent_as_one_group_per_prompt_in_order():
     reward = ServiceReward(scorer, num_generations=2)
     task_ids, items = rows([("a", "1"), ("b", "2")], 2)
     metrics = {}
-    out = call(reward, ["\\boxed{1}", "x", "y", "\\boxed{2}"], task_ids, items,
-               log_metric=lambda name, value: metrics.__setitem__(name, value))
+    out = call(
+        reward,
+        ["\\boxed{1}", "x", "y", "\\boxed{2}"],
+        task_ids,
+        items,
+        log_metric=lambda name, value: metrics.__setitem__(name, value),
+    )
     assert out == [1.0, 0.0, 0.0, 1.0]
     (groups,) = scorer.requests
-    assert [(g["id"], g["item"]["answer"], g["completions"]) for g in groups] == \
-        [("a", "1", ["\\boxed{1}", "x"]), ("b", "2", ["y", "\\boxed{2}"])]
+    assert [(g["id"], g["item"]["answer"], g["completions"]) for g in groups] == [
+        ("a", "1", ["\\boxed{1}", "x"]),
+        ("b", "2", ["y", "\\boxed{2}"]),
+    ]
     assert "completion" not in groups[0]["item"]  # the service fills in each completion itself
     assert metrics["service/zero_variance_share"] == 0.0
     assert reward.batches[-1].task_ids == task_ids
@@ -85,13 +103,15 @@ def test_prefetched_scores_are_used_once_and_only_for_the_same_completions():
         reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
         reward.prefetch(["\\boxed{1}", "no"], loop)
         out = asyncio.run_coroutine_threadsafe(
-            reward(prompts=["p", "p"], completions=["\\boxed{1}", "no"], task_id=task_ids, item=items), loop).result()
+            reward(prompts=["p", "p"], completions=["\\boxed{1}", "no"], task_id=task_ids, item=items), loop
+        ).result()
         assert out == [1.0, 0.0] and len(scorer.requests) == 1  # the prefetch answered; no second request
         # Different completions than prefetched (or no prefetch at all): scored afresh.
         reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
         reward.prefetch(["\\boxed{1}", "no"], loop)
         asyncio.run_coroutine_threadsafe(
-            reward(prompts=["p", "p"], completions=["no", "no"], task_id=task_ids, item=items), loop).result()
+            reward(prompts=["p", "p"], completions=["no", "no"], task_id=task_ids, item=items), loop
+        ).result()
         assert len(scorer.requests) == 3 and scorer.requests[-1][0]["completions"] == ["no", "no"]
     finally:
         loop.call_soon_threadsafe(loop.stop)

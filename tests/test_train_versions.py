@@ -20,8 +20,12 @@ TASKSETS = Path(__file__).resolve().parent.parent / "train" / "tasks"
 def group(*tags):
     n = len(tags)
     return GroupResult.model_validate(
-        {"id": "g", "results": [{"status": "correct", "reward": 1.0, "verifier_version": t} for t in tags],
-         "total": {"rewards": [1.0] * n, "mean": 1.0, "std": 0.0, "advantages": [0.0] * n, "zero_variance": True}})
+        {
+            "id": "g",
+            "results": [{"status": "correct", "reward": 1.0, "verifier_version": t} for t in tags],
+            "total": {"rewards": [1.0] * n, "mean": 1.0, "std": 0.0, "advantages": [0.0] * n, "zero_variance": True},
+        }
+    )
 
 
 class FakeClient:
@@ -72,14 +76,25 @@ def test_mixing_is_allowed_when_the_config_says_so():
     scorer.score_groups([{}])
     scorer.score_groups([{}])
     assert scorer.versions.summary() == {"math": [2, 3]}
-    summary = RunSummary(run_dir="r", device="cpu", precision="fp32", seed=0, selected_model="m", plots={}, logs={},
-                         seconds=1, verifier_versions=scorer.versions.summary())
+    summary = RunSummary(
+        run_dir="r",
+        device="cpu",
+        precision="fp32",
+        seed=0,
+        selected_model="m",
+        plots={},
+        logs={},
+        seconds=1,
+        verifier_versions=scorer.versions.summary(),
+    )
     assert "verifier versions: math@2 and math@3 (mixed)" in report_text(summary)
 
 
 def test_the_flag_is_a_service_config_field_and_off_by_default(tmp_path):
-    base = (f"run_dir: runs/x\nmodel: {{tiny: {{}}}}\ntaskset: {{train: {TASKSETS}/arith/train.jsonl, "
-            f"eval: {TASKSETS}/arith/heldout.jsonl}}\n")
+    base = (
+        f"run_dir: runs/x\nmodel: {{tiny: {{}}}}\ntaskset: {{train: {TASKSETS}/arith/train.jsonl, "
+        f"eval: {TASKSETS}/arith/heldout.jsonl}}\n"
+    )
     path = tmp_path / "c.yaml"
     path.write_text(base)
     assert load_config(path).service.allow_mixed_verifier_versions is False

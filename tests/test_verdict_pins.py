@@ -11,8 +11,8 @@ import pytest
 
 from groupscore.runtime.batch import score_one
 from groupscore.schema.reward import RewardSpec
-from groupscore.verifiers.registry import KINDS, VERSIONS
 from groupscore.schema.verdict import Verdict, join_versions, split_versions
+from groupscore.verifiers.registry import KINDS, VERSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -43,9 +43,15 @@ def test_an_invalid_item_was_judged_by_no_verifier():
 
 
 def test_a_composite_verdict_names_every_kind_its_components_used():
-    spec = RewardSpec.model_validate({"components": [
-        {"name": "correct"}, {"name": "strict", "params": {"strict": True}},
-        {"name": "format", "verifier": "format", "params": {"tags": ["answer"]}, "weight": 0.2}]})
+    spec = RewardSpec.model_validate(
+        {
+            "components": [
+                {"name": "correct"},
+                {"name": "strict", "params": {"strict": True}},
+                {"name": "format", "verifier": "format", "params": {"tags": ["answer"]}, "weight": 0.2},
+            ]
+        }
+    )
     verdict = score_one({**MATH, "completion": "<answer>\\boxed{42}</answer>"}, spec)
     assert verdict.verifier_version == f"format@{VERSIONS['format']}+math@{VERSIONS['math']}"
     assert split_versions(verdict.verifier_version) == {"format": VERSIONS["format"], "math": VERSIONS["math"]}
@@ -79,8 +85,9 @@ def _pins(version: int, verdicts: dict[str, str]) -> dict:
 
 
 def test_a_changed_verdict_under_the_pinned_version_asks_for_a_bump():
-    drift = verdict_pins.compare("math", 2, _pins(2, {"a": "correct 1", "b": "incorrect 0"}),
-                                 {"a": "correct 1", "b": "correct 1"})
+    drift = verdict_pins.compare(
+        "math", 2, _pins(2, {"a": "correct 1", "b": "incorrect 0"}), {"a": "correct 1", "b": "correct 1"}
+    )
     assert drift.needs_bump and not drift.ok
     assert "Bump VERSIONS['math'] in verifiers/registry.py" in drift.message()
     assert "b: incorrect 0 -> correct 1" in drift.message()
@@ -125,8 +132,9 @@ def test_fixture_verdicts_are_pinned_to_the_current_versions():
     """Scores the fixture items of every kind whose inputs changed since its pins (all of them, one batch, with
     GROUPSCORE_FULL_PIN_CHECK=1)."""
     full = os.environ.get("GROUPSCORE_FULL_PIN_CHECK") == "1"
-    problems = [drift.message() for drift, _, _ in verdict_pins.drifts(sorted(KINDS), workers=2, full=full)
-                if not drift.ok]
+    problems = [
+        drift.message() for drift, _, _ in verdict_pins.drifts(sorted(KINDS), workers=2, full=full) if not drift.ok
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -143,8 +151,9 @@ def _pinned_with_inputs(monkeypatch, tmp_path, inputs: str | None = None):
 def test_a_kind_whose_inputs_did_not_change_is_not_scored_again(monkeypatch, tmp_path):
     verdicts = _pinned_with_inputs(monkeypatch, tmp_path)
     scored = []
-    monkeypatch.setattr(verdict_pins, "score", lambda found, kinds, workers=None: scored.extend(kinds) or {
-        kind: {} for kind in kinds})
+    monkeypatch.setattr(
+        verdict_pins, "score", lambda found, kinds, workers=None: scored.extend(kinds) or {kind: {} for kind in kinds}
+    )
     [(drift, now, _)] = verdict_pins.drifts(["sql"])
     assert scored == [] and drift.ok and now == verdicts
     [(drift, now, _)] = verdict_pins.drifts(["sql"], full=True)  # --full scores regardless
@@ -153,8 +162,11 @@ def test_a_kind_whose_inputs_did_not_change_is_not_scored_again(monkeypatch, tmp
 
 def test_a_kind_whose_inputs_changed_is_scored(monkeypatch, tmp_path):
     _pinned_with_inputs(monkeypatch, tmp_path, "inputs of an older checkout")
-    monkeypatch.setattr(verdict_pins, "score", lambda found, kinds, workers=None: {
-        kind: {key: "incorrect 0" for key in found.items[kind]} for kind in kinds})
+    monkeypatch.setattr(
+        verdict_pins,
+        "score",
+        lambda found, kinds, workers=None: {kind: {key: "incorrect 0" for key in found.items[kind]} for kind in kinds},
+    )
     [(drift, _, _)] = verdict_pins.drifts(["sql"])
     assert drift.needs_bump  # the stand-in scorer changed every verdict: caught, though the pins were reused before
 

@@ -57,8 +57,13 @@ def _literal(node: ast.AST) -> object:
 
 def _math_call(node: ast.AST) -> object:
     """`math.sqrt(17)` and the like: the only computed values the peer's tables hold."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "math" and not node.keywords):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "math"
+        and not node.keywords
+    ):
         return getattr(math, node.func.attr)(*(_literal(a) for a in node.args))
     return _literal(node)
 
@@ -67,14 +72,14 @@ def _helper_defaults(tree: ast.Module) -> dict[str, object]:
     """Keyword defaults of the `compare_strings` helper, read from its signature."""
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "compare_strings":
-            args = node.args.args[-len(node.args.defaults):]
+            args = node.args.args[-len(node.args.defaults) :]
             return {a.arg: _literal(d) for a, d in zip(args, node.args.defaults)}
     return {}
 
 
 def _parametrize(func: ast.FunctionDef) -> tuple[list[str], list[tuple[int, list[object]]]] | None:
     for deco in func.decorator_list:
-        if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "parametrize"):
+        if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute) and deco.func.attr == "parametrize":
             names = [n.strip() for n in _literal(deco.args[0]).split(",")]
             rows = [(row.lineno, _literal(row)) for row in deco.args[1].elts]
             return names, rows
@@ -98,11 +103,14 @@ def _options(call: ast.Call, row: dict[str, object], helper: dict[str, object]) 
 def _peer_options(options: dict[str, object]) -> dict[str, object]:
     """Options in the peer's own terms, and whether they are its default `parse(x)` / `verify(g, p)`."""
     targets = list(options.get("match_types", DEFAULT_PARSE_TARGETS))
-    out: dict[str, object] = {"api": "compare_strings", "extraction_targets": targets,
-                              "latex_boxed_match_priority": 0 if "latex" in targets else None,
-                              "precision": options.get("precision", DEFAULT_VERIFY["precision"]),
-                              "strict": options.get("strict", DEFAULT_VERIFY["strict"]),
-                              "allow_set_relation_comp": options.get("allow_set_relation_comp", False)}
+    out: dict[str, object] = {
+        "api": "compare_strings",
+        "extraction_targets": targets,
+        "latex_boxed_match_priority": 0 if "latex" in targets else None,
+        "precision": options.get("precision", DEFAULT_VERIFY["precision"]),
+        "strict": options.get("strict", DEFAULT_VERIFY["strict"]),
+        "allow_set_relation_comp": options.get("allow_set_relation_comp", False),
+    }
     non_default = [k for k in ("precision", "strict", "allow_set_relation_comp") if out[k] != DEFAULT_VERIFY[k]]
     if targets != DEFAULT_PARSE_TARGETS:
         non_default.insert(0, "extraction_targets")
@@ -121,8 +129,12 @@ def extract_file(path: str, source: str) -> tuple[list[dict], list[dict]]:
     tree = ast.parse(source)
     helper = _helper_defaults(tree)
     if not helper and "compare_strings" in source:
-        helper = {"match_types": DEFAULT_PARSE_TARGETS, "precision": 6, "strict": True,
-                  "allow_set_relation_comp": False}  # imported from test_all.py, whose signature says so
+        helper = {
+            "match_types": DEFAULT_PARSE_TARGETS,
+            "precision": 6,
+            "strict": True,
+            "allow_set_relation_comp": False,
+        }  # imported from test_all.py, whose signature says so
     cases, skipped = [], []
     for func in tree.body:
         if not (isinstance(func, ast.FunctionDef) and func.name.startswith("test_")):
@@ -135,8 +147,9 @@ def extract_file(path: str, source: str) -> tuple[list[dict], list[dict]]:
             for index, (line, values) in enumerate(rows):
                 case = _gold_pred_expected(names, values)
                 options = _peer_options(_options(compare[0], case.pop("row"), helper))
-                cases.append({**case, "file": path, "function": func.name, "index": index, "line": line,
-                              "peer_options": options})
+                cases.append(
+                    {**case, "file": path, "function": func.name, "index": index, "line": line, "peer_options": options}
+                )
         elif table is not None and verify and _calls(func, "parse"):
             names, rows = table
             parse_calls = _calls(func, "parse")
@@ -146,29 +159,65 @@ def extract_file(path: str, source: str) -> tuple[list[dict], list[dict]]:
             for index, (line, values) in enumerate(rows):
                 case = _gold_pred_expected(names, values)
                 case.pop("row")
-                cases.append({**case, "file": path, "function": func.name, "index": index, "line": line,
-                              "peer_options": {"api": "parse/verify", "extraction_targets": DEFAULT_PARSE_TARGETS,
-                                               "latex_boxed_match_priority": 50, "precision": 6, "strict": True,
-                                               "allow_set_relation_comp": False, "non_default": []}})
+                cases.append(
+                    {
+                        **case,
+                        "file": path,
+                        "function": func.name,
+                        "index": index,
+                        "line": line,
+                        "peer_options": {
+                            "api": "parse/verify",
+                            "extraction_targets": DEFAULT_PARSE_TARGETS,
+                            "latex_boxed_match_priority": 50,
+                            "precision": 6,
+                            "strict": True,
+                            "allow_set_relation_comp": False,
+                            "non_default": [],
+                        },
+                    }
+                )
         elif table is not None:
             names, rows = table
             for index, (line, values) in enumerate(rows):
                 row = dict(zip(names, values))
-                cases.append({"gold": None, "prediction": row.get("pred"), "expected": row.get("expected"),
-                              "file": path, "function": func.name, "index": index, "line": line,
-                              "peer_options": {"api": "parse", "extraction_targets": [row.get("config")],
-                                               "non_default": ["extraction_targets"]},
-                              "kind": "extraction_only"})
+                cases.append(
+                    {
+                        "gold": None,
+                        "prediction": row.get("pred"),
+                        "expected": row.get("expected"),
+                        "file": path,
+                        "function": func.name,
+                        "index": index,
+                        "line": line,
+                        "peer_options": {
+                            "api": "parse",
+                            "extraction_targets": [row.get("config")],
+                            "non_default": ["extraction_targets"],
+                        },
+                        "kind": "extraction_only",
+                    }
+                )
         else:
             literal = [c for c in compare if len(c.args) == 2]
             asserted = _literal_asserts(func, literal, helper, path)
             cases.extend(asserted)
             if not asserted:
-                skipped.append({"file": path, "function": func.name,
-                                "why": "no labelled string pair: asserts on mocks, sympy objects or parser internals"})
+                skipped.append(
+                    {
+                        "file": path,
+                        "function": func.name,
+                        "why": "no labelled string pair: asserts on mocks, sympy objects or parser internals",
+                    }
+                )
             elif len(asserted) < len(func.body):
-                skipped.append({"file": path, "function": func.name,
-                                "why": f"{len(asserted)} string assert(s) extracted; the rest compare sympy objects"})
+                skipped.append(
+                    {
+                        "file": path,
+                        "function": func.name,
+                        "why": f"{len(asserted)} string assert(s) extracted; the rest compare sympy objects",
+                    }
+                )
     return cases, skipped
 
 
@@ -187,8 +236,18 @@ def _literal_asserts(func: ast.FunctionDef, calls: list[ast.Call], helper: dict,
         except NotLiteral:
             continue
         options = _peer_options(_options(call, {}, helper))
-        out.append({"gold": gold, "prediction": pred, "expected": expected, "file": path, "function": func.name,
-                    "index": len(out), "line": stmt.lineno, "peer_options": options})
+        out.append(
+            {
+                "gold": gold,
+                "prediction": pred,
+                "expected": expected,
+                "file": path,
+                "function": func.name,
+                "index": len(out),
+                "line": stmt.lineno,
+                "peer_options": options,
+            }
+        )
     return out
 
 
@@ -200,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     git = ["git", f"--git-dir={args.git_dir}"]
     commit = subprocess.run([*git, "rev-parse", args.rev], check=True, capture_output=True, text=True).stdout.strip()
-    files = subprocess.run([*git, "ls-tree", "-r", "--name-only", commit, "tests/"], check=True, capture_output=True,
-                           text=True).stdout.split()
+    files = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", commit, "tests/"], check=True, capture_output=True, text=True
+    ).stdout.split()
     cases, skipped = [], []
     for path in sorted(f for f in files if f.endswith(".py")):
         source = subprocess.run([*git, "show", f"{commit}:{path}"], check=True, capture_output=True, text=True).stdout

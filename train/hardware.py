@@ -35,8 +35,7 @@ class Hardware:
 
     def trainer_flags(self) -> PrecisionFlags:
         """The precision flags transformers' TrainingArguments (and TRL's configs) expect."""
-        return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16",
-                "use_cpu": self.device == "cpu"}
+        return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16", "use_cpu": self.device == "cpu"}
 
 
 def _cpu_count() -> int:
@@ -46,8 +45,9 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-def pick_hardware(device: str = "auto", precision: str = "auto", threads: int | None = None,
-                  use_vllm: bool | str = "auto") -> Hardware:
+def pick_hardware(
+    device: str = "auto", precision: str = "auto", threads: int | None = None, use_vllm: bool | str = "auto"
+) -> Hardware:
     import importlib.util
 
     import torch
@@ -67,9 +67,14 @@ def pick_hardware(device: str = "auto", precision: str = "auto", threads: int | 
     threads = threads or _cpu_count()
     torch.set_num_threads(threads)
     state = PartialState(cpu=device == "cpu")  # reads the process layout `accelerate launch` set up, if any
-    return Hardware(str(state.device) if device == "cuda" else "cpu", precision, threads,
-                    use_vllm=bool(use_vllm) and device == "cuda" and vllm_installed,
-                    num_processes=state.num_processes, is_main=state.is_main_process)
+    return Hardware(
+        str(state.device) if device == "cuda" else "cpu",
+        precision,
+        threads,
+        use_vllm=bool(use_vllm) and device == "cuda" and vllm_installed,
+        num_processes=state.num_processes,
+        is_main=state.is_main_process,
+    )
 
 
 def barrier() -> None:

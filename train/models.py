@@ -66,8 +66,13 @@ def lora_config(model: ModelConfig) -> LoraConfig | None:
         return None
     from peft import LoraConfig
 
-    return LoraConfig(r=model.lora.r, lora_alpha=model.lora.alpha, lora_dropout=model.lora.dropout,
-                      target_modules=model.lora.target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=model.lora.r,
+        lora_alpha=model.lora.alpha,
+        lora_dropout=model.lora.dropout,
+        target_modules=model.lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
 
 
 def apply_chat_template(model_path: str, tasks: list[Task]) -> list[Task]:
@@ -83,8 +88,9 @@ def apply_chat_template(model_path: str, tasks: list[Task]) -> list[Task]:
 
 
 def _rendered(tokenizer: PreTrainedTokenizerBase, prompt: str) -> str:
-    text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                         add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
     if not isinstance(text, str):  # tokenize=False renders text; anything else is a transformers change to notice
         raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, not text")
     return text

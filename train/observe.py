@@ -36,13 +36,23 @@ def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
     for index, group in enumerate(batch.groups):
         rows = slice(index * g, (index + 1) * g)
         total = group.total
-        log.write({
-            "step": step, "group": index, "task_id": batch.task_ids[rows][0], "prompt": batch.prompts[rows][0],
-            "completions": batch.completions[rows], "rewards": total.rewards,
-            "components": {name: stats.rewards for name, stats in group.components.items()},
-            "statuses": [verdict.status.value for verdict in group.results], "mean": total.mean, "std": total.std,
-            "advantages": total.advantages, "zero_variance": total.zero_variance, "infra_errors": sum(unscored(group)),
-        })
+        log.write(
+            {
+                "step": step,
+                "group": index,
+                "task_id": batch.task_ids[rows][0],
+                "prompt": batch.prompts[rows][0],
+                "completions": batch.completions[rows],
+                "rewards": total.rewards,
+                "components": {name: stats.rewards for name, stats in group.components.items()},
+                "statuses": [verdict.status.value for verdict in group.results],
+                "mean": total.mean,
+                "std": total.std,
+                "advantages": total.advantages,
+                "zero_variance": total.zero_variance,
+                "infra_errors": sum(unscored(group)),
+            }
+        )
 
 
 def _spread(values: list[float]) -> Spread:
@@ -57,11 +67,18 @@ def batch_stats(batch: ScoredBatch) -> BatchStats:
     reward = _spread(rewards)
     components = {
         name: _spread([v for g in batch.groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m])
-        for name in sorted({c for g in batch.groups for c in g.components})}
-    return BatchStats(reward_mean=reward.mean, reward_std=reward.std,
-                      zero_variance_share=sum(g.total.zero_variance for g in batch.groups) / len(batch.groups),
-                      infra_errors=total - len(rewards), infra_error_share=(total - len(rewards)) / total,
-                      reward_wait_s=batch.wait_s, reward_request_s=batch.request_s, components=components)
+        for name in sorted({c for g in batch.groups for c in g.components})
+    }
+    return BatchStats(
+        reward_mean=reward.mean,
+        reward_std=reward.std,
+        zero_variance_share=sum(g.total.zero_variance for g in batch.groups) / len(batch.groups),
+        infra_errors=total - len(rewards),
+        infra_error_share=(total - len(rewards)) / total,
+        reward_wait_s=batch.wait_s,
+        reward_request_s=batch.request_s,
+        components=components,
+    )
 
 
 @dataclass
@@ -83,32 +100,64 @@ class Monitor:
 
     def check_step(self, metrics: StepMetrics) -> None:
         """check() with what one GRPO step measured."""
-        self.check(metrics.step, kl=metrics.kl, zero_variance_share=metrics.batch.zero_variance_share,
-                   infra_error_share=metrics.batch.infra_error_share, reward_mean=metrics.batch.reward_mean)
+        self.check(
+            metrics.step,
+            kl=metrics.kl,
+            zero_variance_share=metrics.batch.zero_variance_share,
+            infra_error_share=metrics.batch.infra_error_share,
+            reward_mean=metrics.batch.reward_mean,
+        )
 
-    def check(self, step: int, *, kl: float | None = None, zero_variance_share: float | None = None,
-              infra_error_share: float | None = None, reward_mean: float | None = None) -> None:
+    def check(
+        self,
+        step: int,
+        *,
+        kl: float | None = None,
+        zero_variance_share: float | None = None,
+        infra_error_share: float | None = None,
+        reward_mean: float | None = None,
+    ) -> None:
         """Flag what these measurements show (None: not measured this step, nothing changes)."""
         cfg = self.cfg
         if kl is not None and not math.isnan(kl):
-            self._flag(step, "kl_spike", kl > cfg.kl_spike,
-                       f"KL to the reference is {kl:.3g} (> {cfg.kl_spike}): the policy is drifting fast")
-            self._flag(step, "kl_collapse", step > cfg.warmup_steps and kl < cfg.kl_floor,
-                       f"KL to the reference is {kl:.2g}: the policy has stopped moving")
+            self._flag(
+                step,
+                "kl_spike",
+                kl > cfg.kl_spike,
+                f"KL to the reference is {kl:.3g} (> {cfg.kl_spike}): the policy is drifting fast",
+            )
+            self._flag(
+                step,
+                "kl_collapse",
+                step > cfg.warmup_steps and kl < cfg.kl_floor,
+                f"KL to the reference is {kl:.2g}: the policy has stopped moving",
+            )
         share = zero_variance_share
         if share is not None:
-            self._flag(step, "zero_variance", share >= cfg.zero_variance_share,
-                       f"{share:.0%} of groups have zero reward variance: no learning signal from them")
+            self._flag(
+                step,
+                "zero_variance",
+                share >= cfg.zero_variance_share,
+                f"{share:.0%} of groups have zero reward variance: no learning signal from them",
+            )
         infra = infra_error_share
         if infra is not None:
-            self._flag(step, "infra_errors", infra > cfg.infra_error_share,
-                       f"{infra:.0%} of completions could not be scored (infra_error: sandbox, dead worker or "
-                       f"deadline; > {cfg.infra_error_share:.0%}): they are masked, so the batch is thinner and may be "
-                       "biased; see the service's groupscore_infra_errors_total on /metrics")
+            self._flag(
+                step,
+                "infra_errors",
+                infra > cfg.infra_error_share,
+                f"{infra:.0%} of completions could not be scored (infra_error: sandbox, dead worker or "
+                f"deadline; > {cfg.infra_error_share:.0%}): they are masked, so the batch is thinner and may be "
+                "biased; see the service's groupscore_infra_errors_total on /metrics",
+            )
         reward = reward_mean
         if reward is not None and not math.isnan(reward):
-            self._flag(step, "saturation", reward >= cfg.saturation,
-                       f"mean reward {reward:.3f} has saturated: the tasks are too easy now")
+            self._flag(
+                step,
+                "saturation",
+                reward >= cfg.saturation,
+                f"mean reward {reward:.3f} has saturated: the tasks are too easy now",
+            )
 
 
 def plot_run(run_dir: Path, metrics: list[StepMetrics], evals: list[EvalRecord]) -> dict[str, str]:

@@ -46,20 +46,31 @@ def prepare(config: TrainConfig) -> tuple[Hardware, list[Task], list[Task]]:
     return hardware, load_tasks(config.taskset.train), load_tasks(config.taskset.eval)
 
 
-def evaluate_folder(path: str | Path, tasks: list[Task], config: TrainConfig, hardware: Hardware,
-                    scorer: GroupScorer, seed: int) -> EvalResult:
+def evaluate_folder(
+    path: str | Path, tasks: list[Task], config: TrainConfig, hardware: Hardware, scorer: GroupScorer, seed: int
+) -> EvalResult:
     eval_cfg = config.eval
     if eval_cfg is None:
         raise ValueError("evaluate_folder needs the config's eval section")
     model, tokenizer = load_model(str(path), hardware)
     max_new = eval_cfg.max_completion_length or (config.grpo.max_completion_length if config.grpo else 256)
-    return evaluate(model, tokenizer, tasks, scorer, n=eval_cfg.samples, ks=eval_cfg.k,
-                    temperature=eval_cfg.temperature, max_new_tokens=max_new, seed=seed,
-                    max_prompts=eval_cfg.max_prompts)
+    return evaluate(
+        model,
+        tokenizer,
+        tasks,
+        scorer,
+        n=eval_cfg.samples,
+        ks=eval_cfg.k,
+        temperature=eval_cfg.temperature,
+        max_new_tokens=max_new,
+        seed=seed,
+        max_prompts=eval_cfg.max_prompts,
+    )
 
 
-def preflight(model_path: str, tasks: list[Task], config: TrainConfig, hardware: Hardware,
-              scorer: GroupScorer) -> PreflightReport:
+def preflight(
+    model_path: str, tasks: list[Task], config: TrainConfig, hardware: Hardware, scorer: GroupScorer
+) -> PreflightReport:
     """Can GRPO learn from this model? Groups with no positive reward give it nothing to work with."""
     cfg = config.preflight
     if cfg is None:
@@ -67,15 +78,29 @@ def preflight(model_path: str, tasks: list[Task], config: TrainConfig, hardware:
     model, tokenizer = load_model(model_path, hardware)
     temperature = config.grpo.temperature if config.grpo else 0.9
     max_new = config.grpo.max_completion_length if config.grpo else 256
-    result = evaluate(model, tokenizer, tasks, scorer, n=cfg.generations, ks=[1, cfg.generations],
-                      temperature=temperature, max_new_tokens=max_new, seed=config.seed, max_prompts=cfg.max_prompts)
+    result = evaluate(
+        model,
+        tokenizer,
+        tasks,
+        scorer,
+        n=cfg.generations,
+        ks=[1, cfg.generations],
+        temperature=temperature,
+        max_new_tokens=max_new,
+        seed=config.seed,
+        max_prompts=cfg.max_prompts,
+    )
     report = PreflightReport(result, threshold=cfg.min_solvable_share)
-    say(f"preflight on {len(result.per_task)} train prompts x {cfg.generations}: pass@1 {result.pass_at[1]:.3f}, "
+    say(
+        f"preflight on {len(result.per_task)} train prompts x {cfg.generations}: pass@1 {result.pass_at[1]:.3f}, "
         f"pass@{cfg.generations} {result.pass_at[cfg.generations]:.3f}, groups with a positive reward "
-        f"{result.solvable_share:.0%} (need {cfg.min_solvable_share:.0%})")
+        f"{result.solvable_share:.0%} (need {cfg.min_solvable_share:.0%})"
+    )
     if not report.ok:
-        message = (f"only {result.solvable_share:.0%} of groups have any positive reward: GRPO will see mostly flat "
-                   f"groups. Cold-start longer, pick easier tasks or a stronger model.")
+        message = (
+            f"only {result.solvable_share:.0%} of groups have any positive reward: GRPO will see mostly flat "
+            f"groups. Cold-start longer, pick easier tasks or a stronger model."
+        )
         if cfg.on_fail == "stop":
             raise ValueError(f"preflight failed: {message}")
         say(f"[warning] preflight: {message}")
@@ -89,27 +114,37 @@ def run(config: TrainConfig) -> RunSummary:
     if hardware.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
-    say(f"{hardware.device} ({hardware.precision}, {hardware.threads} threads); {len(train_tasks)} train / "
-        f"{len(eval_tasks)} held-out tasks; run folder {run_dir}")
+    say(
+        f"{hardware.device} ({hardware.precision}, {hardware.threads} threads); {len(train_tasks)} train / "
+        f"{len(eval_tasks)} held-out tasks; run folder {run_dir}"
+    )
     summary = RunSummary(run_dir=str(run_dir), device=hardware.device, precision=hardware.precision, seed=config.seed)
     stages = summary.stages
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
-    with open_scorer(config.service.urls, config.service.token, config.service.timeout_s,
-                     config.service.reward, config.service.allow_mixed_verifier_versions) as scorer:
+    with open_scorer(
+        config.service.urls,
+        config.service.token,
+        config.service.timeout_s,
+        config.service.reward,
+        config.service.allow_mixed_verifier_versions,
+    ) as scorer:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = resolve_model(config.model, train_tasks + eval_tasks, run_dir / "cache", config.seed)
         if config.model.chat_template:
-            train_tasks, eval_tasks = apply_chat_template(model_path, train_tasks), apply_chat_template(model_path,
-                                                                                                      eval_tasks)
+            train_tasks, eval_tasks = (
+                apply_chat_template(model_path, train_tasks),
+                apply_chat_template(model_path, eval_tasks),
+            )
         cold_start_path = model_path
         if config.sft is not None:
             from groupscore.train.sft import cold_start
 
             t0 = time.perf_counter()
             say(f"cold start: SFT for {config.sft.max_steps} steps on {len(train_tasks)} worked solutions")
-            model_path = cold_start_path = str(cold_start(model_path, train_tasks, config.sft, hardware,
-                                                          run_dir / "sft", config.seed, peft_config))
+            model_path = cold_start_path = str(
+                cold_start(model_path, train_tasks, config.sft, hardware, run_dir / "sft", config.seed, peft_config)
+            )
             stages.sft = SftStage(model=model_path, seconds=round(time.perf_counter() - t0, 1))
         if config.preflight is not None:
             stages.preflight = preflight(model_path, train_tasks, config, hardware, scorer)
@@ -121,20 +156,41 @@ def run(config: TrainConfig) -> RunSummary:
             from groupscore.train.grpo import materialize, run_grpo
 
             g = config.grpo
-            say(f"GRPO: {g.max_steps} steps x {g.prompts_per_step} prompts x {g.num_generations} generations, "
-                f"beta {g.beta}, temperature {g.temperature}, lr {g.learning_rate}")
-            outcome = run_grpo(model_path, train_tasks, eval_tasks, g, config.eval, hardware, scorer, run_dir,
-                               config.seed, monitor, peft_config)
+            say(
+                f"GRPO: {g.max_steps} steps x {g.prompts_per_step} prompts x {g.num_generations} generations, "
+                f"beta {g.beta}, temperature {g.temperature}, lr {g.learning_rate}"
+            )
+            outcome = run_grpo(
+                model_path,
+                train_tasks,
+                eval_tasks,
+                g,
+                config.eval,
+                hardware,
+                scorer,
+                run_dir,
+                config.seed,
+                monitor,
+                peft_config,
+            )
             selected = str(materialize(outcome.best.path, model_path))
             evals, metrics = outcome.evals, outcome.metrics
-            stages.grpo = GrpoStage(seconds=round(outcome.train_s, 1), steps=len(metrics),
-                                    selected_step=outcome.best.step, selected_checkpoint=selected, evals=evals,
-                                    warnings=monitor.warnings)
+            stages.grpo = GrpoStage(
+                seconds=round(outcome.train_s, 1),
+                steps=len(metrics),
+                selected_step=outcome.best.step,
+                selected_checkpoint=selected,
+                evals=evals,
+                warnings=monitor.warnings,
+            )
         if config.eval is not None:
             seed = config.seed + FINAL_EVAL_SEED_OFFSET
             before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed)
-            after = evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed) if selected != model_path \
+            after = (
+                evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed)
+                if selected != model_path
                 else before
+            )
             summary.eval = FinalEval(before=before, after=after, seed=seed)
         if config.merge is not None:
             from groupscore.train.merge import merge_weights
@@ -145,16 +201,18 @@ def run(config: TrainConfig) -> RunSummary:
             barrier()
             merged_eval = None
             if config.eval is not None:
-                merged_eval = evaluate_folder(merged, eval_tasks, config, hardware, scorer,
-                                              config.seed + FINAL_EVAL_SEED_OFFSET)
+                merged_eval = evaluate_folder(
+                    merged, eval_tasks, config, hardware, scorer, config.seed + FINAL_EVAL_SEED_OFFSET
+                )
             stages.merge = MergeStage(model=str(merged), ratio=config.merge.ratio, eval=merged_eval)
         summary.verifier_versions = scorer.versions.summary()  # every verdict of the run, one version per kind
     summary.selected_model = selected
     if not hardware.is_main:
         return summary
     summary.plots = plot_run(run_dir, metrics, evals) if config.grpo is not None else {}
-    summary.logs = {name: str(run_dir / f"{name}.jsonl") for name in ("groups", "metrics")
-                    if (run_dir / f"{name}.jsonl").exists()}
+    summary.logs = {
+        name: str(run_dir / f"{name}.jsonl") for name in ("groups", "metrics") if (run_dir / f"{name}.jsonl").exists()
+    }
     summary.seconds = round(time.perf_counter() - started, 1)
     (run_dir / "summary.json").write_text(json.dumps(summary.as_json(), indent=2))
     (run_dir / "summary.md").write_text(report_text(summary))
@@ -166,20 +224,26 @@ def report_text(summary: RunSummary) -> str:
     lines = [f"# Training run: {summary.run_dir}", ""]
     if summary.eval is not None:
         ev = summary.eval
-        lines.append(f"held-out pass@1: {ev.before.pass_at_1:.3f} before -> {ev.after.pass_at_1:.3f} "
-                     f"after (n={ev.after.n} samples per prompt, fresh seed {ev.seed})")
+        lines.append(
+            f"held-out pass@1: {ev.before.pass_at_1:.3f} before -> {ev.after.pass_at_1:.3f} "
+            f"after (n={ev.after.n} samples per prompt, fresh seed {ev.seed})"
+        )
         for k in ev.after.pass_at:
             if k != 1:
                 lines.append(f"held-out pass@{k}: {ev.before.pass_at[k]:.3f} -> {ev.after.pass_at[k]:.3f}")
     stages = summary.stages
     if stages.preflight is not None:
         p = stages.preflight
-        lines.append(f"preflight: {p.result.solvable_share:.0%} of groups with a positive reward "
-                     f"({'ok' if p.ok else 'BELOW'} threshold {p.threshold:.0%})")
+        lines.append(
+            f"preflight: {p.result.solvable_share:.0%} of groups with a positive reward "
+            f"({'ok' if p.ok else 'BELOW'} threshold {p.threshold:.0%})"
+        )
     if stages.grpo is not None:
         g = stages.grpo
-        lines.append(f"GRPO: {g.steps} steps in {g.seconds} s; selected step {g.selected_step} by held-out "
-                     f"pass@1; {len(g.warnings)} warnings")
+        lines.append(
+            f"GRPO: {g.steps} steps in {g.seconds} s; selected step {g.selected_step} by held-out "
+            f"pass@1; {len(g.warnings)} warnings"
+        )
         lines += [f"  - step {w['step']}: {w['message']}" for w in g.warnings]
     if stages.merge is not None:
         m = stages.merge
@@ -187,8 +251,10 @@ def report_text(summary: RunSummary) -> str:
         lines.append(f"merged release ({m.ratio:.2f} GRPO / {1 - m.ratio:.2f} cold start): {m.model}{extra}")
     lines.append(f"model: {summary.selected_model}")
     if summary.verifier_versions:
-        tags = [f"{kind}@{v}" if isinstance(v, int) else " and ".join(f"{kind}@{x}" for x in v) + " (mixed)"
-                for kind, v in summary.verifier_versions.items()]
+        tags = [
+            f"{kind}@{v}" if isinstance(v, int) else " and ".join(f"{kind}@{x}" for x in v) + " (mixed)"
+            for kind, v in summary.verifier_versions.items()
+        ]
         lines.append(f"verifier versions: {', '.join(tags)}")
     for name, path in {**(summary.plots or {}), **(summary.logs or {})}.items():
         lines.append(f"{name}: {path}")

@@ -59,8 +59,9 @@ class ServiceReward:
             ids = {rows[i]["task_id"] for i in range(start, start + g)}
             if len(ids) != 1:  # TRL's RepeatSampler keeps each prompt's generations together; refuse to guess
                 raise ValueError(f"rows {start}..{start + g - 1} mix tasks {sorted(ids)}: groups are not contiguous")
-            groups.append(wire_group(rows[start]["task_id"], json.loads(rows[start]["item"]),
-                                     completions[start:start + g]))
+            groups.append(
+                wire_group(rows[start]["task_id"], json.loads(rows[start]["item"]), completions[start : start + g])
+            )
         return groups
 
     def prefetch(self, completions: list[str], loop: asyncio.AbstractEventLoop | None) -> None:
@@ -71,8 +72,15 @@ class ServiceReward:
         future = asyncio.run_coroutine_threadsafe(self.scorer.ascore_groups(groups), loop)
         self._prefetch = (list(completions), future, time.perf_counter())
 
-    async def __call__(self, prompts: list[str], completions: list[str], task_id: list[str], item: list[str],
-                       log_metric: Callable[[str, float], None] | None = None, **_columns: Any) -> list[float | None]:
+    async def __call__(
+        self,
+        prompts: list[str],
+        completions: list[str],
+        task_id: list[str],
+        item: list[str],
+        log_metric: Callable[[str, float], None] | None = None,
+        **_columns: Any,
+    ) -> list[float | None]:
         entered = time.perf_counter()
         rows = [{"task_id": t, "item": i} for t, i in zip(task_id, item)]
         if self._prefetch is not None and self._prefetch[0] == list(completions):
@@ -83,8 +91,11 @@ class ServiceReward:
             groups = await self.scorer.ascore_groups(self._groups(rows, list(completions)))
         self._prefetch = None
         done = time.perf_counter()
-        self.batches.append(ScoredBatch(list(task_id), list(prompts), list(completions), groups,
-                                        wait_s=done - entered, request_s=done - sent))
+        self.batches.append(
+            ScoredBatch(
+                list(task_id), list(prompts), list(completions), groups, wait_s=done - entered, request_s=done - sent
+            )
+        )
         if log_metric is not None:
             for name in sorted({c for g in groups for c in g.components}):
                 values = [v for g in groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m]

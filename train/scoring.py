@@ -50,14 +50,21 @@ class GroupScorer(Protocol):
 class ServiceScorer:
     """Scores groups through the service's clients: blocking for evaluation, asyncio for TRL's reward loop."""
 
-    def __init__(self, urls: list[str], token: str | None = None, timeout_s: float = 60.0,
-                 reward: RewardSpec | None = None, allow_mixed_versions: bool = False) -> None:
+    def __init__(
+        self,
+        urls: list[str],
+        token: str | None = None,
+        timeout_s: float = 60.0,
+        reward: RewardSpec | None = None,
+        allow_mixed_versions: bool = False,
+    ) -> None:
         self.urls, self.token, self.timeout_s, self.reward = urls, token, timeout_s, reward
         self.versions = VersionLedger(allow_mixed_versions)  # every verdict passes through it (train/versions.py)
         self._sync = ScoreClient(urls, token=token, timeout_s=timeout_s)
         # An httpx.AsyncClient belongs to one event loop: one per loop (TRL's reward loop; a new trainer, a new loop).
         self._async: LoopClients[AsyncScoreClient] = LoopClients(
-            lambda: AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s))
+            lambda: AsyncScoreClient(self.urls, token=self.token, timeout_s=self.timeout_s)
+        )
 
     def score_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]:
         return self._checked(self._sync.score_groups(groups, reward=self.reward))
@@ -76,15 +83,21 @@ class ServiceScorer:
 
 
 @contextmanager
-def open_scorer(urls: list[str], token: str | None = None, timeout_s: float = 60.0,
-                reward: RewardSpec | None = None, allow_mixed_versions: bool = False) -> Iterator[ServiceScorer]:
+def open_scorer(
+    urls: list[str],
+    token: str | None = None,
+    timeout_s: float = 60.0,
+    reward: RewardSpec | None = None,
+    allow_mixed_versions: bool = False,
+) -> Iterator[ServiceScorer]:
     """The configured service, or (no URLs) one started embedded on a free loopback port for this run."""
     with ExitStack() as stack:
         if not urls:
             from groupscore.service.embedded import start_embedded
 
             urls = [stack.enter_context(start_embedded(port=0, token=token))]
-        scorer = ServiceScorer(urls, token=token, timeout_s=timeout_s, reward=reward,
-                               allow_mixed_versions=allow_mixed_versions)
+        scorer = ServiceScorer(
+            urls, token=token, timeout_s=timeout_s, reward=reward, allow_mixed_versions=allow_mixed_versions
+        )
         stack.callback(scorer.close)
         yield scorer

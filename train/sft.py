@@ -13,8 +13,15 @@ if TYPE_CHECKING:
     from peft import PeftConfig
 
 
-def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Hardware, out_dir: Path,
-               seed: int, peft_config: PeftConfig | None = None) -> Path:
+def cold_start(
+    model_path: str,
+    tasks: list[Task],
+    cfg: SftConfig,
+    hardware: Hardware,
+    out_dir: Path,
+    seed: int,
+    peft_config: PeftConfig | None = None,
+) -> Path:
     """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
@@ -27,18 +34,36 @@ def cold_start(model_path: str, tasks: list[Task], cfg: SftConfig, hardware: Har
         raise ValueError("sft: the train split has no `solution` fields to cold-start on")
     model, tokenizer = load_model(model_path, hardware)
     args = SFTConfig(
-        output_dir=str(out_dir), max_steps=cfg.max_steps, per_device_train_batch_size=cfg.batch_size,
-        learning_rate=cfg.learning_rate, lr_scheduler_type="constant", warmup_steps=0,
-        seed=seed, data_seed=seed, logging_steps=max(1, cfg.max_steps // 10), save_strategy="no",
-        report_to="none", disable_tqdm=True, dataloader_num_workers=0, **hardware.trainer_flags(),
+        output_dir=str(out_dir),
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        seed=seed,
+        data_seed=seed,
+        logging_steps=max(1, cfg.max_steps // 10),
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        **hardware.trainer_flags(),
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                         peft_config=peft_config)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
     trainer.remove_callback(PrinterCallback)  # one summary line below instead of a dict per logging step
     result = trainer.train()
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
-    print(f"[train] sft: {result.global_step} steps in {result.metrics['train_runtime']:.1f} s, loss "
-          f"{losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
+    print(
+        f"[train] sft: {result.global_step} steps in {result.metrics['train_runtime']:.1f} s, loss "
+        f"{losses[0]:.3f} -> {losses[-1]:.3f}",
+        flush=True,
+    )
     final = out_dir / "final"
     if trainer.accelerator.is_main_process:
         merged = trainer.accelerator.unwrap_model(trainer.model)

@@ -51,9 +51,14 @@ class EvalResult:
         return self.pass_at[1]
 
     def as_dict(self) -> JsonDict:
-        return {"n": self.n, **{f"pass@{k}": v for k, v in self.pass_at.items()}, "mean_reward": self.mean_reward,
-                "solvable_share": self.solvable_share, "zero_variance_share": self.zero_variance_share,
-                "infra_errors": self.infra_errors}
+        return {
+            "n": self.n,
+            **{f"pass@{k}": v for k, v in self.pass_at.items()},
+            "mean_reward": self.mean_reward,
+            "solvable_share": self.solvable_share,
+            "zero_variance_share": self.zero_variance_share,
+            "infra_errors": self.infra_errors,
+        }
 
 
 @dataclass(frozen=True)
@@ -87,10 +92,15 @@ class BatchStats:
     components: dict[str, Spread] = field(default_factory=dict)
 
     def as_json(self) -> JsonDict:
-        out: JsonDict = {"reward_mean": self.reward_mean, "reward_std": self.reward_std,
-                         "zero_variance_share": self.zero_variance_share, "infra_errors": self.infra_errors,
-                         "infra_error_share": self.infra_error_share, "reward_wait_s": self.reward_wait_s,
-                         "reward_request_s": self.reward_request_s}
+        out: JsonDict = {
+            "reward_mean": self.reward_mean,
+            "reward_std": self.reward_std,
+            "zero_variance_share": self.zero_variance_share,
+            "infra_errors": self.infra_errors,
+            "infra_error_share": self.infra_error_share,
+            "reward_wait_s": self.reward_wait_s,
+            "reward_request_s": self.reward_request_s,
+        }
         for name, spread in self.components.items():
             out[f"component/{name}/mean"] = spread.mean
             out[f"component/{name}/std"] = spread.std
@@ -112,9 +122,17 @@ class StepMetrics:
     clip_ratio: float | None = None
 
     def as_json(self) -> JsonDict:
-        return {"step": self.step, "step_time_s": self.step_time_s, **self.batch.as_json(), "kl": self.kl,
-                "completion_length": self.completion_length, "entropy": self.entropy, "loss": self.loss,
-                "grad_norm": self.grad_norm, "clip_ratio": self.clip_ratio}
+        return {
+            "step": self.step,
+            "step_time_s": self.step_time_s,
+            **self.batch.as_json(),
+            "kl": self.kl,
+            "completion_length": self.completion_length,
+            "entropy": self.entropy,
+            "loss": self.loss,
+            "grad_norm": self.grad_norm,
+            "clip_ratio": self.clip_ratio,
+        }
 
 
 @dataclass(frozen=True)
@@ -152,9 +170,15 @@ class GrpoStage:
     selected_by: str = "held-out pass@1"
 
     def as_json(self) -> JsonDict:
-        return {"seconds": self.seconds, "steps": self.steps, "selected_step": self.selected_step,
-                "selected_checkpoint": self.selected_checkpoint, "selected_by": self.selected_by,
-                "evals": [e.as_json() for e in self.evals], "warnings": list(self.warnings)}
+        return {
+            "seconds": self.seconds,
+            "steps": self.steps,
+            "selected_step": self.selected_step,
+            "selected_checkpoint": self.selected_checkpoint,
+            "selected_by": self.selected_by,
+            "evals": [e.as_json() for e in self.evals],
+            "warnings": list(self.warnings),
+        }
 
 
 @dataclass(frozen=True)
@@ -223,11 +247,17 @@ class RunSummary:
         return self.eval.after.pass_at_1 if self.eval is not None else None
 
     def as_json(self) -> JsonDict:
-        out: JsonDict = {"run_dir": self.run_dir, "device": self.device, "precision": self.precision,
-                         "seed": self.seed, "stages": self.stages.as_json()}
+        out: JsonDict = {
+            "run_dir": self.run_dir,
+            "device": self.device,
+            "precision": self.precision,
+            "seed": self.seed,
+            "stages": self.stages.as_json(),
+        }
         if self.eval is not None:
-            out.update(eval=self.eval.as_json(), pass_at_1_before=self.pass_at_1_before,
-                       pass_at_1_after=self.pass_at_1_after)
+            out.update(
+                eval=self.eval.as_json(), pass_at_1_before=self.pass_at_1_before, pass_at_1_after=self.pass_at_1_after
+            )
         out.update(verifier_versions=self.verifier_versions, selected_model=self.selected_model)
         for name in ("plots", "logs", "seconds"):
             if getattr(self, name) is not None:

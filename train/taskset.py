@@ -56,8 +56,11 @@ def load_tasks(path: Path) -> list[Task]:
             continue
         tasks.append(Task(task_id, str(row["prompt"]), row.get("solution"), item))
     if problems:
-        raise ValueError("invalid taskset:\n  " + "\n  ".join(problems[:20])
-                         + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""))
+        raise ValueError(
+            "invalid taskset:\n  "
+            + "\n  ".join(problems[:20])
+            + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
+        )
     if not tasks:
         raise ValueError(f"taskset is empty: {path}")
     return tasks

@@ -35,14 +35,22 @@ def build_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFa
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     # Metaspace keeps spaces (decoding is exact); Digits splits numbers into single digits.
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(prepend_scheme="never"),
-                                                 pre_tokenizers.Digits(individual_digits=True)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Metaspace(prepend_scheme="never"), pre_tokenizers.Digits(individual_digits=True)]
+    )
     tok.decoder = decoders.Metaspace(prepend_scheme="never")
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
-                                  initial_alphabet=list("0123456789"))
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False, initial_alphabet=list("0123456789")
+    )
     tok.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                   unk_token="<unk>", padding_side="left")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        padding_side="left",
+    )
 
 
 def tiny_model_dir(spec: TinyModelSpec, corpus: list[str], cache_dir: Path, seed: int) -> Path:
@@ -60,10 +68,17 @@ def ensure_tiny_model(spec: TinyModelSpec, corpus: list[str], cache_dir: Path, s
         return out
     tokenizer = build_tokenizer(corpus, spec.vocab_size)
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_heads,
-        max_position_embeddings=spec.max_positions, tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_heads,
+        max_position_embeddings=spec.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)

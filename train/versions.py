@@ -41,10 +41,13 @@ class VersionLedger:
                     raise MixedVerifierVersions(
                         f"verifier {kind!r} changed version within this run ({kind}@{versions[0]}, now "
                         f"{kind}@{version}): rewards from two versions are not one reward function; restart on one "
-                        f"version, or set {ALLOW_FLAG}: true to train on both")
+                        f"version, or set {ALLOW_FLAG}: true to train on both"
+                    )
                 versions.append(version)
 
     def summary(self) -> dict[str, int | list[int]]:
         """For summary.json: kind -> its version, or the list of versions when mixing was allowed and happened."""
-        return {kind: versions[0] if len(versions) == 1 else sorted(versions)
-                for kind, versions in sorted(self.seen.items())}
+        return {
+            kind: versions[0] if len(versions) == 1 else sorted(versions)
+            for kind, versions in sorted(self.seen.items())
+        }

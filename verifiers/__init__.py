@@ -7,8 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 # Loaded on first use (PEP 562), not with the package: importing any submodule runs this file, and the one-shot CLI's
 # own process needs none of the item models (pydantic) to hand lines to its workers.
-_EXPORTS = {"KINDS": "registry", "Item": "registry", "parse_item": "registry", "score_item": "registry",
-            "score_raw": "scoring", "score_valid": "scoring"}
+_EXPORTS = {
+    "KINDS": "registry",
+    "Item": "registry",
+    "parse_item": "registry",
+    "score_item": "registry",
+    "score_raw": "scoring",
+    "score_valid": "scoring",
+}
 
 if TYPE_CHECKING:
     from groupscore.verifiers.registry import KINDS, Item, parse_item, score_item

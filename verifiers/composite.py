@@ -35,9 +35,12 @@ class CheckedRewardSpec(RewardSpec):
                 problems = [e for e in exc.errors(include_url=False) if e["type"] != "missing"]
                 if problems:
                     # loc[0] is the union's tag (the kind); the rest is the path inside params.
-                    raise ValueError("; ".join(
-                        f"components.{index}.params.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
-                        for e in problems)) from None
+                    raise ValueError(
+                        "; ".join(
+                            f"components.{index}.params.{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
+                            for e in problems
+                        )
+                    ) from None
         return self
 
 
@@ -50,8 +53,9 @@ def load_reward_spec(path: Path | str) -> CheckedRewardSpec:
     try:
         return CheckedRewardSpec.model_validate_json(text)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<spec>'}: {e['msg']}"
-                             for e in exc.errors(include_url=False))
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<spec>'}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
         raise ValueError(f"bad reward spec {path}: {problems}") from None
 
 
@@ -61,8 +65,9 @@ def component_item(item: ItemBase, component: Component) -> ItemBase:
         if not component.params:
             return item
         return parse_item({**item.model_dump(), **component.params})
-    return parse_item({"verifier": component.verifier, "id": item.id, "completion": item.completion,
-                       **component.params})
+    return parse_item(
+        {"verifier": component.verifier, "id": item.id, "completion": item.completion, **component.params}
+    )
 
 
 def total_reward(scores: dict[str, float], spec: RewardSpec) -> tuple[float, str | None]:
@@ -93,23 +98,36 @@ def score_composite(item: ItemBase, spec: RewardSpec) -> Verdict:
     scores = {name: verdict.reward for name, verdict in verdicts.items()}
     total, failed_gate = total_reward(scores, spec)
     primary = verdicts[spec.components[0].name]
-    parts = [f"{name}={v.reward:g} ({v.status.value}{': ' + v.reason if v.reason else ''})" for name, v in verdicts.items()]
+    parts = [
+        f"{name}={v.reward:g} ({v.status.value}{': ' + v.reason if v.reason else ''})" for name, v in verdicts.items()
+    ]
     reason = "; ".join(parts)
     if failed_gate is not None:
         reason = f"gate {failed_gate!r} not met, total 0; {reason}"
     status = primary.status
     if status is not Status.error and any(v.status is Status.error for v in verdicts.values()):
         status = Status.error  # a component that could not score makes the total unreliable: say so
-    details: dict[str, Any] = {"components": {name: {**v.details, "status": v.status.value, "reason": v.reason}
-                                              for name, v in verdicts.items()}}
+    details: dict[str, Any] = {
+        "components": {
+            name: {**v.details, "status": v.status.value, "reason": v.reason} for name, v in verdicts.items()
+        }
+    }
     infra = [v for v in verdicts.values() if v.status is Status.infra_error]
     if status is not Status.error and infra:
         # A component the infrastructure failed to judge: the total is no score either, whatever the others paid.
         status, total = Status.infra_error, 0.0
         reason = f"a component was not scored (infra_error), so the total is not a score; {reason}"
         details["infra"] = infra[0].details.get("infra", "internal")
-    return Verdict(id=item.id, reward=total, status=status, extracted=primary.extracted, reason=reason,
-                   components=scores, details=details, verifier_version=combined_version(verdicts.values()))
+    return Verdict(
+        id=item.id,
+        reward=total,
+        status=status,
+        extracted=primary.extracted,
+        reason=reason,
+        components=scores,
+        details=details,
+        verifier_version=combined_version(verdicts.values()),
+    )
 
 
 def combined_version(verdicts: Iterable[Verdict]) -> str | None:

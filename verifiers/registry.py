@@ -67,19 +67,43 @@ class VerifierKind:
 KINDS: dict[str, VerifierKind] = {
     k.name: k
     for k in (
-        VerifierKind("math", MathItem, "groupscore.verifiers.math.verify:score_math",
-                     "Boxed/final-answer extraction and string, numeric, symbolic equivalence."),
-        VerifierKind("code", CodeItem, "groupscore.verifiers.code.verify:score_code",
-                     "Program from the completion run on public and hidden tests in the sandbox; reward = pass rate "
-                     "(of the hidden tests alone when there are any)."),
-        VerifierKind("format", FormatItem, "groupscore.verifiers.format.verify:score_format",
-                     "Required tags in order with non-empty content (e.g. <think>, <answer>), or a linear-time regex."),
-        VerifierKind("length", LengthItem, "groupscore.verifiers.length.verify:score_length",
-                     "Length in characters or whitespace tokens inside a target range, with a penalty outside it."),
-        VerifierKind("json", JsonItem, "groupscore.verifiers.json_schema.verify:score_json",
-                     "JSON document (optionally in a ```json block) that parses and validates against a JSON schema."),
-        VerifierKind("sql", SqlItem, "groupscore.verifiers.sql.verify:score_sql",
-                     "SELECT query run read-only on an SQLite database beside the gold query; result sets compared."),
+        VerifierKind(
+            "math",
+            MathItem,
+            "groupscore.verifiers.math.verify:score_math",
+            "Boxed/final-answer extraction and string, numeric, symbolic equivalence.",
+        ),
+        VerifierKind(
+            "code",
+            CodeItem,
+            "groupscore.verifiers.code.verify:score_code",
+            "Program from the completion run on public and hidden tests in the sandbox; reward = pass rate "
+            "(of the hidden tests alone when there are any).",
+        ),
+        VerifierKind(
+            "format",
+            FormatItem,
+            "groupscore.verifiers.format.verify:score_format",
+            "Required tags in order with non-empty content (e.g. <think>, <answer>), or a linear-time regex.",
+        ),
+        VerifierKind(
+            "length",
+            LengthItem,
+            "groupscore.verifiers.length.verify:score_length",
+            "Length in characters or whitespace tokens inside a target range, with a penalty outside it.",
+        ),
+        VerifierKind(
+            "json",
+            JsonItem,
+            "groupscore.verifiers.json_schema.verify:score_json",
+            "JSON document (optionally in a ```json block) that parses and validates against a JSON schema.",
+        ),
+        VerifierKind(
+            "sql",
+            SqlItem,
+            "groupscore.verifiers.sql.verify:score_sql",
+            "SELECT query run read-only on an SQLite database beside the gold query; result sets compared.",
+        ),
     )
 }
 

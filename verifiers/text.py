@@ -42,7 +42,12 @@ def fenced_blocks(text: str) -> list[FencedBlock]:
         i += 1
         while i < len(lines):
             closing = _FENCE.match(lines[i])
-            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) and not closing.group(2):
+            if (
+                closing
+                and closing.group(1)[0] == fence[0]
+                and len(closing.group(1)) >= len(fence)
+                and not closing.group(2)
+            ):
                 break
             body.append(lines[i])
             i += 1
@@ -67,6 +72,7 @@ def find_document(text: str, mode: str, language: str = "json") -> str | None:
         if fenced is not None or mode == "fenced":
             return fenced
     return text if text.strip() else None
+
 
 MAX_PATTERN_CHARS = 2_000
 # RE2 builds automata lazily inside this much memory and falls back to a slower (still linear) engine beyond it.

@@ -13,8 +13,9 @@ StdioCompare = Literal["exact", "whitespace", "float"]
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Possessive quantifiers: `[0-9]+\.?[0-9]*` could split a run of digits n ways, and a long token that fails (a million
 # digits, then `x`) cost n*n/2 steps of backtracking: hours of host CPU for one line of output.
-_NUMBER = re.compile(r"[+-]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+|[+-]?+(?:inf|infinity|nan)",
-                     re.IGNORECASE)
+_NUMBER = re.compile(
+    r"[+-]?+(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+|[+-]?+(?:inf|infinity|nan)", re.IGNORECASE
+)
 
 
 def _tokens_match(got: str, want: str, tol: float) -> bool:
@@ -53,7 +54,9 @@ def stdout_matches(actual: str, expected: str, mode: StdioCompare = "whitespace"
     if mode == "exact":
         return actual == expected
     if mode == "whitespace":
-        return [line.split() for line in actual.strip().splitlines()] == [line.split() for line in expected.strip().splitlines()]
+        return [line.split() for line in actual.strip().splitlines()] == [
+            line.split() for line in expected.strip().splitlines()
+        ]
     got, want = actual.split(), expected.split()
     return len(got) == len(want) and all(_tokens_match(g, w, float_tol) for g, w in zip(got, want))
 

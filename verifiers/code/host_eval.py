@@ -28,31 +28,116 @@ class EvalFailed(ValueError):
     """Evaluating a supported expression failed (a bound was hit, or the operation raised)."""
 
 
-_FUNCTIONS: dict[str, Any] = {f.__name__: f for f in (
-    abs, round, len, sorted, set, frozenset, tuple, list, dict, str, int, float, bool, complex,
-    min, max, sum, any, all, isinstance, type, repr, reversed, enumerate, zip)}  # not bytes(): bytes(10**12)
-_MATH: dict[str, Any] = {name: getattr(math, name) for name in (
-    "isclose", "fabs", "sqrt", "floor", "ceil", "isnan", "isinf", "isfinite", "trunc", "log", "exp", "gcd",
-    "pi", "e", "tau", "inf", "nan")}
-_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "split", "keys", "values", "items", "count",
-                      "startswith", "endswith", "index", "get"})
-_TYPE_NAMES = frozenset({"int", "float", "str", "bool", "list", "tuple", "dict", "set", "frozenset", "bytes", "complex"})
+_FUNCTIONS: dict[str, Any] = {
+    f.__name__: f
+    for f in (
+        abs,
+        round,
+        len,
+        sorted,
+        set,
+        frozenset,
+        tuple,
+        list,
+        dict,
+        str,
+        int,
+        float,
+        bool,
+        complex,
+        min,
+        max,
+        sum,
+        any,
+        all,
+        isinstance,
+        type,
+        repr,
+        reversed,
+        enumerate,
+        zip,
+    )
+}  # not bytes(): bytes(10**12)
+_MATH: dict[str, Any] = {
+    name: getattr(math, name)
+    for name in (
+        "isclose",
+        "fabs",
+        "sqrt",
+        "floor",
+        "ceil",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "trunc",
+        "log",
+        "exp",
+        "gcd",
+        "pi",
+        "e",
+        "tau",
+        "inf",
+        "nan",
+    )
+}
+_METHODS = frozenset(
+    {
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "split",
+        "keys",
+        "values",
+        "items",
+        "count",
+        "startswith",
+        "endswith",
+        "index",
+        "get",
+    }
+)
+_TYPE_NAMES = frozenset(
+    {"int", "float", "str", "bool", "list", "tuple", "dict", "set", "frozenset", "bytes", "complex"}
+)
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-           ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+}
 _UNARY = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
-            ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
 
 
 def _singleton(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in (None, True, False) and type(node.value) is not int
 
 
-def check_expression(node: ast.AST, variables: frozenset[str] = frozenset(), shadowed: frozenset[str] = frozenset()) -> None:
+def check_expression(
+    node: ast.AST, variables: frozenset[str] = frozenset(), shadowed: frozenset[str] = frozenset()
+) -> None:
     """Raise Unsupported unless `node` only uses what `evaluate` understands; `variables` are the placeholder names."""
+
     def visit(n: ast.AST) -> None:
         if isinstance(n, ast.Constant):
             if not isinstance(n.value, (str, bytes, int, float, complex, bool, type(None))):
@@ -71,7 +156,9 @@ def check_expression(node: ast.AST, variables: frozenset[str] = frozenset(), sha
             if n.id in shadowed or not (n.id in variables or n.id in _TYPE_NAMES):
                 raise Unsupported(f"name {n.id}")
         elif isinstance(n, ast.Attribute):
-            if not (isinstance(n.value, ast.Name) and n.value.id == "math" and n.attr in _MATH and "math" not in shadowed):
+            if not (
+                isinstance(n.value, ast.Name) and n.value.id == "math" and n.attr in _MATH and "math" not in shadowed
+            ):
                 raise Unsupported("attribute")
         elif isinstance(n, ast.UnaryOp) and type(n.op) in _UNARY:
             visit(n.operand)
@@ -223,10 +310,19 @@ def _hash_checked(fn: Any, values: Any) -> Any:
 def _check_size(op: type, left: Any, right: Any) -> None:
     if op is ast.Mult:
         for seq, count in ((left, right), (right, left)):
-            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(count, int) and len(seq) * count > MAX_SEQUENCE_LEN:
+            if (
+                isinstance(seq, (str, bytes, list, tuple))
+                and isinstance(count, int)
+                and len(seq) * count > MAX_SEQUENCE_LEN
+            ):
                 raise EvalFailed("sequence repetition too large")
     if op is ast.Mod and isinstance(left, (str, bytes)):
         raise EvalFailed("string formatting is not evaluated on the host")  # "%0999999999d" % 1
-    if (op is ast.Pow and isinstance(left, int) and isinstance(right, int) and right > 0
-            and max(left.bit_length(), 1) * right > MAX_POW_BITS):
+    if (
+        op is ast.Pow
+        and isinstance(left, int)
+        and isinstance(right, int)
+        and right > 0
+        and max(left.bit_length(), 1) * right > MAX_POW_BITS
+    ):
         raise EvalFailed("power too large")

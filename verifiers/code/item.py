@@ -12,7 +12,9 @@ from groupscore.verifiers.code.extract import BlockChoice, Language
 
 class _Test(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    time_limit_s: float | None = Field(default=None, gt=0.0, le=60.0, description="Overrides the item's per-test limit.")
+    time_limit_s: float | None = Field(
+        default=None, gt=0.0, le=60.0, description="Overrides the item's per-test limit."
+    )
 
 
 class StdioTest(_Test):
@@ -29,7 +31,9 @@ class CallTest(_Test):
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
-    float_tol: float | None = Field(default=None, ge=0.0, description="Compare numbers within this tolerance (absolute, relative above 1).")
+    float_tol: float | None = Field(
+        default=None, ge=0.0, description="Compare numbers within this tolerance (absolute, relative above 1)."
+    )
 
 
 class AssertTest(_Test):
@@ -50,10 +54,15 @@ class CodeItem(ItemBase):
     verifier: Literal["code"] = "code"
     language: Language = "python"
     tests: list[CodeTest] = Field(default_factory=list, description="Public tests.")
-    hidden_tests: list[CodeTest] = Field(default_factory=list, description="Only counts of these ever leave the verifier.")
+    hidden_tests: list[CodeTest] = Field(
+        default_factory=list, description="Only counts of these ever leave the verifier."
+    )
     block: BlockChoice = Field(
-        default="last", description="Which fenced block of the language is the program ('all': every one, in order).")
-    prompt: str | None = Field(default=None, description="Prepended to the program (HumanEval-style completions of a function body).")
+        default="last", description="Which fenced block of the language is the program ('all': every one, in order)."
+    )
+    prompt: str | None = Field(
+        default=None, description="Prepended to the program (HumanEval-style completions of a function body)."
+    )
     time_limit_s: float = Field(default=5.0, gt=0.0, le=60.0, description="Per-test wall-clock limit.")
     memory_mb: int = Field(default=512, ge=16, le=16384)
     stop_on_first_failure: bool = False

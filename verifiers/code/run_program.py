@@ -50,5 +50,12 @@ def run_program(request: ProgramRun) -> RunResult:
     files: dict[str, str | bytes] = {**decode_files(request.files), main: request.code}
     limits = Limits(wall_time_s=request.run_timeout_s, memory_mb=request.memory_mb or DEFAULT_MEMORY_MB)
     compile_limits = COMPILE_LIMITS.model_copy(update={"wall_time_s": request.compile_timeout_s})
-    return run(files, language=request.language, main=main, stdin=request.stdin, limits=limits,
-               collect=list(request.fetch_files), compile_limits=compile_limits)
+    return run(
+        files,
+        language=request.language,
+        main=main,
+        stdin=request.stdin,
+        limits=limits,
+        collect=list(request.fetch_files),
+        compile_limits=compile_limits,
+    )

@@ -50,9 +50,15 @@ class Job:
 
 def runner_job(runner_source: str, plan_bytes: bytes, *, wall_time_s: float, memory_mb: int) -> Job:
     """The call runner, reading `plan_bytes` on stdin; the program itself is added by run_jobs."""
-    return Job(runner_source, plan_bytes, Limits(wall_time_s=min(wall_time_s, 3600.0),
-                                                 memory_mb=memory_mb + RUNNER_MEMORY_HEADROOM_MB,
-                                                 max_output_bytes=RUNNER_OUTPUT_BYTES))
+    return Job(
+        runner_source,
+        plan_bytes,
+        Limits(
+            wall_time_s=min(wall_time_s, 3600.0),
+            memory_mb=memory_mb + RUNNER_MEMORY_HEADROOM_MB,
+            max_output_bytes=RUNNER_OUTPUT_BYTES,
+        ),
+    )
 
 
 def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes: int) -> Job:
@@ -127,8 +133,14 @@ def runner_files(runner_source: str) -> tuple[dict[str, str | bytes], tuple[str,
     `site`). Falls back to the source when the interpreter cannot compile it on the host."""
     exe = toolchain("python").executable
     try:
-        done = subprocess.run([exe, "-I", "-S", "-B", "-c", _COMPILE_RUNNER], input=runner_source.encode(),
-                              capture_output=True, timeout=60, check=True, env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            [exe, "-I", "-S", "-B", "-c", _COMPILE_RUNNER],
+            input=runner_source.encode(),
+            capture_output=True,
+            timeout=60,
+            check=True,
+            env={"PATH": "/usr/bin:/bin"},
+        )
         dirs = tuple(d for d in _literal_list(done.stderr.decode()) if d.startswith("/"))
         if done.stdout[:4] and len(done.stdout) > 16:
             return {"runner.pyc": done.stdout}, ("runner.pyc", *dirs)
@@ -154,7 +166,13 @@ def _request(language: str, source: str, program: str, job: Job) -> dict:
         # -S: no site processing at start-up (the runner adds the site-packages dirs given on its command line).
         command = [toolchain("python").executable, "-S", "-B", *argv]
         # The runner is the jail's pid 1: no init shell to start, and workers cannot signal it away.
-        return {"files": files, "command": command, "language": "python", "stdin": job.stdin, "limits": job.limits,
-                "as_init": True}
+        return {
+            "files": files,
+            "command": command,
+            "language": "python",
+            "stdin": job.stdin,
+            "limits": job.limits,
+            "as_init": True,
+        }
     # C and C++: the sandbox compiles `source` first; its compile cache makes that once per program.
     return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}

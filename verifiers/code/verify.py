@@ -56,13 +56,25 @@ def score_code(item: CodeItem) -> Verdict:
     except PlanError as exc:
         return Verdict.error(item.id, f"bad test: {exc}")
     if program is None:
-        return _verdict(item, plan, None, [UnitOutcome(False, why="no program")] * plan.total,
-                        status=Status.no_answer, reason=f"no {item.language} program found in the completion")
+        return _verdict(
+            item,
+            plan,
+            None,
+            [UnitOutcome(False, why="no program")] * plan.total,
+            status=Status.no_answer,
+            reason=f"no {item.language} program found in the completion",
+        )
     try:
         outcomes = run_plan(item, plan, program)
     except sandbox_jobs.CompileFailed as exc:
-        verdict = _verdict(item, plan, program, [UnitOutcome(False)] * plan.total, status=Status.error,
-                           reason=f"compile error: {_echo(exc.message, MAX_COMPILE_ECHO_CHARS)}")
+        verdict = _verdict(
+            item,
+            plan,
+            program,
+            [UnitOutcome(False)] * plan.total,
+            status=Status.error,
+            reason=f"compile error: {_echo(exc.message, MAX_COMPILE_ECHO_CHARS)}",
+        )
         verdict.details["compile_error"] = True
         return verdict
     except sandbox_jobs.RunRefused as exc:  # the completion itself cannot be run: its fault, a 0 to learn from
@@ -78,10 +90,20 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     jobs: list[sandbox_jobs.Job] = []
     if plan.call_units:
         wall_s = _runner_wall_limit(item, [u.time_limit_s for u in plan.call_units])
-        jobs.append(sandbox_jobs.runner_job(RUNNER_SOURCE, runner_plan(item, plan, marker), wall_time_s=wall_s,
-                                            memory_mb=item.memory_mb))
-    jobs.extend(sandbox_jobs.stdio_job(u.test.stdin, time_limit_s=u.time_limit_s, memory_mb=item.memory_mb,
-                                       expected_bytes=len(u.test.stdout.encode())) for u in plan.stdio_units)
+        jobs.append(
+            sandbox_jobs.runner_job(
+                RUNNER_SOURCE, runner_plan(item, plan, marker), wall_time_s=wall_s, memory_mb=item.memory_mb
+            )
+        )
+    jobs.extend(
+        sandbox_jobs.stdio_job(
+            u.test.stdin,
+            time_limit_s=u.time_limit_s,
+            memory_mb=item.memory_mb,
+            expected_bytes=len(u.test.stdout.encode()),
+        )
+        for u in plan.stdio_units
+    )
     results = sandbox_jobs.run_jobs(item.language, program, jobs)
     outcomes: dict[int, UnitOutcome] = {}
     if plan.call_units:
@@ -92,11 +114,14 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     if item.stop_on_first_failure:
         first = next((i for i, o in enumerate(ordered) if not o.passed), None)
         if first is not None:
-            ordered = ordered[:first + 1] + [UnitOutcome(False, why="not counted after the first failure")] * (plan.total - first - 1)
+            ordered = ordered[: first + 1] + [UnitOutcome(False, why="not counted after the first failure")] * (
+                plan.total - first - 1
+            )
     return ordered
 
 
 # -- the runner job -----------------------------------------------------------------------------------------------
+
 
 def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
     """What the jail's runner reads on stdin: call inputs and residual code, never an expected value.
@@ -105,11 +130,26 @@ def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
     version; loading it costs the runner microseconds, where parsing a literal cost a compile); call arguments go
     through the codec, so tuples and sets arrive as they were.
     """
-    units = [{"calls": [{"fn": c.fn, "args": encode_value(list(c.args)), "kwargs": encode_value(dict(c.kwargs))}
-                        for c in unit.calls],
-              "residual": unit.residual, "time_limit_s": float(unit.time_limit_s)} for unit in plan.call_units]
-    return marshal.dumps({"marker": marker, "import_limit_s": float(item.time_limit_s),
-                          "stop_on_failure": item.stop_on_first_failure, "units": units}, MARSHAL_VERSION)
+    units = [
+        {
+            "calls": [
+                {"fn": c.fn, "args": encode_value(list(c.args)), "kwargs": encode_value(dict(c.kwargs))}
+                for c in unit.calls
+            ],
+            "residual": unit.residual,
+            "time_limit_s": float(unit.time_limit_s),
+        }
+        for unit in plan.call_units
+    ]
+    return marshal.dumps(
+        {
+            "marker": marker,
+            "import_limit_s": float(item.time_limit_s),
+            "stop_on_failure": item.stop_on_first_failure,
+            "units": units,
+        },
+        MARSHAL_VERSION,
+    )
 
 
 def _runner_wall_limit(item: CodeItem, unit_limits: list[float]) -> float:
@@ -146,20 +186,28 @@ def judge_runner(units: list[CallUnit], result: RunResult, marker: str) -> dict[
         if not line.startswith(prefix):
             continue
         try:
-            record = json.loads(line[len(prefix):])
+            record = json.loads(line[len(prefix) :])
         except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("unit"), int):
             records.setdefault(record["unit"], record)
     ended_early = _run_end_reason(result)
-    return {unit.index: (judge_call_unit(unit, records[position]) if position in records
-                         else UnitOutcome(False, timed_out=result.status == "timeout", why=ended_early))
-            for position, unit in enumerate(units)}
+    return {
+        unit.index: (
+            judge_call_unit(unit, records[position])
+            if position in records
+            else UnitOutcome(False, timed_out=result.status == "timeout", why=ended_early)
+        )
+        for position, unit in enumerate(units)
+    }
 
 
 def _run_end_reason(result: RunResult) -> str:
-    return {"timeout": "the run hit its wall-clock limit", "memory_limit": "the run hit its memory limit",
-            "output_limit": "the run hit its output limit"}.get(result.status, "the runner ended before this test")
+    return {
+        "timeout": "the run hit its wall-clock limit",
+        "memory_limit": "the run hit its memory limit",
+        "output_limit": "the run hit its output limit",
+    }.get(result.status, "the runner ended before this test")
 
 
 def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
@@ -171,8 +219,12 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
     if status == "import_error":
         return UnitOutcome(False, why=f"the program failed to load: {_echo(str(record.get('detail')))}")
     if status != "done":
-        return UnitOutcome(False, why={"crashed": "the program's process died",
-                                       "skipped": "not run after an earlier failure"}.get(str(status), "no result"))
+        return UnitOutcome(
+            False,
+            why={"crashed": "the program's process died", "skipped": "not run after an earlier failure"}.get(
+                str(status), "no result"
+            ),
+        )
     answers = record.get("answers")
     if not isinstance(answers, list) or len(answers) != len(unit.calls):
         return UnitOutcome(False, why="malformed runner record")
@@ -193,8 +245,11 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
         if isinstance(check, ExpectedValue):
             got = results[check.call_index]
             if not json_values_equal(got, check.expected, check.float_tol):
-                return UnitOutcome(False, why=f"{_call_text(unit.calls[check.call_index])} returned {_echo_value(got)}, "
-                                              f"expected {_clip(_repr(check.expected))}")
+                return UnitOutcome(
+                    False,
+                    why=f"{_call_text(unit.calls[check.call_index])} returned {_echo_value(got)}, "
+                    f"expected {_clip(_repr(check.expected))}",
+                )
         else:
             passed, problem = evaluate_assert(check, results)
             if not passed:
@@ -209,12 +264,14 @@ def _assert_failure(check: ConvertedAssert, unit: CallUnit, results: list[Any], 
     # Two quoted pieces at most: the evaluation's problem (it may quote a value) or the first returned value,
     # and one more.
     quoted = ([_echo(problem)] if problem else []) + [
-        f"{_call_text(unit.calls[i])} returned {_echo_value(results[i])}" for _, i in check.placeholders]
+        f"{_call_text(unit.calls[i])} returned {_echo_value(results[i])}" for _, i in check.placeholders
+    ]
     shown = "; ".join(quoted[:2]) + ("; ..." if len(quoted) > 2 else "")
     return f"`{_clip(check.source, 200)}` failed" + (f": {shown}" if shown else "")
 
 
 # -- stdio units --------------------------------------------------------------------------------------------------
+
 
 def judge_stdio(unit: StdioUnit, result: RunResult) -> UnitOutcome:
     if result.status == "timeout":
@@ -226,11 +283,15 @@ def judge_stdio(unit: StdioUnit, result: RunResult) -> UnitOutcome:
     test = unit.test
     if stdout_matches(result.stdout, test.stdout, test.compare, test.float_tol):
         return UnitOutcome(True)
-    return UnitOutcome(False, why=f"stdout {_echo(result.stdout)} differs from the expected "
-                                  f"{_clip(_repr(test.stdout), 150)} ({test.compare} comparison)")
+    return UnitOutcome(
+        False,
+        why=f"stdout {_echo(result.stdout)} differs from the expected "
+        f"{_clip(_repr(test.stdout), 150)} ({test.compare} comparison)",
+    )
 
 
 # -- the verdict --------------------------------------------------------------------------------------------------
+
 
 def _units_in_order(plan: Plan) -> list[Any]:
     """Every test unit of the plan in test order (the order `outcomes` follow)."""
@@ -240,13 +301,24 @@ def _units_in_order(plan: Plan) -> list[Any]:
 def _counts(plan: Plan, units: list[Any], outcomes: list[UnitOutcome]) -> dict[str, Any]:
     public = [o for u, o in zip(units, outcomes) if not u.hidden]
     hidden = [o for u, o in zip(units, outcomes) if u.hidden]
-    return {"public_passed": sum(o.passed for o in public), "public_total": len(public),
-            "hidden_passed": sum(o.passed for o in hidden), "hidden_total": len(hidden),
-            "weaker_mode": plan.weaker_mode}
+    return {
+        "public_passed": sum(o.passed for o in public),
+        "public_total": len(public),
+        "hidden_passed": sum(o.passed for o in hidden),
+        "hidden_total": len(hidden),
+        "weaker_mode": plan.weaker_mode,
+    }
 
 
-def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[UnitOutcome], *,
-             status: Status | None = None, reason: str | None = None) -> Verdict:
+def _verdict(
+    item: CodeItem,
+    plan: Plan,
+    program: str | None,
+    outcomes: list[UnitOutcome],
+    *,
+    status: Status | None = None,
+    reason: str | None = None,
+) -> Verdict:
     passed = sum(o.passed for o in outcomes)
     units = _units_in_order(plan)
     counts = _counts(plan, units, outcomes)
@@ -259,16 +331,24 @@ def _verdict(item: CodeItem, plan: Plan, program: str | None, outcomes: list[Uni
         else:
             status = Status.timeout if any(o.timed_out for o in outcomes) else Status.incorrect
     if reason is None:
-        reason = f"{passed}/{plan.total} tests passed (public {counts['public_passed']}/{counts['public_total']}, " \
-                 f"hidden {counts['hidden_passed']}/{counts['hidden_total']})"
+        reason = (
+            f"{passed}/{plan.total} tests passed (public {counts['public_passed']}/{counts['public_total']}, "
+            f"hidden {counts['hidden_passed']}/{counts['hidden_total']})"
+        )
         first_public_failure = next(((u, o) for u, o in zip(units, outcomes) if not o.passed and not u.hidden), None)
         if first_public_failure is not None:
             unit, outcome = first_public_failure
             reason += f"; first public failure, {unit.label}: {outcome.why}"
         if plan.weaker_mode:
             reason += "; some assertions ran inside the jail (weaker mode)"
-    return Verdict(id=item.id, reward=reward, status=status, extracted=program,
-                   reason=reason, details=counts | {"language": item.language})
+    return Verdict(
+        id=item.id,
+        reward=reward,
+        status=status,
+        extracted=program,
+        reason=reason,
+        details=counts | {"language": item.language},
+    )
 
 
 def _reward(passed: int, total: int, counts: dict[str, Any]) -> float:
@@ -300,7 +380,9 @@ def _echo(text: str, limit: int = MAX_ECHO_CHARS, tail: bool = False) -> str:
     part = text[-limit:] if tail else text[:limit]
     escaped = ascii(part)[1:-1]
     cut = len(part) < len(text) or len(escaped) > limit
-    escaped = (escaped[-limit:] if tail else escaped[:limit]) if len(escaped) > limit else escaped  # escapes lengthen it
+    escaped = (
+        (escaped[-limit:] if tail else escaped[:limit]) if len(escaped) > limit else escaped
+    )  # escapes lengthen it
     if not cut:
         return f"'{escaped}'"
     return f"'...{escaped}' ({len(text)} chars)" if tail else f"'{escaped}...' ({len(text)} chars)"
@@ -334,4 +416,4 @@ def _echo_value(value: Any) -> str:
 
 
 def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

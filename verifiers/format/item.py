@@ -14,19 +14,28 @@ _TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,31}$")
 
 class FormatItem(ItemBase):
     verifier: Literal["format"] = "format"
-    tags: list[str] = Field(default_factory=lambda: ["think", "answer"], min_length=1, max_length=16,
-                            description="Tag names that must each appear exactly once, in this order, as "
-                                        "<name>non-empty content</name>.")
-    regex: str | None = Field(default=None, max_length=2_000,
-                              description="Instead of tags: an RE2 pattern (no backreferences or lookaround) "
-                                          "that must match the whole completion.")
-    allow_outside_text: bool = Field(default=True,
-                                     description="Tag mode: when false, only whitespace may sit outside the tags.")
+    tags: list[str] = Field(
+        default_factory=lambda: ["think", "answer"],
+        min_length=1,
+        max_length=16,
+        description="Tag names that must each appear exactly once, in this order, as <name>non-empty content</name>.",
+    )
+    regex: str | None = Field(
+        default=None,
+        max_length=2_000,
+        description="Instead of tags: an RE2 pattern (no backreferences or lookaround) "
+        "that must match the whole completion.",
+    )
+    allow_outside_text: bool = Field(
+        default=True, description="Tag mode: when false, only whitespace may sit outside the tags."
+    )
     strip: bool = Field(default=True, description="Regex mode: strip surrounding whitespace before matching.")
-    partial_credit: bool = Field(default=False,
-                                 description="Tag mode: reward = fraction of checks passed instead of all or nothing.")
-    max_chars: int = Field(default=1_000_000, ge=1, le=4_000_000,
-                           description="Longer completions score 0 without being scanned.")
+    partial_credit: bool = Field(
+        default=False, description="Tag mode: reward = fraction of checks passed instead of all or nothing."
+    )
+    max_chars: int = Field(
+        default=1_000_000, ge=1, le=4_000_000, description="Longer completions score 0 without being scanned."
+    )
 
     @field_validator("tags")
     @classmethod

@@ -26,14 +26,16 @@ def _tag_checks(text: str, tags: list[str], allow_outside_text: bool) -> tuple[l
         # Exactly once: a second block (or a stray tag) is how a model games "contains an <answer>".
         n_open, n_close = text.count(opening), text.count(closing)
         if n_open != 1 or n_close != 1:
-            checks.append(_Check(False, f"{opening} and {closing} must each appear once (found {n_open} and {n_close})"))
+            checks.append(
+                _Check(False, f"{opening} and {closing} must each appear once (found {n_open} and {n_close})")
+            )
             continue
         start = text.find(opening, pos)
         end = text.find(closing, start + len(opening)) if start >= 0 else -1
         if start < 0 or end < 0:
             checks.append(_Check(False, f"{opening}...{closing} is out of order"))
             continue
-        content = text[start + len(opening):end]
+        content = text[start + len(opening) : end]
         if not content.strip():
             checks.append(_Check(False, f"{opening}{closing} is empty"))
         else:
@@ -51,13 +53,21 @@ def _tag_checks(text: str, tags: list[str], allow_outside_text: bool) -> tuple[l
 def score_format(item: FormatItem) -> Verdict:
     text = item.completion
     if len(text) > item.max_chars:
-        return Verdict(id=item.id, reward=0.0, status=Status.incorrect,
-                       reason=f"completion has {len(text)} characters, more than max_chars={item.max_chars}")
+        return Verdict(
+            id=item.id,
+            reward=0.0,
+            status=Status.incorrect,
+            reason=f"completion has {len(text)} characters, more than max_chars={item.max_chars}",
+        )
     if item.regex is not None:
         subject = text.strip() if item.strip else text
         matched = compile_linear(item.regex).fullmatch(subject) is not None
-        return Verdict(id=item.id, reward=1.0 if matched else 0.0, status=Status.correct if matched else Status.incorrect,
-                       reason="matches the pattern" if matched else "does not match the whole pattern")
+        return Verdict(
+            id=item.id,
+            reward=1.0 if matched else 0.0,
+            status=Status.correct if matched else Status.incorrect,
+            reason="matches the pattern" if matched else "does not match the whole pattern",
+        )
 
     checks, last_content = _tag_checks(text, item.tags, item.allow_outside_text)
     passed = sum(c.ok for c in checks)
@@ -68,5 +78,11 @@ def score_format(item: FormatItem) -> Verdict:
         reward = passed / len(checks) if item.partial_credit else 0.0
         status = Status.partial if reward > 0 else Status.incorrect
         reason = "; ".join(failed)
-    return Verdict(id=item.id, reward=reward, status=status, extracted=last_content, reason=reason,
-                   details={"checks_passed": passed, "checks": len(checks)})
+    return Verdict(
+        id=item.id,
+        reward=reward,
+        status=status,
+        extracted=last_content,
+        reason=reason,
+        details={"checks_passed": passed, "checks": len(checks)},
+    )

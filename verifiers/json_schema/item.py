@@ -13,17 +13,23 @@ from groupscore.schema.item import ItemBase
 
 class JsonItem(ItemBase):
     verifier: Literal["json"] = "json"
-    json_schema: dict[str, Any] | None = Field(default=None,
-                                               description="JSON schema (draft 4 to 2020-12, from `$schema`; default "
-                                                           "2020-12) the document must satisfy; null: parsing is enough.")
-    extract: Literal["auto", "fenced", "raw"] = Field(default="auto",
-                                                      description="fenced: the last ```json block (else the last bare "
-                                                                  "``` block); raw: the whole completion; auto: "
-                                                                  "fenced if there is a block, else raw.")
-    partial_credit: bool = Field(default=False,
-                                 description="For object schemas: reward = fraction of declared properties that are valid.")
-    timeout_s: float = Field(default=2.0, gt=0.0, le=60.0,
-                             description="Budget for validating against a schema that uses regex patterns.")
+    json_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="JSON schema (draft 4 to 2020-12, from `$schema`; default "
+        "2020-12) the document must satisfy; null: parsing is enough.",
+    )
+    extract: Literal["auto", "fenced", "raw"] = Field(
+        default="auto",
+        description="fenced: the last ```json block (else the last bare "
+        "``` block); raw: the whole completion; auto: "
+        "fenced if there is a block, else raw.",
+    )
+    partial_credit: bool = Field(
+        default=False, description="For object schemas: reward = fraction of declared properties that are valid."
+    )
+    timeout_s: float = Field(
+        default=2.0, gt=0.0, le=60.0, description="Budget for validating against a schema that uses regex patterns."
+    )
     max_chars: int = Field(default=1_000_000, ge=1, le=4_000_000, description="Longer completions score 0 unparsed.")
 
     @field_validator("json_schema")

@@ -61,17 +61,26 @@ def check_document(schema: dict[str, Any], document: Any) -> tuple[list[str], fl
 
 def score_json(item: JsonItem) -> Verdict:
     if len(item.completion) > item.max_chars:
-        return Verdict(id=item.id, reward=0.0, status=Status.unparsable,
-                       reason=f"completion has {len(item.completion)} characters, more than max_chars={item.max_chars}")
+        return Verdict(
+            id=item.id,
+            reward=0.0,
+            status=Status.unparsable,
+            reason=f"completion has {len(item.completion)} characters, more than max_chars={item.max_chars}",
+        )
     text = find_document(item.completion, item.extract)
     if text is None:
-        return Verdict(id=item.id, reward=0.0, status=Status.no_answer,
-                       reason="no ```json block" if item.extract == "fenced" else "empty completion")
+        return Verdict(
+            id=item.id,
+            reward=0.0,
+            status=Status.no_answer,
+            reason="no ```json block" if item.extract == "fenced" else "empty completion",
+        )
     try:
         document = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        return Verdict(id=item.id, reward=0.0, status=Status.unparsable, extracted=text[:200],
-                       reason=f"not JSON: {str(exc)[:200]}")
+        return Verdict(
+            id=item.id, reward=0.0, status=Status.unparsable, extracted=text[:200], reason=f"not JSON: {str(exc)[:200]}"
+        )
     if item.json_schema is None:
         return Verdict(id=item.id, reward=1.0, status=Status.correct, extracted=text[:200], reason="valid JSON")
 
@@ -91,21 +100,38 @@ def score_json(item: JsonItem) -> Verdict:
             except WorkerUnavailable as exc:  # validation never started: the host's failure
                 return Verdict.infra_error(item.id, f"schema validation could not start: {exc}", "worker_unavailable")
             except BudgetExceeded:
-                return Verdict(id=item.id, reward=0.0, status=Status.timeout, extracted=text[:200],
-                               reason=f"schema validation ran past {item.timeout_s} s")
+                return Verdict(
+                    id=item.id,
+                    reward=0.0,
+                    status=Status.timeout,
+                    extracted=text[:200],
+                    reason=f"schema validation ran past {item.timeout_s} s",
+                )
             except WorkerCrashed:  # the memory cap raises MemoryError in the worker; a dead worker is the host's
                 return Verdict.infra_error(item.id, "schema validation crashed its worker", "worker_died")
         else:
             messages, fraction = check_document(item.json_schema, document)
     except RecursionError:
-        return Verdict(id=item.id, reward=0.0, status=Status.unparsable, extracted=text[:200],
-                       reason="document nested too deeply to validate")
+        return Verdict(
+            id=item.id,
+            reward=0.0,
+            status=Status.unparsable,
+            extracted=text[:200],
+            reason="document nested too deeply to validate",
+        )
     except Exception as exc:  # noqa: BLE001 - an unresolvable $ref or a pattern Python cannot compile: the item's fault
         return Verdict.error(item.id, f"schema cannot be applied: {type(exc).__name__}: {str(exc)[:200]}")
 
     if not messages:
-        return Verdict(id=item.id, reward=1.0, status=Status.correct, extracted=text[:200],
-                       reason="valid against the schema")
+        return Verdict(
+            id=item.id, reward=1.0, status=Status.correct, extracted=text[:200], reason="valid against the schema"
+        )
     reward = fraction if item.partial_credit else 0.0
-    return Verdict(id=item.id, reward=reward, status=Status.partial if reward > 0 else Status.incorrect,
-                   extracted=text[:200], reason="; ".join(messages), details={"valid_fraction": fraction})
+    return Verdict(
+        id=item.id,
+        reward=reward,
+        status=Status.partial if reward > 0 else Status.incorrect,
+        extracted=text[:200],
+        reason="; ".join(messages),
+        details={"valid_fraction": fraction},
+    )

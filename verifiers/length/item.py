@@ -11,16 +11,26 @@ from groupscore.schema.item import ItemBase
 
 class LengthItem(ItemBase):
     verifier: Literal["length"] = "length"
-    unit: Literal["chars", "tokens"] = Field(default="tokens",
-                                             description="chars: Unicode characters; tokens: whitespace-separated words.")
+    unit: Literal["chars", "tokens"] = Field(
+        default="tokens", description="chars: Unicode characters; tokens: whitespace-separated words."
+    )
     min: int = Field(default=0, ge=0, le=10_000_000, description="Shortest length that earns full reward.")
-    max: int | None = Field(default=None, ge=0, le=10_000_000,
-                            description="Longest length that earns full reward; null means no upper bound.")
-    penalty: Literal["linear", "hard"] = Field(default="linear",
-                                              description="hard: 0 outside the range; linear: reward falls with the distance.")
-    slope: float | None = Field(default=None, gt=0.0, le=1.0,
-                                description="Linear penalty: reward lost per unit outside the range. Null: relative to "
-                                            "the bound crossed (0 at an empty completion, 0 at twice max).")
+    max: int | None = Field(
+        default=None,
+        ge=0,
+        le=10_000_000,
+        description="Longest length that earns full reward; null means no upper bound.",
+    )
+    penalty: Literal["linear", "hard"] = Field(
+        default="linear", description="hard: 0 outside the range; linear: reward falls with the distance."
+    )
+    slope: float | None = Field(
+        default=None,
+        gt=0.0,
+        le=1.0,
+        description="Linear penalty: reward lost per unit outside the range. Null: relative to "
+        "the bound crossed (0 at an empty completion, 0 at twice max).",
+    )
     strip: bool = Field(default=True, description="Measure the completion without surrounding whitespace.")
 
     @model_validator(mode="after")

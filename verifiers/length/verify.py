@@ -19,8 +19,13 @@ def score_length(item: LengthItem) -> Verdict:
     elif item.max is not None and n > item.max:
         distance, bound, side = n - item.max, item.max, "long"
     else:
-        return Verdict(id=item.id, reward=1.0, status=Status.correct, details=details,
-                       reason=f"{n} {item.unit} within [{item.min}, {item.max if item.max is not None else 'inf'}]")
+        return Verdict(
+            id=item.id,
+            reward=1.0,
+            status=Status.correct,
+            details=details,
+            reason=f"{n} {item.unit} within [{item.min}, {item.max if item.max is not None else 'inf'}]",
+        )
     if item.penalty == "hard":
         reward = 0.0
     elif item.slope is not None:
@@ -28,5 +33,10 @@ def score_length(item: LengthItem) -> Verdict:
     else:
         # Relative to the bound crossed, so one setting works for 20-token and 2000-token targets alike.
         reward = max(0.0, 1.0 - distance / max(bound, 1))
-    return Verdict(id=item.id, reward=reward, status=Status.partial if reward > 0 else Status.incorrect,
-                   details=details, reason=f"{n} {item.unit}: {distance} too {side}")
+    return Verdict(
+        id=item.id,
+        reward=reward,
+        status=Status.partial if reward > 0 else Status.incorrect,
+        details=details,
+        reason=f"{n} {item.unit}: {distance} too {side}",
+    )

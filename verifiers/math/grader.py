@@ -48,8 +48,12 @@ def _describe(pred: Node, gold: Node) -> tuple[bool, str]:
     single_gold = isinstance(gold, Expr | Choice | ClockTime | Ratio) or (isinstance(gold, Relation) and gold.op == "=")
     if isinstance(pred, Items) and len(pred.items) > 1 and single_gold:
         return True, f"hedge: {len(pred.items)} candidate answers against a single reference"
-    if (isinstance(pred, Expr) and is_variable(pred.text) and not isinstance(gold, Choice)
-            and not (isinstance(gold, Expr) and is_variable(gold.text))):
+    if (
+        isinstance(pred, Expr)
+        and is_variable(pred.text)
+        and not isinstance(gold, Choice)
+        and not (isinstance(gold, Expr) and is_variable(gold.text))
+    ):
         return True, "hedge: a bare variable is not an answer"
     return False, ""
 

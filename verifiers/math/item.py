@@ -13,40 +13,57 @@ from groupscore.verifiers.math.conventions import Order, Percent, Profile
 class MathItem(ItemBase):
     verifier: Literal["math"] = "math"
     answer: str = Field(description="Reference answer as datasets store it: plain, LaTeX, $...$ or \\boxed{}.")
-    strict: bool = Field(default=False, description="Several different boxed answers score as a hedge; no last-number fallback.")
+    strict: bool = Field(
+        default=False, description="Several different boxed answers score as a hedge; no last-number fallback."
+    )
     rel_tol: float = Field(default=1e-6, ge=0.0, le=1.0, description="Relative tolerance of the numeric comparison.")
     # Comparison conventions (README, "Math conventions"): None takes the profile's value.
     profile: Profile = Field(
         default="default",
         description="A bundle of the conventions below: default (for RL: the value as written, no second reading), "
-                    "math_verify (Math-Verify's choices: percent both, decimal comma on).")
+        "math_verify (Math-Verify's choices: percent both, decimal comma on).",
+    )
     percent: Percent | None = Field(
-        default=None, description="`10\\%` is 10 (number, default), 0.1 (fraction), or either (both).")
+        default=None, description="`10\\%` is 10 (number, default), 0.1 (fraction), or either (both)."
+    )
     decimal_comma: bool | None = Field(
-        default=None, description="`1,5` is the decimal 1.5 where it cannot be a thousands group (default false: "
-                                  "the list 1, 5).")
+        default=None,
+        description="`1,5` is the decimal 1.5 where it cannot be a thousands group (default false: the list 1, 5).",
+    )
     significant_digits: int | None = Field(
-        default=None, ge=1, le=15,
+        default=None,
+        ge=1,
+        le=15,
         description="Also accept a decimal that correctly rounds the exact reference to at least this many "
-                    "significant digits (`0.3333` for 1/3 with 4). Default: none, the item's rel_tol only.")
+        "significant digits (`0.3333` for 1/3 with 4). Default: none, the item's rel_tol only.",
+    )
     order: Order | None = Field(
-        default=None, description="written (default): tuples are ordered, lists and sets are not; any: tuples too "
-                                  "are compared order-free.")
+        default=None,
+        description="written (default): tuples are ordered, lists and sets are not; any: tuples too "
+        "are compared order-free.",
+    )
     rename_variables: bool | None = Field(
-        default=None, description="Accept an answer in one variable under another name (`f(y) = y^2` for "
-                                  "`f(x) = x^2`). Default false.")
+        default=None,
+        description="Accept an answer in one variable under another name (`f(y) = y^2` for "
+        "`f(x) = x^2`). Default false.",
+    )
     timeout_s: float = Field(default=2.0, gt=0.0, le=60.0, description="Wall-clock budget for this verdict.")
-    question: str | None = Field(default=None, max_length=100_000,
-                                 description="The problem statement, if known: for a numeric reference, an arithmetic "
-                                             "expression copied from it is not an answer and scores 0.")
+    question: str | None = Field(
+        default=None,
+        max_length=100_000,
+        description="The problem statement, if known: for a numeric reference, an arithmetic "
+        "expression copied from it is not an answer and scores 0.",
+    )
     reference: Literal["extract", "raw"] = Field(
         default="extract",
         description="extract: the answer field may be a solution (a MATH solution with its \\boxed{}, a GSM8K one "
-                    "ending in `#### 72`, 'Final Answer: ...') or wrapped in $..$/\\(..\\)/\\[..\\]; its final answer is "
-                    "read the way a completion's is, and several boxes / 'A or B' / `x_1 = a, x_2 = b` are several "
-                    "answers. raw: the field is the answer as stored.")
+        "ending in `#### 72`, 'Final Answer: ...') or wrapped in $..$/\\(..\\)/\\[..\\]; its final answer is "
+        "read the way a completion's is, and several boxes / 'A or B' / `x_1 = a, x_2 = b` are several "
+        "answers. raw: the field is the answer as stored.",
+    )
     fallback: bool = Field(
         default=True,
         description="Read answers without an explicit marker: a completion that is only an answer, the one value of "
-                    "a prose 'Final Answer: The largest $n$ is 34.', the last formula or number. false: a box, "
-                    "<answer> tag, `####`, 'Final answer:' or 'the answer is' is required.")
+        "a prose 'Final Answer: The largest $n$ is 34.', the last formula or number. false: a box, "
+        "<answer> tag, `####`, 'Final answer:' or 'the answer is' is required.",
+    )

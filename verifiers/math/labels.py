@@ -39,8 +39,9 @@ def _by_label(items: tuple[Node, ...]) -> tuple[Node, ...]:
     """Values labelled by distinct letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in the order of their labels:
     x before y, a before b, x_1 before x_2, as an unlabelled tuple lists them. Read in text order, `y=3, x=4` paid
     against `(3, 4)`, which is (x, y) = (4, 3). Other labels (`AB`, `V_1:V_2`) keep the text's order."""
-    labels = [_LETTER_LABEL.fullmatch(i.lhs.strip()) if isinstance(i, Relation) and i.is_assignment else None
-              for i in items]
+    labels = [
+        _LETTER_LABEL.fullmatch(i.lhs.strip()) if isinstance(i, Relation) and i.is_assignment else None for i in items
+    ]
     if len(items) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore[union-attr]
         return items
     return tuple(item for _, item in sorted(zip(labels, items), key=lambda pair: _label_key(pair[0])))  # type: ignore

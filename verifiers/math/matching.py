@@ -121,8 +121,9 @@ class Judge(LeafJudge):
             if len(p) != len(g) or all(x == "0" for x in p) or all(x == "0" for x in g):
                 return False
             # a:b:c = d:e:f when each part against the first is in the same proportion: a*e = b*d, ...
-            return all3(lambda i=i: self.leaf(f"({p[i]})\\cdot({g[0]})", f"({p[0]})\\cdot({g[i]})")
-                        for i in range(1, len(p)))
+            return all3(
+                lambda i=i: self.leaf(f"({p[i]})\\cdot({g[0]})", f"({p[0]})\\cdot({g[i]})") for i in range(1, len(p))
+            )
         ratio, other = (pred, gold) if isinstance(pred, Ratio) else (gold, pred)
         if isinstance(ratio, Ratio) and isinstance(other, Expr) and len(ratio.parts) == 2:
             quotient = f"\\frac{{{ratio.parts[0]}}}{{{ratio.parts[1]}}}"

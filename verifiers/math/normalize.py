@@ -13,10 +13,25 @@ from groupscore.verifiers.math.caching import short_key_cache
 
 # Unicode spellings models emit for LaTeX commands.
 _UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u00d7": r"\times ", "\u22c5": r"\cdot ", "\u00b7": r"\cdot ", "\u00f7": r"\div ",
-    "\u03c0": r"\pi ", "\u221e": r"\infty ", "\u2264": r"\leq ", "\u2265": r"\geq ", "\u2260": r"\neq ",
-    "\u222a": r"\cup ", "\u2229": r"\cap ", "\u221a": r"\sqrt", "\u00b1": r"\pm ", "\u00b0": "",
-    "\u2009": " ", "\u00a0": " ", "\u202f": " ",
+    "\u2212": "-",
+    "\u2013": "-",
+    "\u00d7": r"\times ",
+    "\u22c5": r"\cdot ",
+    "\u00b7": r"\cdot ",
+    "\u00f7": r"\div ",
+    "\u03c0": r"\pi ",
+    "\u221e": r"\infty ",
+    "\u2264": r"\leq ",
+    "\u2265": r"\geq ",
+    "\u2260": r"\neq ",
+    "\u222a": r"\cup ",
+    "\u2229": r"\cap ",
+    "\u221a": r"\sqrt",
+    "\u00b1": r"\pm ",
+    "\u00b0": "",
+    "\u2009": " ",
+    "\u00a0": " ",
+    "\u202f": " ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 
@@ -77,7 +92,9 @@ _REALS_MINUS_POINT = re.compile(r"\\mathbb\{R\}\s*(?:\\setminus|\\backslash|-)\s
 _REALS = re.compile(r"\\mathbb\{R\}|\(\s*-\s*\\infty\s*,\s*\+?\s*\\infty\s*\)")
 _INFINITY = re.compile(r"\\infinity|\\inf(?![a-zA-Z])|(?<![a-zA-Z\\])(?:infinity|inf)(?![a-zA-Z])|\+\s*(?=\\infty)")
 # Plain-text function names become LaTeX commands so that latex2sympy does not read `exp` as e*x*p.
-_PLAIN_FUNCS = re.compile(r"(?<![a-zA-Z\\])(exp|sin|cos|tan|cot|sec|csc|ln|log|arcsin|arccos|arctan|pi|sqrt)(?![a-zA-Z])")
+_PLAIN_FUNCS = re.compile(
+    r"(?<![a-zA-Z\\])(exp|sin|cos|tan|cot|sec|csc|ln|log|arcsin|arccos|arctan|pi|sqrt)(?![a-zA-Z])"
+)
 _BRACE_SINGLE = re.compile(r"([\^_])\{(\w)\}")
 _SPACES = re.compile(r"\s+")
 _TRAILING_PUNCT = " \t\n\r.,;:?"
@@ -96,9 +113,7 @@ _UNIT_WORDS = frozenset(
 _UNIT_TOKEN = re.compile(r"[a-zA-Z]+(?:\^\{?\d\}?)?(?:/[a-zA-Z]+(?:\^\{?\d\}?)?)?\.?")
 _GLUED_UNIT = re.compile(r"(.*\d)([a-zA-Z]{2,})")  # "5cm"
 # Not before `(`: `\\text{sgn}(x-5)` names a function, and dropping it would leave `(x-5)`.
-_TEXT_LABEL = re.compile(
-    r"\\(?:text|textrm|textnormal|mathrm|mbox)\s*\{([^{}]*)\}(?:\s*\^\s*\{?\d\}?)?(?!\s*\()"
-)
+_TEXT_LABEL = re.compile(r"\\(?:text|textrm|textnormal|mathrm|mbox)\s*\{([^{}]*)\}(?:\s*\^\s*\{?\d\}?)?(?!\s*\()")
 _WORDS_ONLY = re.compile(r"[a-zA-Z]+(?: [a-zA-Z]+)*")
 _PLAIN_NUMBER = re.compile(r"[-+]?[\d.,/]+")
 _CONNECTIVES = frozenset({"or", "and", "i", "e"})
@@ -197,8 +212,11 @@ def _mixed_plain(match: re.Match[str]) -> str:
 def _repeating_decimal(match: re.Match[str]) -> str:
     """`0.1\\overline{6}` -> `\\frac{1}{6}`: the exact value a repeating decimal denotes."""
     whole, fixed, cycle = match.group(1) or "0", match.group(2), match.group(3)
-    value = Fraction(int(whole)) + Fraction(int(fixed or "0"), 10 ** len(fixed)) + Fraction(
-        int(cycle), (10 ** len(cycle) - 1) * 10 ** len(fixed))
+    value = (
+        Fraction(int(whole))
+        + Fraction(int(fixed or "0"), 10 ** len(fixed))
+        + Fraction(int(cycle), (10 ** len(cycle) - 1) * 10 ** len(fixed))
+    )
     return rf"\frac{{{value.numerator}}}{{{value.denominator}}}" if value.denominator != 1 else str(value.numerator)
 
 

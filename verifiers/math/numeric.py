@@ -27,7 +27,14 @@ MAX_DEPTH = 60
 FLOAT_NOISE = 1e-10  # relative error float arithmetic may add to an exact closed form like e^{16}-1
 
 _TOKEN = re.compile(r"\d+(?:\.\d+)?|\\[a-zA-Z]+|[a-zA-Z]|\S")
-_FUNCS = {r"\exp": cmath.exp, r"\ln": cmath.log, r"\log": cmath.log, r"\sin": cmath.sin, r"\cos": cmath.cos, r"\tan": cmath.tan}
+_FUNCS = {
+    r"\exp": cmath.exp,
+    r"\ln": cmath.log,
+    r"\log": cmath.log,
+    r"\sin": cmath.sin,
+    r"\cos": cmath.cos,
+    r"\tan": cmath.tan,
+}
 _MULTIVALUED = {r"\ln", r"\log"}  # branch cuts: log(x^2) and 2 log(x) agree for x > 0 only
 _MULTIPLY = {"*", r"\cdot", r"\times"}
 _DIVIDE = {"/", r"\div"}
@@ -53,14 +60,19 @@ def _approx(value: complex, *operands: Number, sound: bool = True) -> Number:
     """A float result; it counts as approximate only if a decimal literal went into it."""
     if cmath.isnan(value):
         raise NotNumeric("nan")
-    return Number(complex(value), any(o.approx for o in operands), any(o.varying for o in operands),
-                  sound and all(o.sample_sound for o in operands))
+    return Number(
+        complex(value),
+        any(o.approx for o in operands),
+        any(o.varying for o in operands),
+        sound and all(o.sample_sound for o in operands),
+    )
 
 
 def _exact(value: Fraction, *operands: Number) -> Number:
     """An exact result of a rational operation on `operands`."""
-    return Number(value, any(o.approx for o in operands), any(o.varying for o in operands),
-                  all(o.sample_sound for o in operands))
+    return Number(
+        value, any(o.approx for o in operands), any(o.varying for o in operands), all(o.sample_sound for o in operands)
+    )
 
 
 def _unsound_if_varying(*operands: Number) -> bool:
@@ -92,8 +104,10 @@ def _exact_root(q: Fraction, k: int) -> Fraction | None:
 
 
 GREEK = frozenset(
-    (r"\alpha \beta \gamma \delta \theta \lambda \mu \phi \varphi \omega \sigma \tau \rho \psi"
-     r" \xi \eta \zeta \kappa \nu").split()
+    (
+        r"\alpha \beta \gamma \delta \theta \lambda \mu \phi \varphi \omega \sigma \tau \rho \psi"
+        r" \xi \eta \zeta \kappa \nu"
+    ).split()
 )
 
 

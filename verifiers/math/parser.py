@@ -123,8 +123,9 @@ def _take_span(text: str, pos: int) -> str:
 
 # A formula inside a sentence, and the words that make a sentence a hedge rather than a statement of one value.
 _INLINE_MATH = re.compile(r"(?<!\\)\$\$?([^$]{1,400}?)\$\$?|\\\((.{1,400}?)\\\)|\\\[(.{1,400}?)\\\]", re.DOTALL)
-_HEDGE_WORDS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|between|not|approximately|about|around)\b",
-                          re.IGNORECASE)
+_HEDGE_WORDS = re.compile(
+    r"\b(?:or|either|maybe|perhaps|possibly|probably|between|not|approximately|about|around)\b", re.IGNORECASE
+)
 
 
 def _sentence_value(span: str) -> str:

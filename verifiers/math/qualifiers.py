@@ -80,14 +80,51 @@ def qualified_number(text: str, start: int, end: int) -> bool:
 
 # Spellings of one unit, each mapped to one name (plurals are folded by `_singular` first).
 _ALIASES = {
-    "cm": "centimeter", "centimetre": "centimeter", "mm": "millimeter", "millimetre": "millimeter",
-    "km": "kilometer", "kilometre": "kilometer", "m": "meter", "metre": "meter", "in": "inch", "inche": "inch",
-    "ft": "foot", "feet": "foot", "yd": "yard", "mi": "mile", "g": "gram", "kg": "kilogram", "mg": "milligram",
-    "lb": "pound", "lbs": "pound", "oz": "ounce", "s": "second", "sec": "second", "secs": "second",
-    "min": "minute", "mins": "minute", "h": "hour", "hr": "hour", "hrs": "hour", "l": "liter", "litre": "liter",
-    "ml": "milliliter", "millilitre": "milliliter", "deg": "degree", "rad": "radian", "yr": "year", "yrs": "year",
-    "wk": "week", "wks": "week", "sqft": "foot^2", "cent": "cent", "dollar": "dollar", "usd": "dollar",
-    "mph": "mile/hour", "kph": "kilometer/hour", "kmh": "kilometer/hour",
+    "cm": "centimeter",
+    "centimetre": "centimeter",
+    "mm": "millimeter",
+    "millimetre": "millimeter",
+    "km": "kilometer",
+    "kilometre": "kilometer",
+    "m": "meter",
+    "metre": "meter",
+    "in": "inch",
+    "inche": "inch",
+    "ft": "foot",
+    "feet": "foot",
+    "yd": "yard",
+    "mi": "mile",
+    "g": "gram",
+    "kg": "kilogram",
+    "mg": "milligram",
+    "lb": "pound",
+    "lbs": "pound",
+    "oz": "ounce",
+    "s": "second",
+    "sec": "second",
+    "secs": "second",
+    "min": "minute",
+    "mins": "minute",
+    "h": "hour",
+    "hr": "hour",
+    "hrs": "hour",
+    "l": "liter",
+    "litre": "liter",
+    "ml": "milliliter",
+    "millilitre": "milliliter",
+    "deg": "degree",
+    "rad": "radian",
+    "yr": "year",
+    "yrs": "year",
+    "wk": "week",
+    "wks": "week",
+    "sqft": "foot^2",
+    "cent": "cent",
+    "dollar": "dollar",
+    "usd": "dollar",
+    "mph": "mile/hour",
+    "kph": "kilometer/hour",
+    "kmh": "kilometer/hour",
 }
 _GENERIC = frozenset({"unit", "percent", "of", "the", "a", "an", "each", "total", "in"})
 _POWER_WORDS = {"square": "^2", "sq": "^2", "cubic": "^3", "cu": "^3"}
@@ -121,8 +158,23 @@ def _unit_name(word: str, after_plain_number: bool) -> str | None:
     single = _singular(lower)
     if single in _ALIASES:
         return _ALIASES[single]
-    if single in _ALIASES.values() or single in ("dollar", "cent", "degree", "radian", "second", "minute", "hour",
-                                                 "day", "week", "month", "year", "foot", "inch", "yard", "mile"):
+    if single in _ALIASES.values() or single in (
+        "dollar",
+        "cent",
+        "degree",
+        "radian",
+        "second",
+        "minute",
+        "hour",
+        "day",
+        "week",
+        "month",
+        "year",
+        "foot",
+        "inch",
+        "yard",
+        "mile",
+    ):
         return single
     # Another word counts only after a plain number ("3 apples"), as normalisation strips it only there.
     return single if after_plain_number and len(lower) >= 3 else None

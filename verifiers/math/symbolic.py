@@ -22,12 +22,24 @@ from groupscore.verifiers.math.sample_points import IDENTITY_TRIALS, sample_poin
 MAX_OPS = 400
 
 # Our own normaliser has already run; latex2sympy's is kept to its basic command clean-up.
-_NORMALIZATION = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False)
+_NORMALIZATION = NormalizationConfig(
+    basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none", equations=False
+)
 # Mixed numbers were resolved by our normaliser; `2\frac{\pi}{3}` is a product. Symbols keep their case.
 _CONVERSION = ConversionConfig(interpret_as_mixed_fractions=False, lowercase_symbols=False)
 # Functions analytic wherever they are defined: two of them agreeing at generic points is evidence they are equal.
-_ANALYTIC = (sympy.exp, sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc, sympy.sinh, sympy.cosh,
-             sympy.tanh)
+_ANALYTIC = (
+    sympy.exp,
+    sympy.sin,
+    sympy.cos,
+    sympy.tan,
+    sympy.cot,
+    sympy.sec,
+    sympy.csc,
+    sympy.sinh,
+    sympy.cosh,
+    sympy.tanh,
+)
 # latex2sympy evaluates these on the spot with polynomial semantics (`\gcd(n, 2)` becomes 1), so with a variable
 # inside, sympy's form is not the answer's meaning and nothing sympy says about it counts.
 _INTEGER_FUNCTIONS = re.compile(r"gcd|lcm|\\[bp]?mod(?![a-zA-Z])|\\operatorname\{(?:mod|rem)\}")

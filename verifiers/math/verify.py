@@ -37,8 +37,12 @@ def gold_answer(answer: str, reference: str = "extract") -> str | None:
     return normalize(text) if len(text) <= MAX_GOLD_CHARS else None
 
 
-_CONFIGS = {(False, True): LENIENT, (True, True): STRICT, (False, False): NO_FALLBACK,  # (strict, fallback)
-            (True, False): STRICT_NO_FALLBACK}
+_CONFIGS = {
+    (False, True): LENIENT,
+    (True, True): STRICT,
+    (False, False): NO_FALLBACK,  # (strict, fallback)
+    (True, False): STRICT_NO_FALLBACK,
+}
 
 
 class _SymbolicCache:
@@ -84,7 +88,9 @@ def warm_up_symbolic() -> None:
 _ensure_workers = warm_up_symbolic  # what the scorer calls (tests replace it)
 
 
-def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT) -> Comparison | None:
+def _symbolic(
+    pred: str, gold: str, rel_tol: float, budget_s: float, conventions: Conventions = DEFAULT
+) -> Comparison | None:
     """The worker's outcome, or None if the budget ran out."""
     from groupscore.bounded.workers import BudgetExceeded, WorkerCrashed, WorkerUnavailable, run_bounded
 
@@ -103,7 +109,9 @@ def _symbolic(pred: str, gold: str, rel_tol: float, budget_s: float, conventions
         return None
     except MemoryError:
         # The worker's address-space cap stopped a runaway expansion: as good as a refusal, and deterministic.
-        outcome = Comparison(None, "symbolic", "expression exceeds the symbolic limits: out of memory", too_complex=True)
+        outcome = Comparison(
+            None, "symbolic", "expression exceeds the symbolic limits: out of memory", too_complex=True
+        )
     except Exception as exc:  # noqa: BLE001 - a sympy failure on one answer must not fail the batch
         return Comparison(None, "symbolic", f"symbolic step failed: {type(exc).__name__}")
     _symbolic_cache.put(key, outcome)
@@ -209,21 +217,43 @@ def _score(item: MathItem) -> Verdict:
     if not pred:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
     if item.strict and len(boxes) > 1 and _strict_hedge(boxes, item.rel_tol):
-        return _verdict(item, Status.incorrect, extracted.text, "hedge: several different boxed answers",
-                        source=extracted.source, hedge=True)
+        return _verdict(
+            item,
+            Status.incorrect,
+            extracted.text,
+            "hedge: several different boxed answers",
+            source=extracted.source,
+            hedge=True,
+        )
     if item.question and _copies_the_question(pred, gold, item.question):
-        return _verdict(item, Status.incorrect, extracted.text, "the answer is an expression copied from the question",
-                        source=extracted.source, hedge=True)
+        return _verdict(
+            item,
+            Status.incorrect,
+            extracted.text,
+            "the answer is an expression copied from the question",
+            source=extracted.source,
+            hedge=True,
+        )
     reference = parse_gold(item.answer, item.reference)
     denied = unqualified_in(extracted.text, reference)
     if denied:  # `\\text{not } 3`, `less than 3`, `3 \\text{ is wrong}`: words that make the answer not the number
-        return _verdict(item, Status.incorrect, extracted.text, f"the answer qualifies its value ({', '.join(sorted(denied))})",
-                        source=extracted.source, hedge=True)
+        return _verdict(
+            item,
+            Status.incorrect,
+            extracted.text,
+            f"the answer qualifies its value ({', '.join(sorted(denied))})",
+            source=extracted.source,
+            hedge=True,
+        )
     units = different_units(extracted.text, reference)
     if units:  # `3 days` against `3 weeks`: a unit on one side only is noise, two different units are two answers
-        return _verdict(item, Status.incorrect, extracted.text,
-                        f"different units: {', '.join(sorted(units[0]))} against {', '.join(sorted(units[1]))}",
-                        source=extracted.source)
+        return _verdict(
+            item,
+            Status.incorrect,
+            extracted.text,
+            f"different units: {', '.join(sorted(units[0]))} against {', '.join(sorted(units[1]))}",
+            source=extracted.source,
+        )
     conventions = conventions_of(item)
     outcome = compare_fast(pred, gold, item.rel_tol, conventions)
     if outcome.equal is None and not outcome.too_complex:
@@ -231,16 +261,33 @@ def _score(item: MathItem) -> Verdict:
             check_limits(pred)
             check_limits(gold)
         except TooComplex as exc:
-            return _verdict(item, Status.unparsable, extracted.text, f"expression exceeds the symbolic limits: {exc}",
-                            source=extracted.source)
+            return _verdict(
+                item,
+                Status.unparsable,
+                extracted.text,
+                f"expression exceeds the symbolic limits: {exc}",
+                source=extracted.source,
+            )
         budget = item.timeout_s - (time.monotonic() - started)
         symbolic = _symbolic(pred, gold, item.rel_tol, budget, conventions)
         if symbolic is None:
-            return _verdict(item, Status.timeout, extracted.text, f"symbolic comparison ran past {item.timeout_s:g}s",
-                            source=extracted.source)
+            return _verdict(
+                item,
+                Status.timeout,
+                extracted.text,
+                f"symbolic comparison ran past {item.timeout_s:g}s",
+                source=extracted.source,
+            )
         outcome = symbolic
     if outcome.equal is None:
         return _verdict(item, Status.unparsable, extracted.text, outcome.reason, source=extracted.source)
     status = Status.correct if outcome.equal else Status.incorrect
-    return _verdict(item, status, extracted.text, outcome.reason, source=extracted.source, method=outcome.method,
-                    **({"hedge": True} if outcome.hedge else {}))
+    return _verdict(
+        item,
+        status,
+        extracted.text,
+        outcome.reason,
+        source=extracted.source,
+        method=outcome.method,
+        **({"hedge": True} if outcome.hedge else {}),
+    )

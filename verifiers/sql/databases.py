@@ -34,8 +34,9 @@ PROGRESS_EVERY = 1_000  # SQLite VM instructions between deadline checks
 _CACHE_SIZE = 8
 # Functions whose results change from run to run would make verdicts nondeterministic.
 _DENIED_FUNCTIONS = frozenset({"random", "randomblob"})
-_QUERY_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-                            sqlite3.SQLITE_RECURSIVE})
+_QUERY_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
 _SETUP_DENIED = frozenset({sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_PRAGMA})
 
 

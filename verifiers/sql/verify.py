@@ -30,10 +30,10 @@ def strip_sql(text: str) -> str:
     while text.startswith(("--", "/*")):
         if text.startswith("--"):
             newline = text.find("\n")
-            text = "" if newline < 0 else text[newline + 1:].lstrip()
+            text = "" if newline < 0 else text[newline + 1 :].lstrip()
         else:
             close = text.find("*/")
-            text = "" if close < 0 else text[close + 2:].lstrip()
+            text = "" if close < 0 else text[close + 2 :].lstrip()
     return text.rstrip().rstrip(";").rstrip()
 
 
@@ -44,7 +44,9 @@ def _normalize(value: Any, digits: int) -> Any:
     return value
 
 
-def run_query(conn: sqlite3.Connection, sql: str, seconds: float, max_rows: int, digits: int) -> tuple[int, list[tuple]]:
+def run_query(
+    conn: sqlite3.Connection, sql: str, seconds: float, max_rows: int, digits: int
+) -> tuple[int, list[tuple]]:
     """(number of columns, rows); QueryRejected, TimeoutError, or sqlite3.Error for a query that fails."""
     first_word = _FIRST_WORD.match(sql)
     if first_word is None or first_word.group().upper() not in _READ_KEYWORDS:
@@ -78,14 +80,16 @@ def score_sql(item: SqlItem) -> Verdict:
         return Verdict(id=item.id, reward=0.0, status=Status.no_answer, reason="no SQL query in the completion")
 
     def verdict(reward: float, status: Status, reason: str, **details: Any) -> Verdict:
-        return Verdict(id=item.id, reward=reward, status=status, extracted=candidate_sql[:2000], reason=reason,
-                       details=details)
+        return Verdict(
+            id=item.id, reward=reward, status=status, extracted=candidate_sql[:2000], reason=reason, details=details
+        )
 
     try:
         script = script_for(item.database, item.setup_sql)
         with read_only_copy(script, item.time_limit_s) as gold_conn:
-            gold_width, gold_rows = run_query(gold_conn, strip_sql(item.gold_sql), item.time_limit_s,
-                                              item.max_rows, item.float_digits)
+            gold_width, gold_rows = run_query(
+                gold_conn, strip_sql(item.gold_sql), item.time_limit_s, item.max_rows, item.float_digits
+            )
     except (SetupError, QueryRejected, TimeoutError, sqlite3.Error, ValueError, OSError) as exc:
         return Verdict.error(item.id, f"gold query failed: {type(exc).__name__}: {exc}")
 
