@@ -110,8 +110,16 @@ def _accept(response: httpx.Response) -> Any:
 
 
 class _Base:
+    _transport: Any  # httpx.Client or httpx.AsyncClient: the subclass's connection pool type
+    _clients: Any
+
     def __init__(
-        self, urls: str | Sequence[str], token: str | None, timeout_s: float, retry: RetryPolicy, max_batch: int
+        self,
+        urls: str | Sequence[str],
+        token: str | None = None,
+        timeout_s: float = 330.0,
+        retry: RetryPolicy = RetryPolicy(),
+        max_batch: int = 4096,
     ) -> None:
         self.urls = [urls] if isinstance(urls, str) else list(urls)
         if not self.urls:
@@ -122,6 +130,15 @@ class _Base:
         self.timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
         self.token = token
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
+        # One pooled connection set per URL (httpx.Client or httpx.AsyncClient, as the subclass says).
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+        self._clients = [
+            self._transport(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits) for u in self.urls
+        ]
+        self._setup()
+
+    def _setup(self) -> None:
+        """What a subclass adds to its state (after the connection pools are made)."""
 
     def _gave_up(self, method: str, path: str, failure: Exception | None) -> ServiceError:
         last = failure.error if isinstance(failure, _Retryable) else None
@@ -177,19 +194,11 @@ class _Base:
 class ScoreClient(_Base):
     """Blocking client; safe to share between threads."""
 
-    def __init__(
-        self,
-        urls: str | Sequence[str],
-        token: str | None = None,
-        timeout_s: float = 330.0,
-        retry: RetryPolicy = RetryPolicy(),
-        max_batch: int = 4096,
-    ) -> None:
-        super().__init__(urls, token, timeout_s, retry, max_batch)
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        self._clients = [
-            httpx.Client(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits) for u in self.urls
-        ]
+    _transport = httpx.Client
+    _clients: list[httpx.Client]
+
+    def _setup(self) -> None:
+        # A batch's shards go out side by side, one thread each.
         self._threads = ThreadPoolExecutor(max_workers=max(4, 2 * len(self.urls)), thread_name_prefix="groupscore")
 
     def __enter__(self) -> ScoreClient:
@@ -266,19 +275,8 @@ class ScoreClient(_Base):
 class AsyncScoreClient(_Base):
     """asyncio client; use one per event loop (`groupscore.client.loops.LoopClients` keeps one per loop)."""
 
-    def __init__(
-        self,
-        urls: str | Sequence[str],
-        token: str | None = None,
-        timeout_s: float = 330.0,
-        retry: RetryPolicy = RetryPolicy(),
-        max_batch: int = 4096,
-    ) -> None:
-        super().__init__(urls, token, timeout_s, retry, max_batch)
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        self._clients = [
-            httpx.AsyncClient(base_url=u, timeout=self.timeout, headers=self.headers, limits=limits) for u in self.urls
-        ]
+    _transport = httpx.AsyncClient
+    _clients: list[httpx.AsyncClient]
 
     async def __aenter__(self) -> AsyncScoreClient:
         return self

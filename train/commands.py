@@ -46,13 +46,7 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
         f"config ok; {len(train_tasks)} train / {len(eval_tasks)} held-out tasks; {hardware.device} "
         f"({hardware.precision}, {hardware.threads} threads)"
     )
-    with open_scorer(
-        config.service.urls,
-        config.service.token,
-        config.service.timeout_s,
-        config.service.reward,
-        config.service.allow_mixed_verifier_versions,
-    ) as scorer:
+    with open_scorer(config.service) as scorer:
         say(f"service at {', '.join(scorer.urls)}")
         failures = check_references(train_tasks + eval_tasks, scorer)
         report.verifier_versions = scorer.versions.summary()

@@ -122,13 +122,7 @@ def run(config: TrainConfig) -> RunSummary:
     stages = summary.stages
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
-    with open_scorer(
-        config.service.urls,
-        config.service.token,
-        config.service.timeout_s,
-        config.service.reward,
-        config.service.allow_mixed_verifier_versions,
-    ) as scorer:
+    with open_scorer(config.service) as scorer:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = resolve_model(config.model, train_tasks + eval_tasks, run_dir / "cache", config.seed)
         if config.model.chat_template:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from groupscore.client.http import AsyncScoreClient, ScoreClient
 from groupscore.client.loops import LoopClients
@@ -13,6 +13,9 @@ from groupscore.schema.reward import RewardSpec
 from groupscore.schema.verdict import Status
 from groupscore.schema.wire import GroupResult
 from groupscore.train.versions import VersionLedger
+
+if TYPE_CHECKING:
+    from groupscore.train.config import ServiceConfig
 
 
 class WireGroup(TypedDict):
@@ -83,21 +86,20 @@ class ServiceScorer:
 
 
 @contextmanager
-def open_scorer(
-    urls: list[str],
-    token: str | None = None,
-    timeout_s: float = 60.0,
-    reward: RewardSpec | None = None,
-    allow_mixed_versions: bool = False,
-) -> Iterator[ServiceScorer]:
+def open_scorer(service: ServiceConfig) -> Iterator[ServiceScorer]:
     """The configured service, or (no URLs) one started embedded on a free loopback port for this run."""
+    urls, token = service.urls, service.token
     with ExitStack() as stack:
         if not urls:
             from groupscore.service.embedded import start_embedded
 
             urls = [stack.enter_context(start_embedded(port=0, token=token))]
         scorer = ServiceScorer(
-            urls, token=token, timeout_s=timeout_s, reward=reward, allow_mixed_versions=allow_mixed_versions
+            urls,
+            token=token,
+            timeout_s=service.timeout_s,
+            reward=service.reward,
+            allow_mixed_versions=service.allow_mixed_verifier_versions,
         )
         stack.callback(scorer.close)
         yield scorer
