@@ -8,6 +8,7 @@ Results leave the jail through stdout/stderr and through `collect=[...]` files (
 """
 
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
+from groupscore.sandbox.languages import compile_limits_for
 from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
 from groupscore.sandbox.parallel import BAD_REQUEST, RunRequest, default_workers, run_many
 from groupscore.sandbox.policy import Policy
@@ -28,6 +29,7 @@ __all__ = [
     "RunResult",
     "RunStatus",
     "SandboxUnavailable",
+    "compile_limits_for",
     "default_workers",
     "ensure_available",
     "policy_for",

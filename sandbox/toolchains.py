@@ -1,6 +1,7 @@
-"""Find the interpreter and compilers a jail runs, and the host paths each needs mounted read-only.
+"""Find the interpreters and compilers a jail runs, and the host paths each needs mounted read-only.
 
-Everything is found on the local disk (no network); results are cached for the process lifetime.
+Everything is found on the local disk (no network); results are cached for the process lifetime. A toolchain that is
+missing raises SandboxUnavailable naming its Debian package: nothing of that language runs, never outside a jail.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
+from groupscore.sandbox.languages import LANGUAGES, MAIN_FILE, SPECS
 
-LANGUAGES = ("python", "c", "cpp")
-# The file a run of each language starts from when no command names one (C/C++: the source that is compiled).
-MAIN_FILE = {"python": "main.py", "c": "main.c", "cpp": "main.cpp"}
+__all__ = ["LANGUAGES", "MAIN_FILE", "Toolchain", "loader_paths", "toolchain"]
+HOST_BIN_PATH = "/usr/bin:/bin:/usr/local/bin"  # where toolchains are looked up (never the caller's PATH)
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,11 @@ class Toolchain:
     """One language's executables and the read-only host paths they need inside the jail."""
 
     language: str
-    executable: str  # interpreter (python) or compiler driver (gcc / g++)
+    executable: str  # what a run starts (python3, node, java, bash) or the compiler driver (gcc, g++, go, rustc)
     version: str
-    ro_paths: tuple[str, ...]  # real host paths, bind-mounted read-only at the same place
-    run_ro_paths: tuple[str, ...] = ()  # C/C++: what the compiled program needs (no compiler)
+    ro_paths: tuple[str, ...]  # real host paths, bind-mounted read-only at the same place (compile step, or the run)
+    run_ro_paths: tuple[str, ...] = ()  # compiled languages: what the compiled program needs (no compiler)
+    compiler: str = ""  # a compiler apart from the executable: javac, tsc's script
 
 
 def _traversable_by_others(path: str) -> bool:
@@ -121,25 +123,100 @@ def python_toolchain() -> Toolchain:
     )
 
 
-@functools.lru_cache(maxsize=2)
-def compiler_toolchain(language: str) -> Toolchain:
-    """gcc (C) or g++ (C++) and the trees a compile needs; the compiled program needs only the loader libs."""
-    driver = {"c": "gcc", "cpp": "g++"}[language]
-    exe = shutil.which(driver, path="/usr/bin:/bin:/usr/local/bin")
+def _find(program: str, language: str) -> str:
+    exe = shutil.which(program, path=HOST_BIN_PATH)
     if not exe:
-        raise SandboxUnavailable(f"{driver} not found: install Debian's gcc and g++ (tools/install-system-deps does)")
+        raise SandboxUnavailable(
+            f"{program} not found, so {language} cannot run: install Debian's {SPECS[language].package} "
+            "(tools/install-system-deps does)"
+        )
+    return os.path.realpath(exe)
+
+
+def _version(argv: list[str], language: str) -> str:
+    """First line of a toolchain's version text (trusted: our own toolchain, run on the host)."""
     try:
-        version = subprocess.run([exe, "-dumpfullversion"], capture_output=True, text=True, timeout=20).stdout.strip()
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxUnavailable(f"{driver} cannot run: {exc}") from exc
-    # The driver, cc1/cc1plus, as, ld, headers and crt files: /usr/bin, /usr/lib*, /usr/libexec, /usr/include.
-    prefix = os.path.dirname(os.path.dirname(os.path.realpath(exe)))
-    trees = [os.path.join(prefix, d) for d in ("bin", "lib", "lib64", "libexec", "include")]
-    ro = {p for p in trees if os.path.isdir(p)} | set(loader_paths())
-    return Toolchain(language, exe, version, tuple(sorted(ro)), run_ro_paths=loader_paths())
+        raise SandboxUnavailable(f"{argv[0]} cannot run ({exc}): reinstall Debian's {SPECS[language].package}") from exc
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise SandboxUnavailable(f"{argv[0]} cannot run: reinstall Debian's {SPECS[language].package}")
+    return lines[0].strip()
+
+
+def _trees(exe: str, dirs: tuple[str, ...]) -> set[str]:
+    """The dirs under the executable's prefix (/usr/bin/gcc -> /usr/lib, /usr/libexec, ...) that exist."""
+    prefix = os.path.dirname(os.path.dirname(exe))
+    return {p for p in (os.path.join(prefix, d) for d in dirs) if os.path.isdir(p)}
+
+
+def _link_targets(top: str) -> set[str]:
+    """Where the symlinks of a toolchain's tree point outside it (Debian's JDK keeps its config in /etc/java-*, Go's
+    GOROOT links its src into /usr/share): the parent dir of each target, so the links resolve inside the jail."""
+    found = set()
+    for root, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                target = os.path.realpath(path)
+                inside = target.startswith(top.rstrip("/") + "/") or target.startswith("/usr/share/doc/")
+                if not inside and os.path.exists(target):
+                    found.add(target if os.path.isdir(target) else os.path.dirname(target))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def compiled_toolchain(language: str) -> Toolchain:
+    """A compiler and the trees its compile step needs; the compiled program needs only the loader's libraries."""
+    loader = set(loader_paths())
+    if language in ("c", "cpp", "rust"):
+        # The driver, cc1/cc1plus (rustc: its libraries and rustlib), as, ld, headers and crt files.
+        exe = _find({"c": "gcc", "cpp": "g++", "rust": "rustc"}[language], language)
+        version = _version([exe, "-dumpfullversion" if language != "rust" else "--version"], language)
+        ro = _trees(exe, ("bin", "lib", "lib64", "libexec", "include"))
+        linker = _find("gcc", language) if language == "rust" else ""  # rustc links through gcc
+        return Toolchain(language, exe, version, tuple(sorted(ro | loader)), tuple(sorted(loader)), compiler=linker)
+    if language == "go":
+        exe = _find("go", language)
+        goroot = os.path.dirname(os.path.dirname(exe))  # /usr/lib/go-1.19: bin/go, pkg/ (the built std), src ->
+        ro = {goroot} | _link_targets(goroot) | loader
+        return Toolchain(language, exe, _version([exe, "version"], language), tuple(sorted(ro)), tuple(sorted(loader)))
+    if language == "java":
+        javac = _find("javac", language)
+        java = _find("java", language)
+        jdk = os.path.dirname(os.path.dirname(javac))  # /usr/lib/jvm/java-17-openjdk-amd64 (javac, java, jar)
+        ro = tuple(sorted({jdk} | _link_targets(jdk) | loader))
+        return Toolchain(language, java, _version([javac, "-version"], language), ro, ro, compiler=javac)
+    if language == "typescript":
+        node = _find("node", language)
+        tsc = _find("tsc", language)
+        # Debian's tsc is `require('../lib/tsc.js')`: run that script with node directly; its package is its tree.
+        package = os.path.dirname(os.path.dirname(tsc))
+        script = os.path.join(package, "lib", "tsc.js")
+        version = _version([node, script, "--version"], language) + "; node " + _version([node, "--version"], language)
+        run_ro = tuple(sorted({node} | loader))
+        return Toolchain(language, node, version, tuple(sorted({node, package} | loader)), run_ro, compiler=script)
+    raise BadRunRequest(f"{language} is not a compiled language")
+
+
+@functools.lru_cache(maxsize=4)
+def interpreter_toolchain(language: str) -> Toolchain:
+    """node (JavaScript) or bash and what a run needs: the interpreter and the loader's libraries; bash also gets
+    /usr/bin read-only, since shell scripts are made of the host's small tools (sort, tr, awk, ...)."""
+    loader = set(loader_paths())
+    if language == "javascript":
+        node = _find("node", language)
+        return Toolchain(language, node, _version([node, "--version"], language), tuple(sorted({node} | loader)))
+    bash = _find("bash", language)
+    # C.UTF-8's locale files: the jail's LC_ALL names it, and bash warns on every run without them.
+    ro = {bash, os.path.dirname(bash), "/usr/lib/locale/C.utf8"} | loader
+    return Toolchain(language, bash, _version([bash, "--version"], language), tuple(sorted(ro)))
 
 
 def toolchain(language: str) -> Toolchain:
     if language not in LANGUAGES:
         raise BadRunRequest(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
-    return python_toolchain() if language == "python" else compiler_toolchain(language)
+    if language == "python":
+        return python_toolchain()
+    return compiled_toolchain(language) if SPECS[language].compiled else interpreter_toolchain(language)

@@ -10,7 +10,8 @@ from pathlib import Path, PurePosixPath
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
-from groupscore.sandbox.policy import WORK_DIR, render_file_mount
+from groupscore.sandbox.languages import WORK_DIR
+from groupscore.sandbox.policy import render_file_mount
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from groupscore.sandbox import Limits, policy_for
 from groupscore.sandbox.cgroups import CgroupSupport
-from groupscore.sandbox.policy import WORK_DIR, build_policy, id_text
+from groupscore.sandbox.languages import WORK_DIR
+from groupscore.sandbox.policy import build_policy, id_text
 from groupscore.sandbox.seccomp import kafel_policy
 from groupscore.sandbox.toolchains import toolchain
 
@@ -154,7 +155,7 @@ def test_read_only_mounts_are_only_what_the_interpreter_needs(policy):
 
 
 def test_compile_policy_adds_the_compiler_and_run_policy_does_not():
-    pytest.importorskip("groupscore.sandbox.toolchains").compiler_toolchain("c")
+    pytest.importorskip("groupscore.sandbox.toolchains").compiled_toolchain("c")
     run_p, compile_p = policy_for("c"), policy_for("c", compile_step=True)
     run_ro = {m.target for m in run_p.mounts if m.kind == "bind_ro"}
     compile_ro = {m.target for m in compile_p.mounts if m.kind == "bind_ro"}

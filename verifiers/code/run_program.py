@@ -10,7 +10,15 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 
-from groupscore.sandbox import COMPILE_LIMITS, LANGUAGES, MAIN_FILE, Limits, RunResult, SandboxUnavailable, run
+from groupscore.sandbox import (
+    LANGUAGES,
+    MAIN_FILE,
+    Limits,
+    RunResult,
+    SandboxUnavailable,
+    compile_limits_for,
+    run,
+)
 
 # SandboxUnavailable and LANGUAGES are re-exported: callers above the verifiers (the service's runtime and its
 # /run_code endpoint) take them from here, never from the sandbox itself.
@@ -49,7 +57,7 @@ def run_program(request: ProgramRun) -> RunResult:
     main = MAIN_FILE[request.language]
     files: dict[str, str | bytes] = {**decode_files(request.files), main: request.code}
     limits = Limits(wall_time_s=request.run_timeout_s, memory_mb=request.memory_mb or DEFAULT_MEMORY_MB)
-    compile_limits = COMPILE_LIMITS.model_copy(update={"wall_time_s": request.compile_timeout_s})
+    compile_limits = compile_limits_for(request.language).model_copy(update={"wall_time_s": request.compile_timeout_s})
     return run(
         files,
         language=request.language,
