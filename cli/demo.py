@@ -151,6 +151,11 @@ def score_code_fixtures(client: Any, run_dir: Path) -> bool:
 
 def run_demo(run_dir: Path, train: bool = True) -> int:
     """The whole story on embedded defaults: service, math and code scoring, then GRPO training and evaluation."""
+    import os
+
+    # The demo's model and data ship with the package: it never needs the hub (the trainer leaves these to its user).
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        os.environ.setdefault(var, "1")
     from groupscore.client.http import ScoreClient
     from groupscore.service.embedded import start_embedded
 

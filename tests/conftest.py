@@ -23,6 +23,11 @@ import pytest
 
 SERVICE_DEFAULTS = {"workers": 2, "env": None, "http_timeout_s": 120.0}
 
+# Tests never reach the hub: the library leaves these to its user, so the tests set them (as `make test` does) before
+# anything imports huggingface_hub, which reads them once.
+for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+    os.environ.setdefault(_var, "1")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
