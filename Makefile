@@ -10,11 +10,13 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: demo test lint bench install clean
 
-$(STAMP): pyproject.toml tools/install-system-deps
+$(STAMP): pyproject.toml client-dist/pyproject.toml tools/install-system-deps
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found" >&2; exit 1; }
 	tools/install-system-deps
 	test -x $(VENV)/bin/python || $(PYTHON312) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
+	# groupscore-client first (client/ and schema/, from client-dist/): groupscore depends on it, and it is on no index
+	$(VENV)/bin/python -m pip install -q -e ./client-dist
 	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench,lint]'
 	touch $(STAMP)
 
@@ -45,4 +47,4 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info client-dist/build client-dist/*.egg-info

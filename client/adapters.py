@@ -1,19 +1,24 @@
-"""Drop-in reward functions for trainers, backed by the scoring service: TRL's GRPOTrainer and verl.
+"""Drop-in reward functions for trainers, backed by the scoring service: TRL's GRPOTrainer, and verl's (re-exported
+from `groupscore.client.verl`).
 
 TRL (sync or async; TRL awaits async reward functions itself):
 
     reward = trl_reward_func("http://127.0.0.1:8000", verifier="math")
     GRPOTrainer(..., reward_funcs=[reward])
 
-verl (`custom_reward_function.path=<this file>`, `name=compute_score`), with GROUPSCORE_URL pointing at the service:
+    # each component of a composite reward as its own TRL reward function, one request per batch for all of them
+    funcs = trl_reward_funcs("http://127.0.0.1:8000", spec)
+    GRPOTrainer(..., reward_funcs=funcs, args=GRPOConfig(..., reward_weights=trl_reward_weights(spec)))
 
-    compute_score(data_source, solution_str, ground_truth, extra_info)
-
-OpenRLHF and SandboxFusion speak HTTP to the service directly: see `groupscore.service.protocols`.
+verl (`custom_reward_function.path=<this file>`, `name=compute_score`, the service's URL and the rest in
+`custom_reward_function.reward_kwargs`): see `groupscore.client.verl`. OpenRLHF: `groupscore.client.openrlhf`
+(`--remote_rm_url` pointed at a Python file), or the service's `/get_reward`; SandboxFusion's client speaks to the
+service's `/run_code` directly.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -25,7 +30,17 @@ from groupscore.schema.columns import KIND_FIELDS, MissingColumn, check_columns
 from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Status
 
-__all__ = ["MissingColumn", "completion_text", "compute_score", "compute_score_batch", "trl_reward_func", "verl_item"]
+__all__ = [
+    "DATA_SOURCE_KINDS",
+    "MissingColumn",
+    "completion_text",
+    "compute_score",
+    "compute_score_batch",
+    "trl_reward_func",
+    "trl_reward_funcs",
+    "trl_reward_weights",
+    "verl_item",
+]
 
 INFRA_ERROR = Status.infra_error.value
 
@@ -121,6 +136,95 @@ def _fold(
     return rewards
 
 
+class _BatchScorer:
+    """Builds a TRL batch's items and scores them in one request; the reward functions made together share it.
+
+    TRL calls each reward function in turn (or, async ones, concurrently) with the same batch: the first call sends
+    the request, the others find its verdicts here. A batch is the same when its items are equal (same completions,
+    same reference fields), so a repeat is always answered by the request that scored exactly it.
+    """
+
+    def __init__(
+        self,
+        service: str | Sequence[str] | ScoreClient,
+        builder: _ItemBuilder,
+        spec: RewardSpec | None,
+        token: str | None,
+        deadline_s: float | None,
+        label: str,
+        asynchronous: bool,
+    ) -> None:
+        self.builder, self.spec, self.deadline_s, self.label = builder, spec, deadline_s, label
+        self.checked = False  # the first batch with rows of this kind checks the columns; later ones do not pay for it
+        self.lock = threading.Lock()
+        self.last: tuple[list[dict[str, Any]], Any] | None = None  # (items, verdicts or their asyncio task)
+        self.requests = 0  # requests sent, for tests and logs
+        if asynchronous:
+            urls = service.urls if isinstance(service, ScoreClient) else service
+            if isinstance(service, ScoreClient) and token is None:
+                token = service.token
+            # httpx async clients belong to one event loop each: one per loop, closed when its loop shuts down
+            self.clients = LoopClients(lambda: AsyncScoreClient(urls, token=token))
+        else:
+            self.client = service if isinstance(service, ScoreClient) else ScoreClient(service, token=token)
+
+    def build(self, completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
+        items, rows = self.builder.build(completions, kwargs)
+        if items and not self.checked:
+            seen = [k for k, v in kwargs.items() if isinstance(v, (list, tuple))]
+            check_columns(self.label, items, seen, "trl_reward_func(..., columns={mapping})")
+            self.checked = True
+        return items, rows
+
+    def score(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with self.lock:  # TRL's sync reward functions run one after another; the lock covers threaded callers too
+            if self.last is not None and self.last[0] == items:
+                return self.last[1]
+            self.requests += 1
+            verdicts = self.client.score_raw(items, self.spec, self.deadline_s) if items else []
+            self.last = (items, verdicts)
+            return verdicts
+
+    async def score_async(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with self.lock:
+            task = self.last[1] if self.last is not None and self.last[0] == items else None
+            reusable = (
+                isinstance(task, asyncio.Task)
+                and task.get_loop() is asyncio.get_running_loop()
+                and not (task.done() and (task.cancelled() or task.exception() is not None))
+            )
+            if not reusable:
+                self.requests += 1
+                task = asyncio.ensure_future(self._request(items))
+                self.last = (items, task)
+        # TRL gathers async reward functions: the first starts the request, the others await the same task.
+        return await asyncio.shield(task)
+
+    async def _request(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not items:
+            return []
+        return await (await self.clients.get()).score_raw(items, self.spec, self.deadline_s)
+
+    def function(self, component: str | None, name: str, asynchronous: bool) -> Callable[..., Any]:
+        """A reward function with GRPOTrainer's signature: the total, or one component's score."""
+        if asynchronous:
+
+            async def reward_async(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+                items, rows = self.build(completions, kwargs)
+                verdicts = await self.score_async(items)
+                return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), name)
+
+            reward_async.__name__ = name
+            return reward_async
+
+        def reward_sync(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+            items, rows = self.build(completions, kwargs)
+            return _fold(len(completions), rows, self.score(items), component, kwargs.get("log_metric"), name)
+
+        reward_sync.__name__ = name
+        return reward_sync
+
+
 def trl_reward_func(
     service: str | Sequence[str] | ScoreClient,
     *,
@@ -144,189 +248,69 @@ def trl_reward_func(
       service could not score (`infra_error`: a dead worker, the sandbox, the deadline), which TRL masks.
     - The first batch must have a column for every field the kind needs (`answer` for math): otherwise MissingColumn
       names the field, the columns seen, and the `columns={...}` mapping that fixes it.
-    - `reward` makes it a composite; `component` returns that component's score instead of the total.
+    - `reward` makes it a composite; `component` returns that component's score instead of the total (for every
+      component as its own TRL reward function, one request per batch for all: `trl_reward_funcs`).
     - With `log_metric` among the kwargs (TRL passes it), logs each component's mean, the error and infra error rates.
     - `asynchronous=True` returns a coroutine function (TRL runs async reward functions concurrently).
     """
-    builder = _ItemBuilder(verifier, columns, fixed, kind_column)
     spec = RewardSpec.model_validate(reward) if isinstance(reward, dict) else reward
     if component is not None and (spec is None or component not in {c.name for c in spec.components}):
         raise ValueError(f"component {component!r} is not in the reward spec")
     label = name or (f"groupscore_{verifier}" + (f"_{component}" if component else ""))
-    checked: list[bool] = []  # the first batch with rows of this kind checks the columns; later ones do not pay for it
-
-    def build(completions: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], list[int]]:
-        items, rows = builder.build(completions, kwargs)
-        if items and not checked:
-            seen = [k for k, v in kwargs.items() if isinstance(v, (list, tuple))]
-            check_columns(label, items, seen, "trl_reward_func(..., columns={mapping})")
-            checked.append(True)
-        return items, rows
-
-    if asynchronous:
-        urls = service.urls if isinstance(service, ScoreClient) else service
-        if isinstance(service, ScoreClient) and token is None:
-            token = service.token
-        # httpx async clients belong to one event loop each: one per loop, closed when its loop shuts down
-        clients = LoopClients(lambda: AsyncScoreClient(urls, token=token))
-
-        async def reward_async(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-            items, rows = build(completions, kwargs)
-            verdicts = await (await clients.get()).score_raw(items, spec, deadline_s) if items else []
-            return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
-
-        reward_async.__name__ = label
-        return reward_async
-
-    client = service if isinstance(service, ScoreClient) else ScoreClient(service, token=token)
-
-    def reward_sync(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-        items, rows = build(completions, kwargs)
-        verdicts = client.score_raw(items, spec, deadline_s) if items else []
-        return _fold(len(completions), rows, verdicts, component, kwargs.get("log_metric"), label)
-
-    reward_sync.__name__ = label
-    return reward_sync
+    builder = _ItemBuilder(verifier, columns, fixed, kind_column)
+    scorer = _BatchScorer(service, builder, spec, token, deadline_s, label, asynchronous)
+    return scorer.function(component, label, asynchronous)
 
 
-# -- verl --------------------------------------------------------------------------------------------------------------
-
-# data_source prefixes that verl's own default scorer routes to code execution; everything else is math here.
-_CODE_SOURCES = (
-    "codecontests",
-    "apps",
-    "codeforces",
-    "taco",
-    "primeintellect",
-    "livecodebench",
-    "humaneval",
-    "mbpp",
-    "code",
-)
-_verl_client: ScoreClient | None = None
-_verl_lock = threading.Lock()
-_verl_checked = False  # the first batch's columns were checked (see _check_verl_columns)
-_VERL_FIX = "custom_reward_function.reward_kwargs.columns={mapping} (extra_info keys, or 'ground_truth')"
-
-
-def _client_from_env() -> ScoreClient:
-    global _verl_client
-    with _verl_lock:
-        if _verl_client is None:
-            from groupscore.client.settings import load  # GROUPSCORE_URL, GROUPSCORE_TOKEN
-
-            settings = load()
-            _verl_client = ScoreClient(settings.urls, token=settings.token)
-        return _verl_client
-
-
-def verl_item(
-    data_source: str,
-    solution_str: str,
-    ground_truth: Any,
-    extra_info: dict[str, Any] | None,
+def trl_reward_funcs(
+    service: str | Sequence[str] | ScoreClient,
+    reward: RewardSpec | dict,
+    *,
+    verifier: str = "math",
     columns: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """The item for one verl sample.
+    fixed: dict[str, Any] | None = None,
+    kind_column: str | None = "verifier",
+    prefix: str | None = None,
+    token: str | None = None,
+    asynchronous: bool = False,
+    deadline_s: float | None = None,
+) -> list[Callable[..., Any]]:
+    """One TRL reward function per component of `reward`, in its order, named `<prefix>_<component>`: TRL logs
+    each one's mean and std on its own, and all of them share one request per batch (the first called sends it).
 
-    `extra_info["verifier"]` picks the kind, else the data source does (code datasets -> code, the rest -> math).
-    A ground truth that is an object (or JSON object text) with item fields is used as is; a code ground truth in
-    verl's `{"inputs": [...], "outputs": [...]}` form (with `fn_name` for call-style tests) becomes tests.
-    `columns` maps item fields to `extra_info` keys (or "ground_truth"), for a reference stored under another name:
-    {"answer": "solution"} (verl passes it from `custom_reward_function.reward_kwargs`).
+    TRL adds them up as `sum(reward_weights[i] * f_i)`: `GRPOConfig(reward_weights=trl_reward_weights(reward))`
+    gives the spec's weighted mean (README, "TRL"). Arguments as for trl_reward_func.
     """
-    extra_info = extra_info or {}
-    kind = extra_info.get("verifier")
-    if kind is None:
-        source = (data_source or "").lower().replace("-", "").replace("_", "")
-        kind = "code" if any(key in source for key in _CODE_SOURCES) else "math"
-    reference = ground_truth
-    if isinstance(reference, str) and reference.lstrip().startswith("{"):
-        try:
-            reference = json.loads(reference)
-        except json.JSONDecodeError:
-            pass
-    item: dict[str, Any] = {"verifier": kind, "completion": solution_str}
-    if isinstance(reference, dict) and "inputs" in reference and "outputs" in reference and kind == "code":
-        item["tests"] = _verl_code_tests(reference)
-    elif isinstance(reference, dict):
-        item.update({k: v for k, v in reference.items() if k not in ("completion", "id")})
-    else:
-        item["answer"] = "" if reference is None else str(reference)
-    for field, column in (columns or {}).items():
-        value = ground_truth if column == "ground_truth" else extra_info.get(column)
-        if value is not None:
-            item[field] = str(value) if field == "answer" else value
-    return item
+    spec = RewardSpec.model_validate(reward) if isinstance(reward, dict) else reward
+    builder = _ItemBuilder(verifier, columns, fixed, kind_column)
+    label = prefix or f"groupscore_{verifier}"
+    scorer = _BatchScorer(service, builder, spec, token, deadline_s, label, asynchronous)
+    return [scorer.function(c.name, f"{label}_{c.name}", asynchronous) for c in spec.components]
 
 
-def _check_verl_columns(items: list[dict[str, Any]], extra_infos: Sequence[dict[str, Any] | None]) -> None:
-    """On the first batch only: a missing reference raises MissingColumn instead of scoring every sample 0."""
-    global _verl_checked
-    if _verl_checked:
-        return
-    keys = list(dict.fromkeys(k for info in extra_infos for k in (info or {})))
-    check_columns(
-        "verl compute_score",
-        items,
-        ["data_source", "solution_str", "ground_truth", *(f"extra_info.{k}" for k in keys)],
-        _VERL_FIX,
-        candidates=keys,
-    )
-    _verl_checked = True
+def trl_reward_weights(reward: RewardSpec | dict) -> list[float]:
+    """GRPOConfig's `reward_weights` for `trl_reward_funcs(service, reward)`: TRL's weighted sum of the components
+    then equals the spec's total (weighted mean: each weight over their sum; clipped_sum: the weights, unclipped).
+
+    A gate has no TRL equivalent (TRL only adds): a spec with one is refused, with the one-function alternative."""
+    spec = RewardSpec.model_validate(reward) if isinstance(reward, dict) else reward
+    gated = [c.name for c in spec.components if c.gate]
+    if gated:
+        raise ValueError(
+            f"component {gated[0]!r} is a gate, which TRL's weighted sum cannot express; give TRL the total as one "
+            "reward function instead: trl_reward_func(url, reward=spec)"
+        )
+    weights = [c.weight for c in spec.components]
+    if spec.normalize == "clipped_sum":
+        return weights
+    return [w / sum(weights) for w in weights]
 
 
-def _verl_code_tests(reference: dict[str, Any]) -> list[dict[str, Any]]:
-    fn_name = reference.get("fn_name")
-    tests = []
-    for given, expected in zip(reference["inputs"], reference["outputs"]):
-        if fn_name:
-            # Call-style (TACO/APPS): inputs are argument lists; outputs are usually wrapped in a one-element list.
-            args = given if isinstance(given, list) else [given]
-            if isinstance(expected, list) and len(expected) == 1:
-                expected = expected[0]
-            tests.append({"type": "call", "fn": fn_name, "args": args, "expected": expected})
-        else:
-            tests.append({"type": "stdio", "stdin": str(given), "stdout": str(expected)})
-    return tests
+# -- verl: client/verl.py (re-exported here, so `custom_reward_function.path` may name either file) ----------------
 
-
-def _verl_result(verdict: dict[str, Any]) -> dict[str, Any]:
-    # verl takes a dict with "score" and logs the other keys per sample: numbers only, same keys every time. verl has
-    # no "no reward" value, so a sample the service could not score gets score 0.0 with infra_error 1.0 (README,
-    # "Statuses"): filter on it, or at least watch its mean.
-    return {
-        "score": float(verdict["reward"]),
-        "acc": 1.0 if verdict["status"] == "correct" else 0.0,
-        INFRA_ERROR: 1.0 if verdict["status"] == INFRA_ERROR else 0.0,
-        **{f"component_{k}": float(v) for k, v in (verdict.get("components") or {}).items()},
-    }
-
-
-def compute_score(
-    data_source: str,
-    solution_str: str,
-    ground_truth: Any,
-    extra_info: dict[str, Any] | None = None,
-    columns: dict[str, str] | None = None,
-    **kwargs: Any,
-) -> dict[str, Any]:
-    """verl's custom reward function signature, scored by the service at GROUPSCORE_URL."""
-    item = verl_item(data_source, solution_str, ground_truth, extra_info, columns)
-    _check_verl_columns([item], [extra_info])
-    return _verl_result(_client_from_env().score_raw([item])[0])
-
-
-def compute_score_batch(
-    data_sources: Sequence[str],
-    solution_strs: Sequence[str],
-    ground_truths: Sequence[Any],
-    extra_infos: Sequence[dict[str, Any] | None] | None = None,
-    columns: dict[str, str] | None = None,
-    **kwargs: Any,
-) -> list[dict[str, Any]]:
-    """verl's batched reward manager signature: one request for the whole batch."""
-    extra_infos = extra_infos or [None] * len(solution_strs)
-    items = [verl_item(*row, columns) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]
-    _check_verl_columns(items, extra_infos)
-    return [_verl_result(v) for v in _client_from_env().score_raw(items)]
+from groupscore.client.verl import (  # noqa: E402
+    DATA_SOURCE_KINDS,
+    compute_score,
+    compute_score_batch,
+    verl_item,
+)

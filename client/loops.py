@@ -22,7 +22,7 @@ import asyncio
 import threading
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 CLOSE_WAIT_S = 10.0  # close(): how long to wait for a client on another thread's loop to close
 
@@ -31,8 +31,12 @@ class AsyncClosable(Protocol):
     async def aclose(self) -> None: ...
 
 
+# Written with TypeVar and Generic, not the 3.12 syntax: this module ships in groupscore-client (Python >= 3.10).
+C = TypeVar("C", bound=AsyncClosable)
+
+
 @dataclass
-class _Entry[C: AsyncClosable]:
+class _Entry(Generic[C]):
     loop: asyncio.AbstractEventLoop
     client: C
     # Started on `loop` and held here (the loop keeps only a weak reference): its finally closes `client`.
@@ -46,7 +50,7 @@ async def _close_at_shutdown(client: AsyncClosable) -> AsyncGenerator[None, None
         await client.aclose()
 
 
-class LoopClients[C: AsyncClosable]:
+class LoopClients(Generic[C]):
     """A client per event loop: made by `factory` on a loop's first `get()`, closed when that loop shuts down."""
 
     def __init__(self, factory: Callable[[], C]) -> None:

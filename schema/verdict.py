@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import re
-from enum import StrEnum
+import sys
+from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from groupscore.schema.item import ItemId
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # groupscore-client runs on 3.10: the same str() and format() as 3.11's StrEnum (the member's value)
+
+    class StrEnum(str, Enum):
+        __str__ = str.__str__
+        __format__ = str.__format__
 
 
 class Status(StrEnum):

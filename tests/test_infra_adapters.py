@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from groupscore.client import adapters
+from groupscore.client import verl
 from groupscore.client.adapters import MissingColumn, compute_score, compute_score_batch, trl_reward_func
 from groupscore.client.http import ScoreClient
 from groupscore.schema.verdict import Verdict
@@ -94,8 +94,8 @@ def test_trl_reward_checks_only_the_rows_of_its_own_kind_and_only_the_first_batc
 @pytest.fixture
 def verl_fake(monkeypatch):
     client = FakeClient()
-    monkeypatch.setattr(adapters, "_client_from_env", lambda: client)
-    monkeypatch.setattr(adapters, "_verl_checked", False)
+    monkeypatch.setattr(verl, "client_for", lambda options: client)
+    monkeypatch.setattr(verl, "_options", {})  # reward_kwargs checked afresh (and their columns) in each test
     return client
 
 

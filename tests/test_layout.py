@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from pathlib import Path
+
+from distributions import package_dirs, packages
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 450
 # A long module's docstring carries a sentence that starts like this and says why it is one file.
 REASON = re.compile(r"(?i)\bone (module|file)\b[^.]*\bbecause\b|\bkept whole\b|\bnot split\b")
-NON_PACKAGE_ROWS = {"fixtures/", "bench/"}
+NON_PACKAGE_ROWS = {"fixtures/", "bench/", "client-dist/", "examples/"}
 
 
 def _package_dirs() -> dict[str, str]:
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return pyproject["tool"]["setuptools"]["package-dir"]
+    """Both distributions' package-dir: groupscore's and groupscore-client's (client/, schema/)."""
+    return package_dirs()
 
 
 def _readme_table() -> dict[str, str]:
@@ -37,11 +38,7 @@ def test_the_readme_layout_table_lists_every_package_folder_with_its_import_name
 
 
 def test_every_subpackage_is_listed_for_the_wheel():
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    setuptools = pyproject["tool"]["setuptools"]
-    listed = setuptools.get("packages")
-    if not isinstance(listed, list):
-        return  # discovered automatically: nothing to keep in step
+    listed = packages()
     found = set()
     for name, folder in _package_dirs().items():
         for init in (ROOT / folder).rglob("__init__.py"):
@@ -52,7 +49,7 @@ def test_every_subpackage_is_listed_for_the_wheel():
 
 def _source_files() -> list[Path]:
     files = []
-    for folder in {*_package_dirs().values(), "tools", "bench"}:
+    for folder in {*_package_dirs().values(), "tools", "bench", "examples"}:
         files += [p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts]
     return sorted(files)
 

@@ -15,15 +15,18 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from distributions import CLIENT_DIST, package_dirs, packages, setuptools_table
 
 ROOT = Path(__file__).resolve().parent.parent
-SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-NOT_SHIPPED = {"tests", "tools", "bench", "fixtures", "runs", "build"}  # repository folders that are no package
+SETUPTOOLS = setuptools_table("groupscore")
+# The client/ and schema/ folders ship in groupscore-client (client-dist/pyproject.toml), which groupscore depends on.
+PACKAGE_DIR = package_dirs()
+PACKAGES = packages()
+NOT_SHIPPED = {"tests", "tools", "bench", "fixtures", "runs", "build", "examples"}  # folders that are no package
 SQL_GOLD = "SELECT name FROM customers WHERE city = 'London'"
 
 
@@ -60,7 +63,7 @@ print(json.dumps([[str(path), len(load_tasks(path))] for path in (config.taskset
 def package_folders() -> dict[str, Path]:
     """Every package the package-dir mapping implies: a folder with an __init__.py under a mapped folder."""
     found = {}
-    for name, folder in SETUPTOOLS["package-dir"].items():
+    for name, folder in PACKAGE_DIR.items():
         for init in sorted((ROOT / folder).rglob("__init__.py")):
             if "__pycache__" not in init.parts:
                 found[".".join([name, *init.parent.relative_to(ROOT / folder).parts])] = init.parent
@@ -69,10 +72,10 @@ def package_folders() -> dict[str, Path]:
 
 def test_every_package_folder_is_in_pyproject_packages():
     folders = package_folders()
-    listed = set(SETUPTOOLS["packages"])
+    listed = set(PACKAGES)
     assert sorted(set(folders) - listed) == [], "package folders missing from [tool.setuptools] packages"
     assert sorted(listed - set(folders)) == [], "packages listed without a folder (and __init__.py) behind them"
-    mapped = {Path(folder).parts[0] for folder in SETUPTOOLS["package-dir"].values()}
+    mapped = {Path(folder).parts[0] for folder in PACKAGE_DIR.values()}
     unmapped = sorted(
         init.parent.name for init in ROOT.glob("*/__init__.py") if init.parent.name not in mapped | NOT_SHIPPED
     )
@@ -132,16 +135,21 @@ def installed(tmp_path_factory) -> Installed:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
-    for top in sorted({Path(folder).parts[0] for folder in SETUPTOOLS["package-dir"].values()}):
+    for top in sorted({Path(folder).parts[0] for folder in PACKAGE_DIR.values()}):
         shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (source / CLIENT_DIST.name).mkdir()
+    shutil.copy2(CLIENT_DIST / "pyproject.toml", source / CLIENT_DIST.name / "pyproject.toml")
     dist = base / "dist"
-    # Offline: the project venv's setuptools builds it (no isolated build env to download), no index is asked.
-    build = ("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-v", "-w", dist, source)
-    log = _quiet(sys.executable, "-m", "pip", *build)
-    # setuptools' warning for a folder it would leave out: a package missing from `packages`, or a data folder picked
-    # up by include-package-data instead of being listed in package-data
-    assert "absent from the `packages` configuration" not in log
-    (wheel,) = dist.glob("groupscore-*.whl")
+    # Offline: the project venv's setuptools builds them (no isolated build env to download), no index is asked.
+    wheels = []
+    for project, pattern in ((source, "groupscore-*.whl"), (source / CLIENT_DIST.name, "groupscore_client-*.whl")):
+        build = ("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-v", "-w", dist, project)
+        log = _quiet(sys.executable, "-m", "pip", *build)
+        # setuptools' warning for a folder it would leave out: a package missing from `packages`, or a data folder
+        # picked up by include-package-data instead of being listed in package-data
+        assert "absent from the `packages` configuration" not in log
+        wheels += sorted(dist.glob(pattern))
+    assert len(wheels) == 2, wheels
 
     venv = base / "venv"
     _quiet(sys.executable, "-m", "venv", "--without-pip", venv)
@@ -150,7 +158,7 @@ def installed(tmp_path_factory) -> Installed:
     site_packages = Path(where.stdout.strip())
     ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])  # the project venv's
     (site_packages / "_groupscore_test_deps.pth").write_text("".join(f"{path}\n" for path in ours))
-    _quiet(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel)
+    _quiet(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", *wheels)
 
     empty = base / "empty"
     empty.mkdir()
@@ -161,7 +169,7 @@ def installed(tmp_path_factory) -> Installed:
 
 @pytest.mark.slow
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
-    files = json.loads(installed.python(WHERE, *sorted(SETUPTOOLS["packages"])).stdout)
+    files = json.loads(installed.python(WHERE, *sorted(PACKAGES)).stdout)
     outside = {
         name: file for name, file in files.items() if not Path(file).resolve().is_relative_to(installed.site_packages)
     }

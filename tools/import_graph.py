@@ -88,14 +88,27 @@ class Graph:
 # ---------------------------------------------------------------- reading the layout
 
 
+# The thin client's own distribution (groupscore-client): its pyproject maps client/ and schema/ from beside it.
+CLIENT_DIST = "client-dist"
+
+
 def read_mapping(root: Path) -> tuple[dict[str, Path], list[str]]:
-    """pyproject's package-dir (import name -> folder) and packages list."""
-    with open(root / "pyproject.toml", "rb") as f:
-        setuptools = tomllib.load(f).get("tool", {}).get("setuptools", {})
-    package_dir = {name: root / folder for name, folder in setuptools.get("package-dir", {}).items()}
+    """package-dir (import name -> folder) and packages list of pyproject.toml and, where it exists, of
+    client-dist/pyproject.toml (groupscore-client ships client/ and schema/): one installed `groupscore` from both."""
+    package_dir: dict[str, Path] = {}
+    listed: list[str] = []
+    for project in (root, root / CLIENT_DIST):
+        if project != root and not (project / "pyproject.toml").is_file():
+            continue
+        with open(project / "pyproject.toml", "rb") as f:
+            setuptools = tomllib.load(f).get("tool", {}).get("setuptools", {})
+        for name, folder in setuptools.get("package-dir", {}).items():
+            if name not in package_dir:  # groupscore-client's own copy of groupscore/__init__.py: cli/'s counts
+                package_dir[name] = Path(os.path.normpath(project / folder))
+        listed += [name for name in setuptools.get("packages", []) if name not in listed]
     if ROOT_NAME not in package_dir:
         raise SystemExit(f"pyproject.toml: [tool.setuptools] package-dir does not map {ROOT_NAME!r}")
-    return package_dir, list(setuptools.get("packages", []))
+    return package_dir, listed
 
 
 def folder_of(package: str, package_dir: dict[str, Path]) -> Path:
