@@ -35,7 +35,7 @@ def test_valid_config_loads_with_defaults_from_the_field(tmp_path):
     config = load_config(write(tmp_path, VALID + "grpo: {}\n"))
     assert (config.grpo.num_generations, config.grpo.beta, config.grpo.temperature) == (8, 0.04, 0.9)
     assert config.sft is None and config.merge is None  # stages are optional
-    assert config.taskset.train.is_absolute() and config.run_dir.is_absolute()
+    assert Path(config.taskset.train.path).is_absolute() and config.run_dir.is_absolute()
 
 
 def test_taskset_paths_are_relative_to_the_config_file(tmp_path):
@@ -43,7 +43,7 @@ def test_taskset_paths_are_relative_to_the_config_file(tmp_path):
     config = load_config(
         write(tmp_path, "run_dir: r\nmodel: {tiny: {}}\ntaskset: {train: data/t.jsonl, eval: data/e.jsonl}\n")
     )
-    assert config.taskset.train == tmp_path / "data" / "t.jsonl"
+    assert config.taskset.train.path == str(tmp_path / "data" / "t.jsonl")
 
 
 def test_wrong_value_names_the_field_path(tmp_path):

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import groupscore.train  # noqa: F401  (sets the HF offline variables before trl imports huggingface_hub)
-
 pytest.importorskip("trl")
 
 from groupscore.service.embedded import start_embedded

@@ -52,11 +52,12 @@ PATH = "import json, sys\nprint(json.dumps(sys.path))"
 PURELIB = "import sysconfig\nprint(sysconfig.get_path('purelib'))"
 DEMO = "import sys\nfrom groupscore.demo import run_demo\nraise SystemExit(run_demo(sys.argv[1], train=False))"
 DEMO_TASKSETS = """import json
+from pathlib import Path
 from groupscore.train.config import load_config
 from groupscore.train.demo import DEMO_CONFIG
 from groupscore.train.taskset import load_tasks
 config = load_config(DEMO_CONFIG)
-print(json.dumps([[str(path), len(load_tasks(path))] for path in (config.taskset.train, config.taskset.eval)]))
+print(json.dumps([[str(path), len(load_tasks(Path(path)))] for path in (config.taskset.train.path, config.taskset.eval.path)]))
 """
 
 

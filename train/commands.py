@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
-from groupscore.train.hardware import Hardware
-from groupscore.train.pipeline import prepare, run, say
+from groupscore.train.pipeline import Prepared, prepare, run, say
 from groupscore.train.scoring import GroupScorer, open_scorer, wire_group
 from groupscore.train.summary import DryRunReport
 from groupscore.train.taskset import Task
@@ -19,8 +18,11 @@ MEASURED_GRPO_STEPS = 3  # the first step pays for warm-up; the estimate uses th
 MEASURED_SFT_STEPS = 10
 
 
-def train_command(config_path: Path, dry_run: bool = False) -> int:
-    config = load_config(Path(config_path))
+def train_command(config_path: Path, dry_run: bool = False, sets: list[str] | None = None, resume: bool = False) -> int:
+    """`sets`: `--set key.path=value` overrides; `resume`: go on from the interrupted run in run_dir."""
+    config = load_config(Path(config_path), sets=sets)
+    if resume:
+        config = config.model_copy(update={"resume": True})
     if dry_run:
         return 0 if dry_run_report(config).ok else 1
     run(config)
@@ -40,7 +42,8 @@ def check_references(tasks: list[Task], scorer: GroupScorer) -> list[str]:
 
 def dry_run_report(config: TrainConfig) -> DryRunReport:
     """Validate config, taskset and service; count rollouts; time a few real steps to estimate the run."""
-    hardware, train_tasks, eval_tasks = prepare(config)
+    prepared = prepare(config)
+    hardware, train_tasks, eval_tasks = prepared.hardware, prepared.train_tasks, prepared.eval_tasks
     report = DryRunReport(device=hardware.device, precision=hardware.precision)
     say(
         f"config ok; {len(train_tasks)} train / {len(eval_tasks)} held-out tasks; {hardware.device} "
@@ -61,6 +64,9 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
                 f"all {len(train_tasks) + len(eval_tasks) - missing} reference solutions score 1 through the service"
                 + (f" ({missing} tasks have no solution to check)" if missing else "")
             )
+        for problem in check_reward_functions(prepared, train_tasks + eval_tasks):
+            report.ok = False
+            say(f"[error] {problem}")
         if config.sft is not None and not any(t.solution for t in train_tasks):
             report.ok = False
             say("[error] sft is configured but no train task has a `solution`")
@@ -74,23 +80,55 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
                 f"= {rollouts} ({epochs:.2f} epochs over {len(train_tasks)} train prompts)"
             )
         if report.ok:
-            report.estimate_s = estimate = estimate_run_time(config, hardware, train_tasks, eval_tasks, scorer)
+            report.estimate_s = estimate = estimate_run_time(config, prepared, scorer)
             say(f"estimated run time: {estimate / 60:.1f} min (from measured steps; see above)")
     return report
 
 
-def estimate_run_time(
-    config: TrainConfig, hardware: Hardware, train_tasks: list[Task], eval_tasks: list[Task], scorer: GroupScorer
-) -> float:
+def check_reward_functions(prepared: Prepared, tasks: list[Task]) -> list[str]:
+    """Each user reward function called once, as GRPO will call it, on the tasks' worked solutions (or an empty
+    completion): a wrong signature or return value shows here, not after the model has loaded."""
+    import asyncio
+
+    if not prepared.reward_functions or not tasks:
+        return []
+    sample = tasks[: min(8, len(tasks))]
+    rows = [t.columns for t in sample]
+    columns = {k: [row.get(k) for row in rows] for k in sorted({k for row in rows for k in row})}
+    completions = [t.solution or "" for t in sample]
+    problems = []
+    for user in prepared.reward_functions:
+        try:
+            values = asyncio.run(
+                user.score(
+                    len(sample),
+                    prompts=[t.prompt for t in sample],
+                    completions=completions,
+                    completion_ids=[[] for _ in sample],
+                    **{**columns, "task_id": [t.id for t in sample], "log_metric": lambda *_a: None},
+                    trainer_state=None,
+                    log_extra=lambda *_a, **_k: None,
+                )
+            )
+        except Exception as exc:  # noqa: BLE001 - the user's function: any failure is its finding
+            problems.append(f"rewards: {user.ref} failed on the worked solutions: {type(exc).__name__}: {exc}")
+            continue
+        shown = ", ".join("None" if v is None else f"{v:g}" for v in values)
+        say(f"reward function {user.name} ({user.ref}) on {len(sample)} worked solutions: {shown}")
+    return problems
+
+
+def estimate_run_time(config: TrainConfig, prepared: Prepared, scorer: GroupScorer) -> float:
     """Run a few SFT and GRPO steps in a scratch folder and extrapolate; evaluations are timed once."""
     from groupscore.train.grpo import run_grpo
-    from groupscore.train.models import lora_config, resolve_model
+    from groupscore.train.models import lora_config
     from groupscore.train.observe import Monitor
 
+    hardware, train_tasks, eval_tasks = prepared.hardware, prepared.train_tasks, prepared.eval_tasks
     scratch = Path(tempfile.mkdtemp(prefix="groupscore-dry-run-"))
     total = 0.0
     try:
-        model_path = resolve_model(config.model, train_tasks + eval_tasks, config.run_dir / "cache", config.seed)
+        model_path = prepared.model_path
         if config.sft is not None:
             from groupscore.train.sft import cold_start
 
@@ -104,6 +142,7 @@ def estimate_run_time(
                 scratch / "sft",
                 config.seed,
                 lora_config(config.model),
+                progress=False,
             )
             per_step = (time.perf_counter() - t0) / steps
             say(f"  sft: {per_step:.3f} s/step measured over {steps} steps -> {per_step * config.sft.max_steps:.0f} s")
@@ -126,6 +165,8 @@ def estimate_run_time(
                 quiet,
                 lora_config(config.model),
                 max_steps=steps,
+                extra_rewards=prepared.reward_functions,
+                service_weight=config.rewards.service_weight,
             )
             step_times = [m.step_time_s for m in outcome.metrics]
             per_step = sum(step_times[1:]) / max(1, len(step_times) - 1) if len(step_times) > 1 else step_times[0]

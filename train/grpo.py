@@ -28,8 +28,9 @@ from groupscore.train.hardware import Hardware
 from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_group_log
 from groupscore.train.rewards import ServiceReward
 from groupscore.train.scoring import GroupScorer, unscored
-from groupscore.train.summary import BatchStats, EvalRecord, StepMetrics
+from groupscore.train.summary import BatchStats, EvalRecord, EvalResult, StepMetrics
 from groupscore.train.taskset import Task
+from groupscore.train.user_rewards import UserReward
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -44,7 +45,14 @@ def grpo_dataset(tasks: list[Task]) -> Dataset:
     return Dataset.from_list([{"prompt": t.prompt, "task_id": t.id, "item": json.dumps(t.item)} for t in tasks])
 
 
-def grpo_args(cfg: GrpoConfig, hardware: Hardware, out_dir: Path, seed: int, world_size: int = 1) -> GRPOConfig:
+def grpo_args(
+    cfg: GrpoConfig,
+    hardware: Hardware,
+    out_dir: Path,
+    seed: int,
+    world_size: int = 1,
+    report_to: list[str] | None = None,
+) -> GRPOConfig:
     rollouts = cfg.prompts_per_step * cfg.num_generations  # one generation batch per optimizer step
     if cfg.prompts_per_step % world_size:
         raise ValueError(
@@ -75,8 +83,11 @@ def grpo_args(cfg: GrpoConfig, hardware: Hardware, out_dir: Path, seed: int, wor
         warmup_steps=0,
         weight_decay=0.0,
         logging_steps=1,
-        save_strategy="no",
-        report_to="none",
+        # resumable checkpoints (weights, optimizer, RNG, data order); the last one kept: `resume` starts from it
+        save_strategy="steps",
+        save_steps=cfg.save_every or cfg.eval_every,
+        save_total_limit=1,
+        report_to=list(report_to or []) or "none",
         disable_tqdm=True,
         dataloader_num_workers=0,
         use_vllm=hardware.use_vllm,
@@ -115,9 +126,10 @@ class ServiceGRPOTrainer(GRPOTrainer):
         self.service_reward.expect(inputs)
         output = super()._generate_and_score_completions(inputs)
         batch = self.service_reward.batches[-1]
-        advantages = [a for g in batch.groups for a in g.total.advantages]
-        # TRL normalised the same rewards itself (its own std and epsilon); train on the service's numbers instead,
-        # so what the group log shows is exactly what moved the policy.
+        advantages = batch.advantages()
+        # TRL normalised the same rewards itself (its own std and epsilon); train on the service's numbers instead
+        # (with the user's functions: the same formula on the combined reward), so what the group log shows is
+        # exactly what moved the policy.
         output["advantages"] = torch.tensor(
             advantages, dtype=output["advantages"].dtype, device=output["advantages"].device
         )
@@ -177,6 +189,7 @@ class RunCallback(TrainerCallback):
             max_new_tokens=self.eval_cfg.max_completion_length or self.grpo_cfg.max_completion_length,
             seed=self.seed,
             max_prompts=self.eval_cfg.max_prompts,
+            progress=f"eval @ step {step}",
         )
         record = EvalRecord(step, result)
         self.evals.append(record)
@@ -185,8 +198,10 @@ class RunCallback(TrainerCallback):
             if self.trainer.accelerator.is_main_process:
                 model.save_pretrained(path)
                 self.tokenizer.save_pretrained(path)
-                if self.best is not None:
+                if self.best is not None and self.best.path != path:
                     shutil.rmtree(self.best.path, ignore_errors=True)  # keep one full copy: the best so far
+                # what a resumed run must beat
+                (self.run_dir / "checkpoints" / BEST_FILE).write_text(json.dumps(record.as_json()))
             self.best = Checkpoint(step, path, record)
         if self._bar is not None:
             self._bar.write(
@@ -197,15 +212,21 @@ class RunCallback(TrainerCallback):
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        self._writer = JsonlWriter(self.run_dir / "metrics.jsonl")
+        resumed = state.global_step > 0
+        self._writer = JsonlWriter(self.run_dir / "metrics.jsonl", append=resumed)
         self._bar = tqdm(
             total=state.max_steps,
+            initial=state.global_step,
             desc="grpo",
             unit="step",
             dynamic_ncols=True,
             disable=not self.trainer.accelerator.is_main_process,
         )
-        self._evaluate(0)  # the starting point is a candidate too: GRPO must beat it to be selected
+        if resumed:
+            self.best = restored_best(self.run_dir)
+        if self.best is None:
+            # the starting point is a candidate too: GRPO must beat it to be selected
+            self._evaluate(state.global_step)
 
     def on_step_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -262,6 +283,37 @@ class RunCallback(TrainerCallback):
             self._writer.close()
 
 
+BEST_FILE = "best.json"
+
+
+def restored_best(run_dir: Path) -> Checkpoint | None:
+    """The best checkpoint an interrupted run kept (its held-out numbers from best.json), if it is all there."""
+    saved = run_dir / "checkpoints" / BEST_FILE
+    if not saved.exists():
+        return None
+    record = json.loads(saved.read_text())
+    path = run_dir / "checkpoints" / f"step-{record['step']:05d}"
+    if not path.exists():
+        return None
+    pass_at = {int(k.removeprefix("pass@")): v for k, v in record.items() if k.startswith("pass@")}
+    result = EvalResult(
+        n=record["n"],
+        pass_at=pass_at,
+        mean_reward=record["mean_reward"],
+        solvable_share=record["solvable_share"],
+        zero_variance_share=record["zero_variance_share"],
+        infra_errors=record.get("infra_errors", 0),
+    )
+    return Checkpoint(record["step"], path, EvalRecord(record["step"], result))
+
+
+def last_checkpoint(out_dir: Path) -> str | None:
+    """TRL's newest resumable checkpoint (checkpoint-N) under the GRPO output folder."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(out_dir)) if out_dir.is_dir() else None
+
+
 @dataclass
 class GrpoOutcome:
     best: Checkpoint
@@ -283,19 +335,34 @@ def run_grpo(
     monitor: Monitor,
     peft_config: PeftConfig | None = None,
     max_steps: int | None = None,
+    *,
+    extra_rewards: list[UserReward] | None = None,
+    service_weight: float = 1.0,
+    report_to: list[str] | None = None,
+    resume: bool = False,
 ) -> GrpoOutcome:
-    """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome."""
+    """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome.
+    `resume`: go on from the newest checkpoint under run_dir/grpo, if there is one."""
     from transformers import AutoTokenizer
 
     if max_steps is not None:
         cfg = cfg.model_copy(update={"max_steps": max_steps})
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"
-    group_log = JsonlWriter(run_dir / "groups.jsonl")
-    service_reward = ServiceReward(scorer, cfg.num_generations, overlap=cfg.overlap_scoring)
+    out_dir = run_dir / "grpo"
+    resume_from = last_checkpoint(out_dir) if resume else None
+    group_log = JsonlWriter(run_dir / "groups.jsonl", append=resume_from is not None)
+    service_reward = ServiceReward(
+        scorer,
+        cfg.num_generations,
+        overlap=cfg.overlap_scoring,
+        extra=list(extra_rewards or []),
+        service_weight=service_weight,
+        task_columns={t.id: t.columns for t in train_tasks},
+    )
     trainer = ServiceGRPOTrainer(
         model=model_path,
-        args=grpo_args(cfg, hardware, run_dir / "grpo", seed, hardware.num_processes),
+        args=grpo_args(cfg, hardware, out_dir, seed, hardware.num_processes, report_to),
         train_dataset=grpo_dataset(train_tasks),
         processing_class=tokenizer,
         peft_config=peft_config,
@@ -307,7 +374,7 @@ def run_grpo(
     trainer.add_callback(callback)
     started = time.perf_counter()
     try:
-        trainer.train()
+        trainer.train(resume_from_checkpoint=resume_from)
     finally:
         group_log.close()
     if callback.best is None:  # on_train_begin evaluates step 0: a trained run always has a best checkpoint

@@ -17,11 +17,10 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
-def set_offline() -> None:
-    """Nothing downloads at run time, TRL/transformers skip their telemetry look-ups, and their chatter stays quiet."""
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
-        os.environ.setdefault(var, "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+def quiet_libraries() -> None:
+    """TRL's and transformers' chatter stays quiet. Whether anything downloads is the user's choice (HF_HUB_OFFLINE):
+    nothing here sets it."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # else a warning at every fork after a tokenizer ran
     import datasets
     import transformers
 
@@ -31,6 +30,32 @@ def set_offline() -> None:
     transformers.utils.logging.set_verbosity_error()
     # TRL 1.x still calls the gradient_checkpointing_* names that transformers 5 renamed; nothing for a user to fix.
     warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
+
+
+def hub_offline() -> bool:
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def check_model_available(model: ModelConfig) -> None:
+    """Before any other work: a hub id that cannot load offline is one line saying how to fetch it ahead."""
+    if model.path is None or Path(model.path).exists():
+        return
+    name = model.path
+    if name.startswith(("/", "./", "../")) or name.count("/") > 1:
+        raise FileNotFoundError(f"model.path: {name} is neither a local folder nor a hub id (owner/name)")
+    if not hub_offline():
+        return  # downloads on first use, like any Hugging Face tool
+    from huggingface_hub import try_to_load_from_cache
+
+    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        raise FileNotFoundError(
+            f"model.path: {name} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; fetch it ahead "
+            f"with `hf download {name}` (older huggingface_hub: `huggingface-cli download {name}`), or unset "
+            "HF_HUB_OFFLINE"
+        )
 
 
 def task_corpus(tasks: list[Task]) -> list[str]:
@@ -75,22 +100,53 @@ def lora_config(model: ModelConfig) -> LoraConfig | None:
     )
 
 
-def apply_chat_template(model_path: str, tasks: list[Task]) -> list[Task]:
-    """Prompts rendered once as a user turn plus the assistant header, so every stage sees the same text."""
-    from dataclasses import replace
-
+def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    if not tokenizer.chat_template:
-        raise ValueError(f"model.chat_template: the tokenizer at {model_path} has no chat template")
-    return [replace(t, prompt=_rendered(tokenizer, t.prompt)) for t in tasks]
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except OSError as exc:  # a folder without tokenizer files, a hub id that does not exist
+        raise ValueError(
+            f"model.path: cannot load a tokenizer from {path} ({str(exc).splitlines()[0][:200]})"
+        ) from None
 
 
-def _rendered(tokenizer: PreTrainedTokenizerBase, prompt: str) -> str:
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-    )
+def render_prompts(
+    tasks: list[Task], tokenizer: PreTrainedTokenizerBase, chat_template: bool | str, system_prompt: str | None
+) -> list[Task]:
+    """Each prompt rendered once (the system prompt, the conversation or the user turn, the assistant header), so
+    SFT, preflight, GRPO and evaluation all see the same text. Without a chat template: the system prompt and the
+    user text, a blank line apart; a conversation then has nothing to render it."""
+    from dataclasses import replace
+
+    use_template = bool(tokenizer.chat_template) if chat_template == "auto" else bool(chat_template)
+    if use_template and not tokenizer.chat_template:
+        raise ValueError(
+            f"model.chat_template: true, but the tokenizer of {tokenizer.name_or_path} has no chat template; use an "
+            "instruct model or set model.chat_template: false"
+        )
+    out = []
+    for task in tasks:
+        if use_template:
+            turns = [{"role": m.role, "content": m.content} for m in task.messages or ()] or [
+                {"role": "user", "content": task.prompt}
+            ]
+            if system_prompt is not None and turns[0]["role"] != "system":
+                turns.insert(0, {"role": "system", "content": system_prompt})
+            out.append(replace(task, prompt=_rendered(tokenizer, turns)))
+        elif task.messages is not None and len(task.messages) > 1:
+            raise ValueError(
+                f"task {task.id}: a conversational prompt needs a chat template, and {tokenizer.name_or_path} has none "
+                "(model.chat_template); give plain-text prompts or an instruct model"
+            )
+        else:
+            text = task.prompt if system_prompt is None else f"{system_prompt}\n\n{task.prompt}"
+            out.append(replace(task, prompt=text))
+    return out
+
+
+def _rendered(tokenizer: PreTrainedTokenizerBase, turns: list[dict[str, str]]) -> str:
+    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
     if not isinstance(text, str):  # tokenize=False renders text; anything else is a transformers change to notice
         raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, not text")
     return text

@@ -17,10 +17,11 @@ from groupscore.train.summary import BatchStats, EvalRecord, HealthWarning, Spre
 
 
 class JsonlWriter:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, append: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("w")  # a rerun into the same folder starts its logs afresh
+        # a rerun into the same folder starts its logs afresh; a resumed one goes on with them
+        self._file = self.path.open("a" if append else "w")
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -33,26 +34,33 @@ class JsonlWriter:
 def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
     """One line per group: the prompt, its completions, per-component rewards and the service's advantages."""
     g = len(batch.groups[0].total.rewards)
+    advantages, flat = batch.advantages(), batch.zero_variance()
     for index, group in enumerate(batch.groups):
         rows = slice(index * g, (index + 1) * g)
         total = group.total
-        log.write(
-            {
-                "step": step,
-                "group": index,
-                "task_id": batch.task_ids[rows][0],
-                "prompt": batch.prompts[rows][0],
-                "completions": batch.completions[rows],
-                "rewards": total.rewards,
-                "components": {name: stats.rewards for name, stats in group.components.items()},
-                "statuses": [verdict.status.value for verdict in group.results],
-                "mean": total.mean,
-                "std": total.std,
-                "advantages": total.advantages,
-                "zero_variance": total.zero_variance,
-                "infra_errors": sum(unscored(group)),
-            }
-        )
+        record = {
+            "step": step,
+            "group": index,
+            "task_id": batch.task_ids[rows][0],
+            "prompt": batch.prompts[rows][0],
+            "completions": batch.completions[rows],
+            "rewards": total.rewards,
+            "components": {name: stats.rewards for name, stats in group.components.items()},
+            "statuses": [verdict.status.value for verdict in group.results],
+            "mean": total.mean,
+            "std": total.std,
+            "advantages": advantages[rows],
+            "zero_variance": flat[index],
+            "infra_errors": sum(unscored(group)),
+        }
+        if batch.combined is not None:  # the user's functions: their rewards, and the sum trained on
+            record["components"].update({name: values[rows] for name, values in batch.extras.items()})
+            record["service_rewards"] = total.rewards
+            record["rewards"] = batch.group_rewards(index)
+            judged = [r for r in record["rewards"] if r is not None]
+            record["mean"] = statistics.fmean(judged) if judged else math.nan
+            record["std"] = statistics.stdev(judged) if len(judged) > 1 else 0.0
+        log.write(record)
 
 
 def _spread(values: list[float]) -> Spread:
@@ -62,17 +70,19 @@ def _spread(values: list[float]) -> Spread:
 def batch_stats(batch: ScoredBatch) -> BatchStats:
     """Reward mean/std in total and per component over the judged completions, the share of groups the service
     flagged zero-variance, and how many completions were masked because nothing judged them (infra_error)."""
-    rewards = [r for g in batch.groups for r, m in zip(g.total.rewards, unscored(g)) if not m]
+    rewards = [r for i in range(len(batch.groups)) for r in batch.group_rewards(i) if r is not None]
     total = sum(len(g.total.rewards) for g in batch.groups)
     reward = _spread(rewards)
     components = {
         name: _spread([v for g in batch.groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m])
         for name in sorted({c for g in batch.groups for c in g.components})
     }
+    components.update({name: _spread([v for v in values if v is not None]) for name, values in batch.extras.items()})
+    flat = batch.zero_variance()
     return BatchStats(
         reward_mean=reward.mean,
         reward_std=reward.std,
-        zero_variance_share=sum(g.total.zero_variance for g in batch.groups) / len(batch.groups),
+        zero_variance_share=sum(flat) / len(flat),
         infra_errors=total - len(rewards),
         infra_error_share=(total - len(rewards)) / total,
         reward_wait_s=batch.wait_s,

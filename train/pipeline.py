@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig
 from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware, barrier, is_main_process, pick_hardware
-from groupscore.train.models import apply_chat_template, load_model, lora_config, resolve_model, set_offline
+from groupscore.train.models import (
+    check_model_available,
+    load_model,
+    load_tokenizer,
+    lora_config,
+    quiet_libraries,
+    render_prompts,
+    resolve_model,
+)
 from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.scoring import GroupScorer, open_scorer
+from groupscore.train.sources import load_taskset
 from groupscore.train.summary import (
     EvalRecord,
     EvalResult,
@@ -26,7 +36,8 @@ from groupscore.train.summary import (
     SftStage,
     StepMetrics,
 )
-from groupscore.train.taskset import Task, load_tasks
+from groupscore.train.taskset import Task
+from groupscore.train.user_rewards import UserReward, load_reward_functions
 
 FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, not the ones selection looked at
 
@@ -36,18 +47,56 @@ def say(message: str) -> None:
         print(f"[train] {message}", flush=True)
 
 
-def prepare(config: TrainConfig) -> tuple[Hardware, list[Task], list[Task]]:
-    set_offline()
+@dataclass
+class Prepared:
+    """Everything checked before any model weights load: the hardware, the tasks (rendered prompts), the model's
+    local folder or hub id, and the user's reward functions."""
+
+    hardware: Hardware
+    train_tasks: list[Task]
+    eval_tasks: list[Task]
+    model_path: str
+    reward_functions: list[UserReward]
+
+
+def check_report_to(names: list[str]) -> None:
+    import importlib.util
+
+    needs = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",)}
+    for name in names:
+        if not any(importlib.util.find_spec(module) for module in needs[name]):
+            raise ValueError(f"report_to: {name} needs its package (pip install {name}); or leave it out of report_to")
+
+
+def prepare(config: TrainConfig) -> Prepared:
+    """The order matters: the cheap checks that can fail first, the model's tokenizer last, the weights never."""
+    quiet_libraries()
+    check_model_available(config.model)
+    check_report_to(config.report_to)
+    spec = config.service.reward
+    reward_functions = load_reward_functions(config.rewards, [c.name for c in spec.components] if spec else [])
+    train_tasks, eval_tasks = load_taskset(config.taskset, config.seed)
     from transformers import set_seed
 
     set_seed(config.seed)
     grpo_vllm = config.grpo.use_vllm if config.grpo else False
     hardware = pick_hardware(config.device, config.precision, config.threads, grpo_vllm)
-    return hardware, load_tasks(config.taskset.train), load_tasks(config.taskset.eval)
+    model_path = resolve_model(config.model, train_tasks + eval_tasks, config.run_dir / "cache", config.seed)
+    tokenizer = load_tokenizer(model_path)
+    system_prompt = config.taskset.system_prompt
+    train_tasks = render_prompts(train_tasks, tokenizer, config.model.chat_template, system_prompt)
+    eval_tasks = render_prompts(eval_tasks, tokenizer, config.model.chat_template, system_prompt)
+    return Prepared(hardware, train_tasks, eval_tasks, model_path, reward_functions)
 
 
 def evaluate_folder(
-    path: str | Path, tasks: list[Task], config: TrainConfig, hardware: Hardware, scorer: GroupScorer, seed: int
+    path: str | Path,
+    tasks: list[Task],
+    config: TrainConfig,
+    hardware: Hardware,
+    scorer: GroupScorer,
+    seed: int,
+    progress: str = "eval",
 ) -> EvalResult:
     eval_cfg = config.eval
     if eval_cfg is None:
@@ -65,6 +114,7 @@ def evaluate_folder(
         max_new_tokens=max_new,
         seed=seed,
         max_prompts=eval_cfg.max_prompts,
+        progress=progress,
     )
 
 
@@ -89,6 +139,7 @@ def preflight(
         max_new_tokens=max_new,
         seed=config.seed,
         max_prompts=cfg.max_prompts,
+        progress="preflight",
     )
     report = PreflightReport(result, threshold=cfg.min_solvable_share)
     say(
@@ -110,7 +161,8 @@ def preflight(
 def run(config: TrainConfig) -> RunSummary:
     started = time.perf_counter()
     run_dir = config.run_dir
-    hardware, train_tasks, eval_tasks = prepare(config)
+    prepared = prepare(config)
+    hardware, train_tasks, eval_tasks = prepared.hardware, prepared.train_tasks, prepared.eval_tasks
     if hardware.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(config.model_dump_json(indent=2))
@@ -124,20 +176,28 @@ def run(config: TrainConfig) -> RunSummary:
     monitor = Monitor(config.monitor, emit=say)
     with open_scorer(config.service) as scorer:
         say(f"scoring service at {', '.join(scorer.urls)}")
-        model_path = resolve_model(config.model, train_tasks + eval_tasks, run_dir / "cache", config.seed)
-        if config.model.chat_template:
-            train_tasks, eval_tasks = (
-                apply_chat_template(model_path, train_tasks),
-                apply_chat_template(model_path, eval_tasks),
-            )
-        cold_start_path = model_path
-        if config.sft is not None:
+        model_path = cold_start_path = prepared.model_path
+        sft_done = run_dir / "sft" / "final"
+        if config.sft is not None and config.resume and (sft_done / "config.json").exists():
+            say(f"resume: the cold start of the interrupted run, {sft_done}")
+            model_path = cold_start_path = str(sft_done)
+            stages.sft = SftStage(model=model_path, seconds=0.0)
+        elif config.sft is not None:
             from groupscore.train.sft import cold_start
 
             t0 = time.perf_counter()
             say(f"cold start: SFT for {config.sft.max_steps} steps on {len(train_tasks)} worked solutions")
             model_path = cold_start_path = str(
-                cold_start(model_path, train_tasks, config.sft, hardware, run_dir / "sft", config.seed, peft_config)
+                cold_start(
+                    model_path,
+                    train_tasks,
+                    config.sft,
+                    hardware,
+                    run_dir / "sft",
+                    config.seed,
+                    peft_config,
+                    report_to=config.report_to,
+                )
             )
             stages.sft = SftStage(model=model_path, seconds=round(time.perf_counter() - t0, 1))
         if config.preflight is not None:
@@ -166,6 +226,10 @@ def run(config: TrainConfig) -> RunSummary:
                 config.seed,
                 monitor,
                 peft_config,
+                extra_rewards=prepared.reward_functions,
+                service_weight=config.rewards.service_weight,
+                report_to=config.report_to,
+                resume=config.resume,
             )
             selected = str(materialize(outcome.best.path, model_path))
             evals, metrics = outcome.evals, outcome.metrics
@@ -179,9 +243,9 @@ def run(config: TrainConfig) -> RunSummary:
             )
         if config.eval is not None:
             seed = config.seed + FINAL_EVAL_SEED_OFFSET
-            before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed)
+            before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed, "eval (before)")
             after = (
-                evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed)
+                evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed, "eval (after)")
                 if selected != model_path
                 else before
             )

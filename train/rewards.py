@@ -5,6 +5,8 @@ We cut it back into its groups, send them to `POST /v1/score/groups`, and keep t
 statistics so the trainer can use the service's advantages and log exactly what the service computed.
 The request is started as soon as the completions are decoded (`prefetch`), so the service scores while the
 trainer computes reference log-probs; the reward function then only waits for what is left.
+The user's own reward functions (`rewards.functions`) run on the same batch as extra components; with any of them,
+the reward is the weighted sum and the advantages are recomputed from it, group by group, as the service would.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from groupscore.schema.wire import GroupResult
 from groupscore.train.scoring import GroupScorer, WireGroup, component_rewards, unscored, wire_group
+from groupscore.train.user_rewards import UserReward, combine, group_advantages
 
 
 @dataclass
@@ -31,6 +34,27 @@ class ScoredBatch:
     groups: list[GroupResult]
     wait_s: float  # time the reward function blocked on the service
     request_s: float  # time from sending the request to having the answer
+    extras: dict[str, list[float | None]] = field(default_factory=dict)  # the user's functions, in row order
+    combined: list[float | None] | None = None  # service and functions weighted, in row order (with extras only)
+
+    def group_rewards(self, index: int) -> list[float | None]:
+        """The rewards trained on in one group (None: not judged, masked)."""
+        group = self.groups[index]
+        if self.combined is None:
+            return [None if m else r for r, m in zip(group.total.rewards, unscored(group))]
+        size = len(group.total.rewards)
+        return self.combined[index * size : (index + 1) * size]
+
+    def advantages(self) -> list[float]:
+        """Per completion in row order: the service's own, or (with the user's functions) recomputed the same way."""
+        if self.combined is None:
+            return [a for g in self.groups for a in g.total.advantages]
+        return [a for i in range(len(self.groups)) for a in group_advantages(self.group_rewards(i))[0]]
+
+    def zero_variance(self) -> list[bool]:
+        if self.combined is None:
+            return [g.total.zero_variance for g in self.groups]
+        return [group_advantages(self.group_rewards(i))[1] for i in range(len(self.groups))]
 
 
 @dataclass
@@ -39,6 +63,9 @@ class ServiceReward:
     num_generations: int
     overlap: bool = True  # start scoring right after generation (see `prefetch`)
     batches: list[ScoredBatch] = field(default_factory=list)
+    extra: list[UserReward] = field(default_factory=list)  # the user's reward functions (rewards.functions)
+    service_weight: float = 1.0
+    task_columns: dict[str, dict[str, Any]] = field(default_factory=dict)  # per task id: the row's other columns
     _pending_rows: Sequence[Mapping[str, Any]] | None = None  # the generation batch's dataset rows (TRL's inputs)
     _prefetch: tuple[list[str], Future[list[GroupResult]], float] | None = None
 
@@ -91,11 +118,15 @@ class ServiceReward:
             groups = await self.scorer.ascore_groups(self._groups(rows, list(completions)))
         self._prefetch = None
         done = time.perf_counter()
-        self.batches.append(
-            ScoredBatch(
-                list(task_id), list(prompts), list(completions), groups, wait_s=done - entered, request_s=done - sent
-            )
+        batch = ScoredBatch(
+            list(task_id), list(prompts), list(completions), groups, wait_s=done - entered, request_s=done - sent
         )
+        if self.extra:
+            service = [None if m else r for g in groups for r, m in zip(g.total.rewards, unscored(g))]
+            batch.extras = await self._user_rewards(prompts, completions, task_id, log_metric, _columns)
+            weights = {u.name: u.weight for u in self.extra}
+            batch.combined = combine(service, batch.extras, weights, self.service_weight)
+        self.batches.append(batch)
         if log_metric is not None:
             for name in sorted({c for g in groups for c in g.components}):
                 values = [v for g in groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m]
@@ -104,5 +135,36 @@ class ServiceReward:
             log_metric("service/zero_variance_share", sum(g.total.zero_variance for g in groups) / len(groups))
             log_metric("service/infra_error_share", sum(m for g in groups for m in unscored(g)) / len(completions))
             log_metric("service/reward_wait_s", done - entered)
+            for name, values in batch.extras.items():
+                judged = [v for v in values if v is not None]
+                if judged:
+                    log_metric(f"rewards/{name}/mean", sum(judged) / len(judged))
         # None for completions the service could not score: TRL masks them; the trainer also zeroes their loss.
-        return [None if m else r for g in groups for r, m in zip(g.total.rewards, unscored(g))]
+        return [r for i in range(len(groups)) for r in batch.group_rewards(i)]
+
+    async def _user_rewards(
+        self,
+        prompts: list[str],
+        completions: list[str],
+        task_id: list[str],
+        log_metric: Callable[[str, float], None] | None,
+        trl_kwargs: dict[str, Any],
+    ) -> dict[str, list[float | None]]:
+        """Each function called as TRL calls one: the rows' columns as keyword lists, plus TRL's own arguments."""
+        rows = [self.task_columns.get(t, {}) for t in task_id]
+        names = sorted({k for row in rows for k in row} - {"prompt", "completion", "completions", "prompts"})
+        columns = {k: [row.get(k) for row in rows] for k in names}
+        passed = {k: v for k, v in trl_kwargs.items() if k in ("completion_ids", "trainer_state", "log_extra")}
+        return {
+            user.name: await user.score(
+                len(completions),
+                prompts=prompts,
+                completions=completions,
+                **{**columns, **passed, "task_id": task_id, "log_metric": log_metric or _ignore},
+            )
+            for user in self.extra
+        }
+
+
+def _ignore(*_args: Any, **_kwargs: Any) -> None:
+    """log_metric / log_extra for a call made outside TRL."""

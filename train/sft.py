@@ -21,6 +21,8 @@ def cold_start(
     out_dir: Path,
     seed: int,
     peft_config: PeftConfig | None = None,
+    report_to: list[str] | None = None,
+    progress: bool = True,
 ) -> Path:
     """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""
     from datasets import Dataset
@@ -28,6 +30,7 @@ def cold_start(
     from trl import SFTConfig, SFTTrainer
 
     from groupscore.train.models import load_model
+    from groupscore.train.progress import ProgressBar
 
     rows = [{"prompt": t.prompt, "completion": t.solution} for t in tasks if t.solution]
     if not rows:
@@ -44,7 +47,7 @@ def cold_start(
         data_seed=seed,
         logging_steps=max(1, cfg.max_steps // 10),
         save_strategy="no",
-        report_to="none",
+        report_to=list(report_to or []) or "none",
         disable_tqdm=True,
         dataloader_num_workers=0,
         **hardware.trainer_flags(),
@@ -57,6 +60,8 @@ def cold_start(
         peft_config=peft_config,
     )
     trainer.remove_callback(PrinterCallback)  # one summary line below instead of a dict per logging step
+    if progress:
+        trainer.add_callback(ProgressBar("sft", trainer.accelerator.is_main_process))
     result = trainer.train()
     losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
     print(

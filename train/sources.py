@@ -1,0 +1,64 @@
+"""Which tasks the run trains and evaluates on: the taskset section's sources read, mapped, split and templated."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from groupscore.train.config import DatasetSource, TasksetConfig
+from groupscore.train.taskset import Message, Task, load_tasks, own_rows_tasks
+
+
+def _is_own_jsonl(source: DatasetSource, cfg: TasksetConfig) -> bool:
+    return cfg.columns is None and source.path is not None and Path(source.path).suffix.lower() == ".jsonl"
+
+
+def _read(
+    source: DatasetSource, cfg: TasksetConfig, field: str, id_prefix: str, split: str | None = None
+) -> list[Task]:
+    if split is None and _is_own_jsonl(source, cfg) and Path(source.path or "").is_file():
+        tasks = load_tasks(Path(source.path or ""))  # line numbers in its errors
+        return tasks[: cfg.max_rows] if cfg.max_rows else tasks
+    from groupscore.train.columns import tasks_from_rows
+    from groupscore.train.datasource import as_dicts, load_rows
+
+    rows = load_rows(source, field, split)
+    where = f"{field} ({source.describe() if split is None else source.describe() + ', split ' + split})"
+    dicts = as_dicts(rows, cfg.max_rows)
+    if not dicts:
+        raise ValueError(f"{field}: {where} has no rows")
+    if cfg.columns is None:
+        return own_rows_tasks(dicts, where)
+    return tasks_from_rows(dicts, cfg, where, id_prefix)
+
+
+def templated(task: Task, cfg: TasksetConfig) -> Task:
+    """The task with taskset.prompt_template around its user text (the last user turn of a conversation)."""
+    if cfg.prompt_template is None:
+        return task
+    text = cfg.prompt_template.replace("{prompt}", task.prompt)
+    messages = task.messages
+    if messages:
+        messages = (*messages[:-1], Message(messages[-1].role, text))
+    return replace(task, prompt=text, messages=messages)
+
+
+def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]:
+    """(train tasks, held-out tasks); every problem with the data is raised here, before any model loads."""
+    train = _read(cfg.train, cfg, "taskset.train", "train")
+    if cfg.eval is not None:
+        held_out = _read(cfg.eval, cfg, "taskset.eval", "eval")
+    elif isinstance(cfg.eval_split, str):
+        held_out = _read(cfg.train, cfg, "taskset.eval_split", cfg.eval_split, split=cfg.eval_split)
+    else:
+        fraction = float(cfg.eval_split or 0)
+        order = list(range(len(train)))
+        random.Random(seed).shuffle(order)
+        n_eval = max(1, round(len(train) * fraction))
+        if n_eval >= len(train):
+            raise ValueError(f"taskset.eval_split: {len(train)} train rows leave none to train on after the split")
+        held = set(order[:n_eval])
+        held_out = [t for i, t in enumerate(train) if i in held]
+        train = [t for i, t in enumerate(train) if i not in held]
+    return [templated(t, cfg) for t in train], [templated(t, cfg) for t in held_out]

@@ -1,0 +1,123 @@
+"""The user's own reward functions (`module:function`, TRL's signature) as extra components beside the service's
+reward: loaded before any model, called on each generation batch, and folded with the service's total into the
+reward and the group advantages the policy trains on."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from groupscore.train.config import RewardsConfig
+
+ADVANTAGE_EPS = 1e-4  # the service's default: (r - mean) / (std + eps), sample std
+
+
+@dataclass(frozen=True)
+class UserReward:
+    name: str
+    weight: float
+    function: Callable[..., Any]
+    ref: str
+
+    async def score(self, n: int, **kwargs: Any) -> list[float | None]:
+        """Call it as TRL would; check that it gave one number (or None: does not apply) per completion."""
+        out = self.function(**kwargs)
+        if inspect.isawaitable(out):
+            out = await out
+        if not isinstance(out, list | tuple) or len(out) != n:
+            got = f"{len(out)} values" if isinstance(out, list | tuple) else type(out).__name__
+            raise ValueError(f"reward function {self.ref} returned {got} for {n} completions")
+        values: list[float | None] = []
+        for value in out:
+            if value is None:
+                values.append(None)
+            elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+                values.append(float(value))
+            else:
+                raise ValueError(f"reward function {self.ref} returned {value!r}: a finite number or None is needed")
+        return values
+
+
+def _module(ref: str) -> Any:
+    if ref.endswith(".py") or "/" in ref or os.sep in ref:
+        path = Path(ref).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"file not found: {ref}")
+        name = f"_groupscore_reward_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {ref} as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: a rewards.py beside the config is importable
+    return importlib.import_module(ref)
+
+
+def load_reward_functions(cfg: RewardsConfig, service_components: Sequence[str] = ()) -> list[UserReward]:
+    """Import every configured function; a bad reference is one line naming its field."""
+    loaded: list[UserReward] = []
+    names = {"service", *service_components}
+    for index, entry in enumerate(cfg.functions):
+        field = f"rewards.functions.{index}.function"
+        module_ref, _, attr = entry.function.rpartition(":")
+        try:
+            obj: Any = _module(module_ref)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except Exception as exc:  # noqa: BLE001 - an import can raise anything; it is the user's module
+            raise ValueError(f"{field}: cannot load {entry.function} ({type(exc).__name__}: {exc})") from None
+        if not callable(obj):
+            raise ValueError(f"{field}: {entry.function} is not callable (it is a {type(obj).__name__})")
+        name = entry.name or attr.split(".")[-1]
+        if name in names:
+            raise ValueError(f"rewards.functions.{index}.name: {name!r} is taken (service components: use name:)")
+        names.add(name)
+        loaded.append(UserReward(name, entry.weight, obj, entry.function))
+    return loaded
+
+
+def combine(
+    service: Sequence[float | None],
+    extras: dict[str, list[float | None]],
+    weights: dict[str, float],
+    service_weight: float,
+) -> list[float | None]:
+    """Per completion: the weighted sum of the service's reward and each function's (None adds nothing, as TRL's
+    nansum); None where the service could not judge the completion (it stays masked)."""
+    out: list[float | None] = []
+    for index, reward in enumerate(service):
+        if reward is None:
+            out.append(None)
+            continue
+        total = service_weight * reward
+        for name, values in extras.items():
+            value = values[index]
+            if value is not None:
+                total += weights[name] * value
+        out.append(total)
+    return out
+
+
+def group_advantages(rewards: Sequence[float | None]) -> tuple[list[float], bool]:
+    """(r - mean) / (std + eps) over the judged completions, sample std, as the service computes them; masked
+    completions get 0. Also whether the group carried no signal (zero variance)."""
+    judged = [r for r in rewards if r is not None]
+    if len(judged) < 2:
+        return [0.0] * len(rewards), True
+    mean = sum(judged) / len(judged)
+    std = math.sqrt(sum((r - mean) ** 2 for r in judged) / (len(judged) - 1))
+    return [0.0 if r is None else (r - mean) / (std + ADVANTAGE_EPS) for r in rewards], std == 0
