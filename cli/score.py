@@ -7,6 +7,7 @@ the workers, and here only on a failure path, so a one-shot run starts fast.
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 import time
@@ -41,6 +42,7 @@ def score_jsonl(
     workers: int | None = None,
     progress: bool = True,
     reward: RewardSpec | None = None,
+    verifier: str | None = None,
 ) -> int:
     """Score a JSONL file of items into a JSONL file of records (stdout without `output_path`).
 
@@ -48,7 +50,15 @@ def score_jsonl(
     details where the verifier gives them. A line that is not valid JSON or not a valid item gets an error record that
     names its line number. Returns 0, or 1 when any record has status "error" or "infra_error". Input "-" reads stdin.
     `reward`: a composite reward spec for every item (the service's `reward` field), else each item's own verifier.
+    `verifier`: the kind of lines that name none (bare `{completion, answer}` lines); ValueError if it is no kind.
     """
+    if verifier is not None:
+        from groupscore.schema.reward import KIND_NAMES
+
+        if verifier not in KIND_NAMES:
+            close = difflib.get_close_matches(verifier, KIND_NAMES, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"--verifier {verifier!r} is not a verifier kind{hint}; kinds: {', '.join(KIND_NAMES)}")
     input_path = Path(input_path)
     if str(input_path) != "-" and not input_path.is_file():
         raise FileNotFoundError(f"no such input file: {input_path}")
@@ -63,7 +73,8 @@ def score_jsonl(
         _ProgressBar(total, enabled=progress) as bar,
     ):
         lines = ((number, text) for number, text in enumerate(source, start=1) if text.strip())
-        for records in map_chunks(partial(_score_lines, reward), _infra_record, lines, workers, chunk):
+        score = partial(_score_lines, reward, verifier)
+        for records in map_chunks(score, _infra_record, lines, workers, chunk):
             for status, record in records:
                 statuses[status] += 1
                 sink.write(record + "\n")
@@ -102,9 +113,24 @@ class _ProgressBar:
             self.bar.close()
 
 
-def _score_lines(reward: RewardSpec | None, lines: list[tuple[int, bytes | str]]) -> list[tuple[str, str]]:
+def _score_lines(
+    reward: RewardSpec | None, verifier: str | None, lines: list[tuple[int, bytes | str]]
+) -> list[tuple[str, str]]:
     prepare_worker()
-    return [_record(score_one(text, reward), number) for number, text in lines]
+    return [_record(score_one(_with_kind(text, verifier), reward), number) for number, text in lines]
+
+
+def _with_kind(text: bytes | str, verifier: str | None) -> Any:
+    """The line, given `verifier` as its kind when it is a JSON object that names none (else as it came)."""
+    if verifier is None:
+        return text
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return text  # score_one makes the error verdict
+    if isinstance(raw, dict) and raw.get("verifier") is None:
+        raw["verifier"] = verifier
+    return raw
 
 
 def _record(verdict: Verdict, line_number: int | None = None) -> tuple[str, str]:

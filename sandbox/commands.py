@@ -10,19 +10,43 @@ from typing import Any
 from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run
 from groupscore.sandbox.jail import cgroup_note
 
+# Suffixes other than the one each language's main file has (main.cpp) that name the same language.
+EXTRA_SUFFIXES = {".cc": "cpp", ".cxx": "cpp", ".c++": "cpp"}
+
+
+def language_of(file: Path) -> str:
+    """The language a file's suffix names, among those the sandbox runs (its main files' suffixes); ValueError
+    naming the suffix and the way out (--language) otherwise."""
+    suffixes = {Path(main).suffix: language for language, main in MAIN_FILE.items()}
+    suffixes.update({s: lang for s, lang in EXTRA_SUFFIXES.items() if lang in MAIN_FILE})
+    language = suffixes.get(file.suffix.lower())
+    if language is None:
+        known = ", ".join(f"{suffix} ({lang})" for suffix, lang in sorted(suffixes.items()))
+        raise ValueError(
+            f"cannot tell the language of {file.name!r} from its suffix; give --language (suffixes: {known})"
+        )
+    return language
+
 
 def run_file(
     file: Path,
-    language: str = "python",
+    language: str | None = None,
     time_limit_s: float | None = None,
     memory_mb: int | None = None,
     stdin_path: Path | None = None,
+    stdin_data: bytes | None = None,
 ) -> int:
     """Print the RunResult as JSON. Exit status: 0 ok, 1 the program failed, 2 the sandbox is unavailable.
 
-    A limit left as None is Limits' default."""
-    source = Path(file).read_bytes()
-    stdin = Path(stdin_path).read_bytes() if stdin_path else b""
+    `language` None: from the file's suffix. The program's stdin: `stdin_data`, else the file `stdin_path`, else
+    nothing. A limit left as None is Limits' default."""
+    file = Path(file)
+    language = language or language_of(file)
+    source = file.read_bytes()
+    if stdin_data is not None:
+        stdin = stdin_data
+    else:
+        stdin = Path(stdin_path).read_bytes() if stdin_path else b""
     given: dict[str, Any] = {"wall_time_s": time_limit_s, "memory_mb": memory_mb}
     try:
         result = run(

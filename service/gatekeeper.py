@@ -22,7 +22,7 @@ Send = Callable[[Message], Awaitable[None]]
 
 # Paths anyone may call: probes and the API description. Everything else needs the token when one is set.
 OPEN_PATHS = frozenset(
-    {"/healthz", "/readyz", "/openapi.json", docs.DOCS_PATH, docs.OAUTH2_REDIRECT_PATH, docs.REDOC_PATH}
+    {"/healthz", "/readyz", "/v1/ping", "/openapi.json", docs.DOCS_PATH, docs.OAUTH2_REDIRECT_PATH, docs.REDOC_PATH}
 )
 OPEN_PREFIXES = (docs.ASSETS_PATH + "/",)  # the docs pages' scripts and styles
 _DRAIN_LIMIT_BYTES = 512 * 1024 * 1024  # an oversized body is read (and dropped) up to this, so the 413 gets through

@@ -1,5 +1,6 @@
 """Endpoints speaking other tools' wire protocols: OpenRLHF's remote reward (`/get_reward`) and SandboxFusion
-(`/run_code`). Their bodies are wire models (`groupscore.schema.openrlhf`, `groupscore.schema.sandboxfusion`).
+(`/run_code`, `/v1/ping`). Their bodies are wire models (`groupscore.schema.openrlhf`,
+`groupscore.schema.sandboxfusion`).
 
 Both go through the same dispatcher, pool and verifiers as `/v1/score`: nothing here scores or runs code itself.
 """
@@ -7,7 +8,6 @@ Both go through the same dispatcher, pool and verifiers as `/v1/score`: nothing 
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from groupscore.schema import openrlhf
 from groupscore.schema.columns import MissingColumn, check_columns
-from groupscore.schema.openrlhf import OpenRLHFResponse
+from groupscore.schema.openrlhf import OpenRLHFResponse, extra_logs, label_item, response_text
 from groupscore.schema.sandboxfusion import RunCodeRequest, RunCodeResponse
 from groupscore.service.responses import json_response, too_many_items, validation_error_response
 from groupscore.service.routing import OffloadingRoute
@@ -34,28 +34,6 @@ class OpenRLHFRequest(openrlhf.OpenRLHFRequest):
     verdict on every sample)."""
 
     reward: CheckedRewardSpec | None = Field(default=None, description="groupscore extension: a composite reward.")
-
-
-def response_text(query: str, prompt: str) -> str:
-    """The response part of an OpenRLHF query: what follows its prompt (the query may start with padding tokens)."""
-    start = query.find(prompt)
-    if start < 0:  # OpenRLHFRequest refuses such a request; never score the prompt as if it were the response
-        raise ValueError("the query does not contain its prompt")
-    return query[start + len(prompt) :]
-
-
-def label_item(label: Any, default_kind: str) -> dict[str, Any]:
-    """The item fields a label stands for (see OpenRLHFRequest.labels)."""
-    if isinstance(label, str) and label.lstrip().startswith("{"):
-        try:
-            decoded = json.loads(label)
-        except json.JSONDecodeError:
-            decoded = None
-        if isinstance(decoded, dict):
-            label = decoded
-    if isinstance(label, dict):
-        return {"verifier": default_kind, **label}
-    return {"verifier": default_kind, "answer": "" if label is None else str(label)}
 
 
 @router.post(
@@ -87,14 +65,8 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
     # OpenRLHF has no "no reward" value: an infra_error sample gets reward 0.0 and infra_error 1.0 in extra_logs, so
     # a run can filter or at least see them (README, "Statuses").
     rewards = [v["reward"] for v in verdicts]
-    extra_logs = {
-        "correct": [1.0 if v["status"] == "correct" else 0.0 for v in verdicts],
-        "invalid": [1.0 if v["status"] == "error" else 0.0 for v in verdicts],
-        "infra_error": [1.0 if v["status"] == "infra_error" else 0.0 for v in verdicts],
-    }
-    for component in body.reward.components if body.reward else []:
-        extra_logs[component.name] = [(v.get("components") or {}).get(component.name, 0.0) for v in verdicts]
-    return json_response({"rewards": rewards, "scores": rewards, "extra_logs": extra_logs})
+    logs = extra_logs(verdicts, [c.name for c in body.reward.components] if body.reward else [])
+    return json_response({"rewards": rewards, "scores": rewards, "extra_logs": logs})
 
 
 # -- SandboxFusion ----------------------------------------------------------------------------------------------------
@@ -164,6 +136,33 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
     }
 
 
+@router.get("/v1/ping", tags=["adapters"], response_model=str)
+async def sandbox_fusion_ping() -> Response:
+    """SandboxFusion's liveness probe: `"pong"` (its clients and health checks call it before sending code)."""
+    return json_response("pong")
+
+
+def unsupported_language(language: str, supported: tuple[str, ...]) -> dict[str, Any]:
+    """What SandboxFusion itself answers for a language whose toolchain it lacks: `Failed`, with the command ended
+    by the shell's 127 and the reason on stderr (bytedance/SandboxFusion#65: `/bin/bash: go: command not found`).
+    Not `SandboxError`, which its client retries five times (with backoff) as a failure of the sandbox."""
+    return {
+        "status": "Failed",
+        "message": "",
+        "compile_result": None,
+        "run_result": {
+            "status": "Finished",
+            "execution_time": 0.0,
+            "return_code": 127,
+            "stdout": "",
+            "stderr": f"groupscore: language {language!r} is not supported by this service; "
+            f"its sandbox runs {', '.join(supported)}\n",
+        },
+        "executor_pod_name": None,
+        "files": {},
+    }
+
+
 @router.post(
     "/run_code",
     response_model=RunCodeResponse,
@@ -173,18 +172,8 @@ def sandbox_fusion_response(result: Any) -> dict[str, Any]:
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
     state = request.app.state
-    if body.language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs
-        return json_response(
-            {
-                "status": "SandboxError",
-                "executor_pod_name": None,
-                "files": {},
-                "compile_result": None,
-                "run_result": None,
-                "message": f"language {body.language!r} is not supported by this service; "
-                f"supported: {', '.join(LANGUAGES)}",
-            }
-        )
+    if body.language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs (its own set)
+        return json_response(unsupported_language(body.language, LANGUAGES))
     fields = {
         "code": body.code,
         "language": body.language,

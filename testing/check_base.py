@@ -70,6 +70,8 @@ class CheckRunBase:
         self.batch: CallResult | None = None
         self.edge_latencies: list[tuple[float, str]] = []
         self.infra_errors: list[str] = []  # values the infrastructure failed to produce, counted for the report
+        # Told the name of each step as it starts (`groupscore check` prints a progress line on large case files).
+        self.progress: Callable[[str], None] | None = None
 
     # -- helpers -------------------------------------------------------------------------------------------------
     def add(self, name: str, status: CheckStatus, detail: str, **data: Any) -> None:
@@ -77,6 +79,8 @@ class CheckRunBase:
 
     def guarded(self, names: Sequence[str], step: Callable[[], None]) -> None:
         """Run a step; if the checker itself breaks, its rows become ERROR rows instead of a crash."""
+        if self.progress is not None:
+            self.progress(names[0].split(".")[0])
         try:
             step()
         except TargetError:

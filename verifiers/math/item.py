@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from groupscore.schema.item import ItemBase
 from groupscore.verifiers.math.conventions import Order, Percent, Profile
@@ -12,7 +12,10 @@ from groupscore.verifiers.math.conventions import Order, Percent, Profile
 
 class MathItem(ItemBase):
     verifier: Literal["math"] = "math"
-    answer: str = Field(description="Reference answer as datasets store it: plain, LaTeX, $...$ or \\boxed{}.")
+    answer: str = Field(
+        description="Reference answer as datasets store it: plain, LaTeX, $...$ or \\boxed{}; a JSON number is read "
+        "as its text (GSM8K-style integer columns)."
+    )
     strict: bool = Field(
         default=False, description="Several different boxed answers score as a hedge; no last-number fallback."
     )
@@ -67,3 +70,12 @@ class MathItem(ItemBase):
         "a prose 'Final Answer: The largest $n$ is 34.', the last formula or number. false: a box, "
         "<answer> tag, `####`, 'Final answer:' or 'the answer is' is required.",
     )
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: object) -> object:
+        # A number is a reference like any other (the TRL adapter already turns int columns into text); a bool is
+        # not a number here.
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return value
