@@ -186,8 +186,8 @@ def compiled_toolchain(language: str) -> Toolchain:
         javac = _find("javac", language)
         java = _find("java", language)
         jdk = os.path.dirname(os.path.dirname(javac))  # /usr/lib/jvm/java-17-openjdk-amd64 (javac, java, jar)
-        ro = tuple(sorted({jdk} | _link_targets(jdk) | loader))
-        return Toolchain(language, java, _version([javac, "-version"], language), ro, ro, compiler=javac)
+        jdk_ro = tuple(sorted({jdk} | _link_targets(jdk) | loader))  # compile and run: the JVM is the runtime
+        return Toolchain(language, java, _version([javac, "-version"], language), jdk_ro, jdk_ro, compiler=javac)
     if language == "typescript":
         node = _find("node", language)
         tsc = _find("tsc", language)

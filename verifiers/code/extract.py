@@ -10,7 +10,8 @@ from typing import Literal
 
 from groupscore.verifiers.text import fenced_blocks
 
-Language = Literal["python", "c", "cpp"]
+# The sandbox's languages (groupscore.sandbox.LANGUAGES; tests/test_code_extract.py checks they are one list).
+Language = Literal["python", "c", "cpp", "javascript", "typescript", "java", "go", "rust", "bash"]
 BlockChoice = Literal["last", "first", "longest", "all"]
 
 # Info-string words (lowercased) that name each language; an untagged fence counts for any language.
@@ -18,9 +19,26 @@ LANGUAGE_TAGS: dict[str, frozenset[str]] = {
     "python": frozenset({"python", "py", "python3", "py3"}),
     "c": frozenset({"c", "h"}),
     "cpp": frozenset({"cpp", "c++", "cc", "cxx", "hpp", "h++"}),
+    "javascript": frozenset({"javascript", "js", "node", "nodejs", "mjs", "cjs"}),
+    "typescript": frozenset({"typescript", "ts"}),
+    "java": frozenset({"java"}),
+    "go": frozenset({"go", "golang"}),
+    "rust": frozenset({"rust", "rs"}),
+    "bash": frozenset({"bash", "sh", "shell"}),
 }
 
 _C_LIKE = re.compile(r"#\s*include\s*[<\"]|\bint\s+main\s*\(|\bvoid\s+main\s*\(")
+# Unfenced text counts as a program of these languages when it has one of their telltales.
+_TELLTALE = {
+    "c": _C_LIKE,
+    "cpp": _C_LIKE,
+    "javascript": re.compile(r"\bfunction\b|=>|\bconsole\.log\(|\brequire\(|^\s*(?:const|let)\s+\w+\s*=", re.M),
+    "typescript": re.compile(r"\bfunction\b|=>|\bconsole\.log\(|^\s*(?:const|let)\s+\w+\s*[:=]", re.M),
+    "java": re.compile(r"\bclass\s+\w+\s*\{|\bstatic\s+void\s+main\s*\("),
+    "go": re.compile(r"^\s*package\s+main\b|^\s*func\s+\w+\s*\(", re.M),
+    "rust": re.compile(r"^\s*(?:pub\s+)?fn\s+\w+\s*[<(]", re.M),
+    "bash": re.compile(r"\A#!\s*/(?:usr/)?bin/(?:env\s+)?(?:ba)?sh\b|^\s*(?:echo|read|printf)\b", re.M),
+}
 
 
 @dataclass(frozen=True)
@@ -33,12 +51,13 @@ class ProgramExtraction:
 
 
 def looks_like_program(code: str, language: Language, prompt: str | None = None) -> bool:
-    """Whether unfenced text is the program itself: Python that parses (after the prompt), or C/C++ with a telltale."""
+    """Whether unfenced text is the program itself: Python that parses (after the prompt), or another language's code
+    with one of its telltales (`#include`, `func main(`, `class X {`, ...)."""
     if not code.strip():
         return False
     if language == "python":
         return _parses((prompt or "") + code)
-    return bool(_C_LIKE.search(code))
+    return bool(_TELLTALE[language].search(code))
 
 
 def extract_program(completion: str, config: ProgramExtraction = ProgramExtraction()) -> str | None:

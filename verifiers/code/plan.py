@@ -19,6 +19,10 @@ from groupscore.verifiers.code.assertions import (
 )
 from groupscore.verifiers.code.item import AssertTest, CallTest, CodeItem, HumanEvalTest, StdioTest
 
+# Languages whose programs take call tests: Python (jail_runner.py), and JavaScript and Java through their own runners
+# (runners/), which answer with each returned value as JSON; every expected value is compared on the host.
+CALL_LANGUAGES = ("python", "javascript", "java")
+
 
 @dataclass(frozen=True)
 class ExpectedValue:
@@ -82,10 +86,11 @@ def build_plan(item: CodeItem) -> Plan:
         if isinstance(test, StdioTest):
             stdio_units.append(StdioUnit(index, hidden, f"stdio test {position}", limit, test))
             continue
-        if item.language != "python":
+        if item.language != "python" and not (isinstance(test, CallTest) and item.language in CALL_LANGUAGES):
+            takes = "stdio and call tests" if item.language in CALL_LANGUAGES else "stdio tests"
             raise PlanError(
-                f"{_where(hidden, position)}: {test.type} tests need language python; "
-                f"{item.language} programs take stdio tests"
+                f"{_where(hidden, position)}: {test.type} tests need language python; {item.language} programs take "
+                f"{takes}"
             )
         try:
             call_units.append(_call_unit(test, index, hidden, position, limit, item.prompt))

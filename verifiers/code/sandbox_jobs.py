@@ -7,8 +7,10 @@ the whole item fails with JailFailed (never a fallback to a plain subprocess).
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 from dataclasses import dataclass
+from importlib import resources
 
 from groupscore.sandbox import (
     BAD_REQUEST,
@@ -20,6 +22,7 @@ from groupscore.sandbox import (
     default_workers,
     run_many,
 )
+from groupscore.sandbox.languages import SPECS, java_main_class
 from groupscore.sandbox.toolchains import toolchain
 
 RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
@@ -46,9 +49,23 @@ class Job:
     runner_source: str | None  # the call runner's source, or None for a stdio job (the program reads stdin)
     stdin: bytes
     limits: Limits
+    runner_language: str = "python"  # the call runner's language: python (jail_runner.py), javascript or java
 
 
-def runner_job(runner_source: str, plan_bytes: bytes, *, wall_time_s: float, memory_mb: int) -> Job:
+# The JavaScript and Java call runners (runners/), shipped as package data; each answers with returned values as JSON.
+RUNNER_FILES = {"javascript": "call_runner.js", "java": "GsCallRunner.java"}
+# Top-level class declarations of a Java program: the runner looks for a test's method on each.
+_JAVA_CLASS = re.compile(r"^(?:public\s+|final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.M)
+
+
+@functools.cache
+def runner_source(language: str) -> str:
+    return (resources.files("groupscore.verifiers.code") / "runners" / RUNNER_FILES[language]).read_text()
+
+
+def runner_job(
+    runner_source: str, plan_bytes: bytes, *, wall_time_s: float, memory_mb: int, language: str = "python"
+) -> Job:
     """The call runner, reading `plan_bytes` on stdin; the program itself is added by run_jobs."""
     return Job(
         runner_source,
@@ -58,6 +75,7 @@ def runner_job(runner_source: str, plan_bytes: bytes, *, wall_time_s: float, mem
             memory_mb=memory_mb + RUNNER_MEMORY_HEADROOM_MB,
             max_output_bytes=RUNNER_OUTPUT_BYTES,
         ),
+        language,
     )
 
 
@@ -70,14 +88,14 @@ def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes
 def run_jobs(language: str, program: str, jobs: list[Job]) -> list[RunResult]:
     """Results in job order, all jobs of the item in parallel.
 
-    C and C++: the first job runs alone, so the program is compiled once (the sandbox caches a successful compile by
-    source) and a compile error ends the item after one compile instead of one per test.
+    Compiled languages: the first job runs alone, so the program is compiled once (the sandbox caches a successful
+    compile by source) and a compile error ends the item after one compile instead of one per test.
     """
     source = MAIN_FILE[language]
     try:
         requests = [_request(language, source, program, job) for job in jobs]
         first: list[RunResult] = []
-        if language in ("c", "cpp") and len(requests) > 1:
+        if SPECS[language].compiled and len(requests) > 1:
             first = run_many(requests[:1], workers=1)
             _raise_on_compile_error(first)
             _raise_on_sandbox_error(first)  # the compile's jail failed: the other jobs would fail the same way
@@ -110,7 +128,8 @@ def _compile_message(result: RunResult) -> str:
         return result.error or "compile failed"
     if step.status is not RunStatus.RUNTIME_ERROR:
         return f"the compile step ended with {step.status.value}"
-    return step.stderr.strip() or f"the compiler exited with {step.exit_code}"
+    # tsc writes its errors to stdout
+    return step.stderr.strip() or step.stdout.strip() or f"the compiler exited with {step.exit_code}"
 
 
 # Run by the jail's interpreter on the host, on our own runner source only: compile it once to the bytecode file that
@@ -160,6 +179,15 @@ def _literal_list(text: str) -> list[str]:
 
 
 def _request(language: str, source: str, program: str, job: Job) -> dict:
+    if job.runner_source is not None and job.runner_language == "javascript":
+        files = {"call_runner.js": job.runner_source, "solution.js": program}
+        return {**_base(job, "javascript", files, "call_runner.js"), "args": ("solution.js",)}
+    if job.runner_source is not None and job.runner_language == "java":
+        # The program in a file its public class may have (javac wants that), else Solution.java; the runner, a
+        # class of its own, is compiled with it and looks for each test's method on the program's classes.
+        program_file = f"{java_main_class(program.encode()) or 'Solution'}.java"
+        files = {"GsCallRunner.java": job.runner_source, program_file: program}
+        return {**_base(job, "java", files, "GsCallRunner.java"), "args": tuple(_JAVA_CLASS.findall(program))}
     if job.runner_source is not None:
         runner, argv = runner_files(job.runner_source)
         files = {**runner, "solution.py": program}
@@ -174,5 +202,9 @@ def _request(language: str, source: str, program: str, job: Job) -> dict:
             "limits": job.limits,
             "as_init": True,
         }
-    # C and C++: the sandbox compiles `source` first; its compile cache makes that once per program.
-    return {"files": {source: program}, "language": language, "main": source, "stdin": job.stdin, "limits": job.limits}
+    # Compiled languages: the sandbox compiles `source` first; its compile cache makes that once per program.
+    return _base(job, language, {source: program}, source)
+
+
+def _base(job: Job, language: str, files: dict[str, str], main: str) -> dict:
+    return {"files": files, "language": language, "main": main, "stdin": job.stdin, "limits": job.limits}

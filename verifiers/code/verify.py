@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groupscore.sandbox import COMPILE_LIMITS, RunResult, default_workers
+from groupscore.sandbox import RunResult, compile_limits_for, default_workers
+from groupscore.sandbox.languages import SPECS
 from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.code import sandbox_jobs
 from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, evaluate_assert
@@ -90,9 +91,13 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     jobs: list[sandbox_jobs.Job] = []
     if plan.call_units:
         wall_s = _runner_wall_limit(item, [u.time_limit_s for u in plan.call_units])
+        if item.language == "python":
+            source, plan_bytes = RUNNER_SOURCE, runner_plan(item, plan, marker)
+        else:  # JavaScript, Java: runners/, which read the plan as JSON
+            source, plan_bytes = sandbox_jobs.runner_source(item.language), json_runner_plan(item, plan, marker)
         jobs.append(
             sandbox_jobs.runner_job(
-                RUNNER_SOURCE, runner_plan(item, plan, marker), wall_time_s=wall_s, memory_mb=item.memory_mb
+                source, plan_bytes, wall_time_s=wall_s, memory_mb=item.memory_mb, language=item.language
             )
         )
     jobs.extend(
@@ -152,6 +157,24 @@ def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
     )
 
 
+def json_runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
+    """The JavaScript and Java runners' plan: call tests' functions and JSON arguments, never an expected value."""
+    units = [
+        {
+            "calls": [{"fn": c.fn, "args": list(c.args)} for c in unit.calls],
+            "time_limit_s": float(unit.time_limit_s),
+        }
+        for unit in plan.call_units
+    ]
+    body = {
+        "marker": marker,
+        "import_limit_s": float(item.time_limit_s),
+        "stop_on_failure": item.stop_on_first_failure,
+        "units": units,
+    }
+    return json.dumps(body, ensure_ascii=True).encode()
+
+
 def _runner_wall_limit(item: CodeItem, unit_limits: list[float]) -> float:
     # A unit that times out or crashes costs its limit plus a fresh import for the next one.
     needed = 2.0 + item.time_limit_s + sum(limit + item.time_limit_s for limit in unit_limits)
@@ -172,10 +195,11 @@ def time_budget_s(item: CodeItem) -> float:
         walls.append(_runner_wall_limit(item, call_limits) + JOB_OVERHEAD_S)
     if not walls:
         return 0.0
-    # List scheduling on w runners ends within sum/w + the longest job, whatever the order; C and C++ compile first
-    # and run their first job alone (sandbox_jobs.run_jobs).
+    # List scheduling on w runners ends within sum/w + the longest job, whatever the order; compiled languages compile
+    # first and run their first job alone (sandbox_jobs.run_jobs).
     workers = default_workers()
-    native = COMPILE_LIMITS.wall_time_s + JOB_OVERHEAD_S + max(walls) if item.language in ("c", "cpp") else 0.0
+    compiled = SPECS[item.language].compiled
+    native = compile_limits_for(item.language).wall_time_s + JOB_OVERHEAD_S + max(walls) if compiled else 0.0
     return native + min(sum(walls), sum(walls) / workers + max(walls))
 
 
@@ -233,10 +257,10 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
         if not (isinstance(answer, list) and len(answer) == 2 and all(isinstance(a, str) for a in answer)):
             return UnitOutcome(False, why="malformed runner record")
         kind, payload = answer
-        if kind != "O":
+        if kind not in ("O", "J"):  # O: the Python runner's codec; J: JSON from the JavaScript or Java runner
             return UnitOutcome(False, why=f"{_call_text(call)} raised {_echo(payload)}")
         try:
-            results.append(parse_answer(payload))
+            results.append(parse_answer(payload) if kind == "O" else json.loads(payload))
         except NotPlainData as exc:  # our own words on what the bounds refused (too large, colliding hashes, ...)
             return UnitOutcome(False, why=f"{_call_text(call)} returned {exc}")
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
