@@ -44,6 +44,21 @@ SandboxFusionLanguage = Literal[
     "racket",
 ]
 
+# SandboxFusion's name of a language -> groupscore's sandbox's name (groupscore.sandbox.LANGUAGES), for the languages
+# both run: the one place the two sets of names meet. SandboxFusion's other names (go_test, jest, pytest, ...) are
+# test-runner modes or languages the sandbox does not run; the service answers "not supported" for those.
+SANDBOX_LANGUAGE_OF: dict[str, str] = {
+    "python": "python",
+    "c": "c",
+    "cpp": "cpp",
+    "nodejs": "javascript",
+    "typescript": "typescript",
+    "java": "java",
+    "go": "go",
+    "rust": "rust",
+    "bash": "bash",
+}
+
 
 class RunCodeRequest(BaseModel):
     """SandboxFusion's /run_code request."""

@@ -17,7 +17,7 @@ from pydantic import Field
 from groupscore.schema import openrlhf
 from groupscore.schema.columns import MissingColumn, check_columns
 from groupscore.schema.openrlhf import OpenRLHFResponse, extra_logs, label_item, response_text
-from groupscore.schema.sandboxfusion import RunCodeRequest, RunCodeResponse
+from groupscore.schema.sandboxfusion import SANDBOX_LANGUAGE_OF, RunCodeRequest, RunCodeResponse
 from groupscore.service.responses import json_response, too_many_items, validation_error_response
 from groupscore.service.routing import OffloadingRoute
 from groupscore.verifiers.code.run_program import LANGUAGES
@@ -172,11 +172,13 @@ def unsupported_language(language: str, supported: tuple[str, ...]) -> dict[str,
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
     state = request.app.state
-    if body.language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs (its own set)
-        return json_response(unsupported_language(body.language, LANGUAGES))
+    language = SANDBOX_LANGUAGE_OF.get(body.language, "")  # SandboxFusion's name -> the sandbox's ("nodejs" -> ...)
+    if language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs (its own set)
+        supported = tuple(name for name, ours in SANDBOX_LANGUAGE_OF.items() if ours in LANGUAGES)
+        return json_response(unsupported_language(body.language, supported))
     fields = {
         "code": body.code,
-        "language": body.language,
+        "language": language,
         "stdin": body.stdin or "",
         "run_timeout_s": body.run_timeout,
         "compile_timeout_s": body.compile_timeout,

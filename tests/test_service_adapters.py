@@ -220,7 +220,7 @@ def test_sandbox_fusion_cpp_compile_files_and_languages(http):
         fetch_files=["out.txt"],
     )
     assert fetched["status"] == "Success" and base64.b64decode(fetched["files"]["out.txt"]) == b"42"
-    other = _run_code(http, language="rust", code="fn main(){}")
+    other = _run_code(http, language="lua", code="print(1)")
     assert other["status"] == "SandboxError" and "not supported" in other["message"]
 
 
