@@ -123,7 +123,8 @@ class TasksetConfig(_Section):
     prompt_template: str | None = Field(
         default=None,
         description="The user's text around each prompt, `{prompt}` standing for it, e.g. "
-        "'{prompt} Put your final answer within \\boxed{}.'",
+        "'{prompt} Put your final answer within \\boxed{}.'; `{column}` and `{column[0]}` insert another column "
+        "(MBPP's first test).",
     )
     max_rows: int | None = Field(default=None, ge=1, description="Read at most this many rows of each split.")
 
@@ -329,7 +330,8 @@ def _config_errors(exc: ValidationError) -> str:
 
 
 def parse_overrides(pairs: list[str]) -> list[tuple[list[str], Any]]:
-    """`--set key.path=value` pairs: the value is read as YAML (numbers, true/false, null, lists, {mappings})."""
+    """`--set key.path=value` pairs: the value is read as YAML (numbers, true/false, null, [lists], {mappings});
+    text with a colon stays text unless it is written in braces."""
     parsed = []
     for pair in pairs:
         key, sep, text = pair.partition("=")
@@ -340,6 +342,8 @@ def parse_overrides(pairs: list[str]) -> list[tuple[list[str], Any]]:
             value = yaml.safe_load(text) if text.strip() else ""
         except yaml.YAMLError as exc:
             raise ValueError(f"--set {key}: the value is not valid YAML: {exc}") from None
+        if isinstance(value, dict) and not text.lstrip().startswith("{"):
+            value = text  # "Be brief: think." is a sentence, not a mapping; {a: 1} spells one out
         parsed.append((path, value))
     return parsed
 

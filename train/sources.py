@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from groupscore.train.config import DatasetSource, TasksetConfig
 from groupscore.train.taskset import Message, Task, load_tasks, own_rows_tasks
@@ -33,11 +35,32 @@ def _read(
     return tasks_from_rows(dicts, cfg, where, id_prefix)
 
 
+# `{prompt}`, `{column}` or `{column[0]}` (an element of a list column); other braces (`\boxed{}`) stay
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?\}")
+
+
+def _fill(template: str, prompt: str, columns: dict[str, Any], task_id: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name, index = match.group(1), match.group(2)
+        if name == "prompt" and index is None:
+            return prompt
+        if name not in columns:
+            return match.group(0)
+        found = columns[name]
+        if index is not None:
+            if not isinstance(found, list) or int(index) >= len(found):
+                raise ValueError(f"taskset.prompt_template: {match.group(0)} is out of range for task {task_id}")
+            found = found[int(index)]
+        return str(found)
+
+    return _PLACEHOLDER.sub(value, template)
+
+
 def templated(task: Task, cfg: TasksetConfig) -> Task:
     """The task with taskset.prompt_template around its user text (the last user turn of a conversation)."""
     if cfg.prompt_template is None:
         return task
-    text = cfg.prompt_template.replace("{prompt}", task.prompt)
+    text = _fill(cfg.prompt_template, task.prompt, task.columns, task.id)
     messages = task.messages
     if messages:
         messages = (*messages[:-1], Message(messages[-1].role, text))
