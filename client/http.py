@@ -176,19 +176,24 @@ class _Base:
         if deadline_s is not None:
             extra["deadline_s"] = deadline_s
         raw = [group.model_dump(mode="json") if isinstance(group, BaseModel) else dict(group) for group in groups]
-        # Shard by groups (a group's statistics need all of it), keeping each shard under max_batch completions.
-        shards: list[list[dict[str, Any]]] = [[]]
-        per_shard = max(1, math.ceil(sum(len(g.get("completions", [])) for g in raw) / len(self.urls)))
-        per_shard = min(per_shard, self.max_batch)
-        count = 0
-        for group in raw:
-            size = len(group.get("completions", []))
-            if shards[-1] and count + size > per_shard:
-                shards.append([])
-                count = 0
-            shards[-1].append(group)
-            count += size
-        return [{"groups": shard, **extra} for shard in shards]
+        return [{"groups": shard, **extra} for shard in group_shards(raw, len(self.urls), self.max_batch)]
+
+
+def group_shards(raw: list[dict[str, Any]], n_shards: int, max_batch: int) -> list[list[dict[str, Any]]]:
+    """Groups cut into about `n_shards` runs of whole groups (a group's statistics need all of it), none over
+    `max_batch` completions unless one group alone is (the Serve handle client shards the same way)."""
+    shards: list[list[dict[str, Any]]] = [[]]
+    per_shard = max(1, math.ceil(sum(len(g.get("completions", [])) for g in raw) / n_shards))
+    per_shard = min(per_shard, max_batch)
+    count = 0
+    for group in raw:
+        size = len(group.get("completions", []))
+        if shards[-1] and count + size > per_shard:
+            shards.append([])
+            count = 0
+        shards[-1].append(group)
+        count += size
+    return shards
 
 
 class ScoreClient(_Base):

@@ -12,15 +12,20 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from groupscore.schema.reward import RewardSpec
-from groupscore.schema.verdict import Status
 from groupscore.schema.wire import GroupsResponse, ScoreResponse, VerifierInfo, VerifiersResponse
 from groupscore.service import docs, protocols
 from groupscore.service.dispatch import Dispatcher, QueueFull
 from groupscore.service.gatekeeper import Gatekeeper
-from groupscore.service.groups import group_stats
+from groupscore.service.groups import group_items, group_results
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.requests import GroupsRequest, ScoreRequest, item_component_schemas
-from groupscore.service.responses import json_response, too_many_items, validation_error_response, verdicts_response
+from groupscore.service.responses import (
+    json_response,
+    queue_full_response,
+    too_many_items,
+    validation_error_response,
+    verdicts_response,
+)
 from groupscore.service.routing import OffloadingRoute
 from groupscore.service.settings import Settings
 from groupscore.verifiers.registry import KINDS
@@ -64,7 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(QueueFull)
     async def _on_queue_full(request: Request, exc: QueueFull) -> Response:
         metrics.rejected.labels("queue_full").inc()
-        return json_response({"detail": str(exc)}, 429, {"Retry-After": str(exc.retry_after_s)})
+        return queue_full_response(exc)
 
     @app.post(
         "/v1/score",
@@ -78,10 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     async def score(body: ScoreRequest) -> Response:
         """Score items in order; each result carries at least id, reward and status."""
-        if len(body.items) > settings.max_items:
-            return too_many_items("items", len(body.items), settings.max_items)
-        verdicts = await dispatcher.score(body.items, body.reward, body.deadline_s)
-        return await verdicts_response({"results": verdicts}, len(verdicts))
+        return await score_response(dispatcher, settings, body)
 
     @app.post(
         "/v1/score/groups",
@@ -95,16 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     async def score_groups(body: GroupsRequest) -> Response:
         """Score each group's completions; per group: mean, std, advantages, zero-variance flag (total, components)."""
-        total = sum(len(group.completions) for group in body.groups)
-        if total > settings.max_items:
-            return too_many_items("groups", total, settings.max_items)
-        raw_items = [
-            {**group.item, "completion": completion, "id": index}
-            for group in body.groups
-            for index, completion in enumerate(group.completions)
-        ]
-        verdicts = await dispatcher.score(raw_items, body.reward, body.deadline_s)
-        return await verdicts_response({"groups": _group_results(body, verdicts)}, len(verdicts))
+        return await groups_response(dispatcher, settings, body)
 
     @app.get("/v1/verifiers", response_model=VerifiersResponse, tags=["registry"])
     async def verifiers() -> VerifiersResponse:
@@ -129,14 +122,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/readyz", tags=["probes"], responses={503: {"description": "Not ready"}})
     async def readyz() -> Response:
-        """Readiness: the scoring processes are up with their scorers loaded."""
+        """Readiness: the scoring processes are up with their scorers loaded (and, with require_sandbox, the sandbox
+        runs a program); `sandbox` is null when a probe jail ran, else why not."""
+        readiness = await dispatcher.readiness()
+        problems = readiness.problems(settings.require_sandbox)
         payload = {
-            "ready": dispatcher.ready,
+            "ready": not problems,
             "workers": settings.workers,
             "queue_depth": dispatcher.queue_depth,
-            "unavailable_kinds": dispatcher.unavailable_kinds,
+            "unavailable_kinds": readiness.unavailable_kinds,
+            "sandbox": readiness.sandbox,
+            "problems": problems,
         }
-        return json_response(payload, 200 if dispatcher.ready else 503)
+        return json_response(payload, 503 if problems else 200)
 
     @app.get("/metrics", tags=["probes"], response_class=Response)
     async def prometheus_metrics() -> Response:
@@ -167,21 +165,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-def _group_results(body: GroupsRequest, verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    names = [component.name for component in body.reward.components] if body.reward else []
-    results = []
-    start = 0
-    for group in body.groups:
-        group_verdicts = verdicts[start : start + len(group.completions)]
-        start += len(group.completions)
-        masked = [v["status"] == Status.infra_error.value for v in group_verdicts]  # never judged: no fake 0
-        total = group_stats([v["reward"] for v in group_verdicts], body.eps, body.std, masked)
-        components = {}
-        for name in names:
-            # An item that failed validation has no component scores: it counts as 0, like its total.
-            scores = [(v.get("components") or {}).get(name, 0.0) for v in group_verdicts]
-            components[name] = group_stats(scores, body.eps, body.std, masked).model_dump()
-        results.append(
-            {"id": group.id, "results": group_verdicts, "total": total.model_dump(), "components": components}
-        )
-    return results
+# The scoring endpoints' bodies, also run by the Ray Serve deployment's handle methods (service/ray_app.py): one code
+# path from a parsed request to its answer, whichever way the request came in. QueueFull propagates (429).
+
+
+async def score_response(dispatcher: Dispatcher, settings: Settings, body: ScoreRequest) -> Response:
+    if len(body.items) > settings.max_items:
+        return too_many_items("items", len(body.items), settings.max_items)
+    verdicts = await dispatcher.score(body.items, body.reward, body.deadline_s)
+    return await verdicts_response({"results": verdicts}, len(verdicts))
+
+
+async def groups_response(dispatcher: Dispatcher, settings: Settings, body: GroupsRequest) -> Response:
+    total = sum(len(group.completions) for group in body.groups)
+    if total > settings.max_items:
+        return too_many_items("groups", total, settings.max_items)
+    verdicts = await dispatcher.score(group_items(body), body.reward, body.deadline_s)
+    return await verdicts_response({"groups": group_results(body, verdicts)}, len(verdicts))

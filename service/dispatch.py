@@ -19,6 +19,7 @@ from groupscore.runtime.engine import EngineConfig, ScoringEngine
 from groupscore.runtime.tasks import START_MARGIN_S, run_code_task
 from groupscore.schema.reward import RewardSpec
 from groupscore.service.metrics import ServiceMetrics
+from groupscore.service.readiness import Readiness, SandboxProbe
 from groupscore.service.settings import Settings
 
 _RATE_WINDOW_S = 10.0
@@ -48,6 +49,7 @@ class Dispatcher:
             ),
             events=self,
         )
+        self.sandbox = SandboxProbe()
         self._in_flight = 0
         self._completed: deque[tuple[float, int]] = deque()  # (time, items) of finished chunks, for Retry-After
         self._completed_lock = threading.Lock()  # appended from the engine's threads, read on the event loop
@@ -69,6 +71,11 @@ class Dispatcher:
     @property
     def unavailable_kinds(self) -> dict[str, str]:
         return self.engine.unavailable_kinds
+
+    async def readiness(self) -> Readiness:
+        """Workers up with their scorers loaded, and the sandbox as last probed (probed only once workers are up)."""
+        sandbox = await self.sandbox.problem() if self.ready else "not probed: the scoring processes are not started"
+        return Readiness(self.ready, sandbox, dict(self.unavailable_kinds))
 
     def worker_pids(self) -> list[int]:
         return self.engine.worker_pids()

@@ -37,6 +37,11 @@ def validation_error_response(errors: list[dict[str, Any]]) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
+def queue_full_response(exc: Any) -> Response:
+    """429 for a request the queue has no room for now (a `dispatch.QueueFull`), with its Retry-After."""
+    return json_response({"detail": str(exc)}, 429, {"Retry-After": str(exc.retry_after_s)})
+
+
 def too_many_items(field: str, count: int, limit: int) -> JSONResponse:
     """422 for a request with more items than the service takes in one request (`max_items`)."""
     return validation_error_response(

@@ -90,6 +90,13 @@ class Settings(BaseSettings):
             '"math_verify"}\': applied to every math item that leaves the option out (README, "Math answers")'
         ),
     )
+    require_sandbox: bool = Field(
+        default=False,
+        description=(
+            "not ready (/readyz 503, the Ray deployment's health check fails) while the sandbox cannot run a program; "
+            "the Ray deployment turns it on"
+        ),
+    )
     debug: bool = Field(
         default=False, description="test hooks (/debug/workers, metadata.debug_sleep_s); never in production"
     )

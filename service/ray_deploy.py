@@ -1,0 +1,159 @@
+"""Running the Ray Serve application: join a Ray cluster, start Serve's proxy, deploy the scoring service (from
+options or from a Serve config file) and find its URL; `groupscore serve --ray` and the trainer's `service.ray`.
+
+Serve's own tools work as well (`serve run service/serve.yaml`, `serve deploy`); this is the same deployment, for
+callers that want one function: `with start_or_join(RayTarget(address="auto")) as url: ...`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+import yaml
+from ray import serve
+from ray.serve.schema import ServeDeploySchema
+
+from groupscore.service.ray_app import APP_NAME, application
+
+# Serve's proxy on the head node only by default: one port to open, and several nodes on one machine (tests) would
+# otherwise each try to bind it. A config file's proxy_location wins.
+PROXY_LOCATION = "HeadOnly"
+READY_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class RayTarget:
+    """Where and how the deployment runs; the trainer's `service.ray` section holds the same fields."""
+
+    address: str | None = None  # "auto", "ray://head:10001", "10.0.0.1:6379"; None: RAY_ADDRESS, else a local one
+    app_name: str = APP_NAME
+    route_prefix: str = "/"
+    http_host: str = "127.0.0.1"  # Serve's proxy; when Serve already runs on the cluster, its own options hold
+    http_port: int = 8000
+    num_replicas: int | None = 1
+    num_cpus: float = 1.0  # per replica: its scoring processes
+    max_replicas_per_node: int | None = None
+    autoscaling_config: dict[str, Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # the service's Settings fields, for every replica
+    require_sandbox: bool = True
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.http_host in ("0.0.0.0", "::") else self.http_host
+        return f"http://{host}:{self.http_port}{self.route_prefix.rstrip('/')}"
+
+
+def connect(address: str | None) -> None:
+    """Join the Ray cluster at `address` (or RAY_ADDRESS, or start a local one), unless this process already has."""
+    if not ray.is_initialized():
+        ray.init(address=address, namespace="serve", log_to_driver=False)
+
+
+def start_proxy(target: RayTarget) -> None:
+    serve.start(
+        proxy_location=PROXY_LOCATION,
+        http_options={"host": target.http_host, "port": target.http_port},
+    )
+
+
+def running(app_name: str) -> bool:
+    """Whether the cluster already runs an application of that name."""
+    status = serve.status().applications.get(app_name)
+    return status is not None and str(status.status) in ("RUNNING", "ApplicationStatus.RUNNING")
+
+
+def deploy(target: RayTarget) -> str:
+    """Deploy (or update) the application and wait until a replica is ready; returns its URL through the proxy."""
+    app = application(
+        num_replicas=target.num_replicas,
+        num_cpus=target.num_cpus,
+        max_replicas_per_node=target.max_replicas_per_node,
+        autoscaling_config=target.autoscaling_config,
+        settings=target.settings,
+        require_sandbox=target.require_sandbox,
+    )
+    serve.run(app, name=target.app_name, route_prefix=target.route_prefix)
+    return target.url
+
+
+@contextmanager
+def start_or_join(target: RayTarget) -> Iterator[str]:
+    """The deployment's URL: an application already running under `app_name` is joined (and left running), else one
+    is deployed for the time of the block and deleted after it."""
+    connect(target.address)
+    start_proxy(target)
+    if running(target.app_name):
+        yield target.url
+        return
+    url = deploy(target)
+    try:
+        yield url
+    finally:
+        serve.delete(target.app_name)
+
+
+def load_config(path: Path) -> ServeDeploySchema:
+    """A Serve config file (what `serve run` and `serve deploy` take), checked by Serve's own schema; a bad one is a
+    ValueError in one line naming the field."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the Serve config: {exc}") from None
+    try:
+        return ServeDeploySchema.model_validate(raw)
+    except Exception as exc:  # noqa: BLE001 - Serve's schema errors (pydantic's, or its own ValueErrors)
+        raise ValueError(f"{path}: not a Serve config: {' '.join(str(exc).split())[:600]}") from None
+
+
+def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Deploy a Serve config file's applications as `serve run CONFIG` does (its proxy options included) and wait
+    until every one runs."""
+    from ray.serve._private.api import serve_start  # what `serve run` calls; Serve has no public call for configs
+
+    client = serve_start(
+        http_options=config.http_options.model_dump(),
+        proxy_location=config.proxy_location,
+        grpc_options=None,
+    )
+    client.deploy_apps(config, _blocking=False)
+    names = [app.name for app in config.applications]
+    deadline = time.monotonic() + timeout_s
+    while not all(running(name) for name in names):
+        statuses = serve.status().applications
+        failed = {n: statuses[n].message for n in names if n in statuses and "DEPLOY_FAILED" in str(statuses[n].status)}
+        if failed:
+            raise RuntimeError(f"Serve could not deploy {', '.join(failed)}: {' | '.join(failed.values())[:1000]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Serve applications {', '.join(names)} not running after {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarget) -> int:
+    """`groupscore serve --ray [ADDRESS] [--serve-config FILE]`: deploy, print the URL, serve until interrupted."""
+    connect(address)
+    if config_path is not None:
+        config = load_config(config_path)
+        deploy_config(config)
+        options = config.http_options
+        urls = [f"http://{options.host}:{options.port}{app.route_prefix or ''}" for app in config.applications]
+        names = [app.name for app in config.applications]
+    else:
+        start_proxy(target)
+        urls, names = [deploy(target)], [target.app_name]
+    print(f"groupscore: serving on Ray Serve at {', '.join(urls)} (docs at /docs)", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for name in names:  # like `serve run`, but other applications on a shared cluster are left running
+            serve.delete(name)
+    return 0

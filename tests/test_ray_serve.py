@@ -1,0 +1,255 @@
+"""The scoring service on a real Ray cluster (`ray.cluster_utils.Cluster`, two nodes of one CPU each, on this machine):
+two replicas, one per node, each sized to its one CPU; math and code groups scored through Serve's HTTP proxy and
+through a Serve handle come back exactly as the single-process service scores them; a replica killed mid-batch loses
+no item; a replica whose sandbox fails its readiness (a third node without nsjail) is never routed to.
+
+Cost: about a minute and a half on the 2-core VM (the cluster ~25 s, the deployment ~15 s, the rest scoring), all of
+it in this module; the cluster and Serve are shut down at its end, and the test fails if a raylet is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is the optional extra groupscore[ray]; `make` installs it")
+
+from helpers import py  # noqa: E402
+from ray import serve  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from groupscore.client.http import ScoreClient  # noqa: E402
+from groupscore.client.serve_handle import ServeHandleClient  # noqa: E402
+from groupscore.service.embedded import free_port, start_embedded  # noqa: E402
+from groupscore.service.ray_app import GroupScore  # noqa: E402
+from groupscore.service.ray_deploy import RayTarget, start_or_join  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+REWARD = {
+    "components": [
+        {"name": "correct", "weight": 1.0},
+        {"name": "format", "weight": 0.5, "verifier": "format", "params": {"tags": ["answer"]}},
+    ]
+}
+DOUBLE = [{"type": "stdio", "stdin": "3\n", "stdout": "6\n"}, {"type": "stdio", "stdin": "5\n", "stdout": "10\n"}]
+
+
+def math_groups() -> list[dict]:
+    answers = [("12", ["12", "13", "<answer>12</answer> so \\boxed{12}", "x"]), ("7/2", ["3.5", "\\frac72", "7", "2"])]
+    return [
+        {
+            "id": f"m{index}",
+            "item": {"verifier": "math", "answer": answer},
+            "completions": [c if "boxed" in c else f"The result is \\boxed{{{c}}}." for c in completions],
+        }
+        for index, (answer, completions) in enumerate(answers)
+    ]
+
+
+def code_groups() -> list[dict]:
+    programs = ["print(int(input()) * 2)", "print(int(input()) + 4)", "print(6 if input() == '3' else 0)"]
+    return [{"id": "c0", "item": {"verifier": "code", "tests": DOUBLE}, "completions": [py(p) for p in programs]}]
+
+
+def comparable(groups) -> list[dict]:
+    """Groups as plain data without what timing decides (wall times in a code verdict's details)."""
+    out = []
+    for group in groups:
+        data = group.model_dump(mode="json")
+        for verdict in data["results"]:
+            verdict.pop("details", None)
+        out.append(data)
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, list[dict]]:
+    """What the single-process service says for the same groups (scored before the cluster starts)."""
+    with start_embedded(workers=1) as url, ScoreClient(url) as client:
+        return {
+            "math": comparable(client.score_groups(math_groups(), reward=REWARD)),
+            "code": comparable(client.score_groups(code_groups())),
+        }
+
+
+def _raylets() -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if b"raylet" in Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")[0]:
+                    found.add(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(reference):
+    """Two nodes of one CPU; the head also holds the `probe_slot` the broken-sandbox test's replicas ask for."""
+    before = _raylets()
+    local = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"probe_slot": 1}, "include_dashboard": False}
+    )
+    local.add_node(num_cpus=1)
+    ray.init(address=local.address, log_to_driver=False)
+    try:
+        yield local
+    finally:
+        try:
+            serve.shutdown()
+        finally:
+            ray.shutdown()
+            local.shutdown()
+        deadline = time.monotonic() + 30
+        while _raylets() - before and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _raylets() - before, "raylets left running after the cluster's shutdown"
+
+
+@pytest.fixture(scope="module")
+def url(cluster):
+    """The deployment (2 replicas of one CPU, at most one a node) through Serve's proxy on a free port."""
+    target = RayTarget(
+        address=cluster.address,
+        http_port=free_port(),
+        num_replicas=2,
+        num_cpus=1,
+        max_replicas_per_node=1,
+        settings={"debug": True, "deadline_s": 120},
+    )
+    with start_or_join(target) as base_url:
+        yield base_url
+
+
+def replicas(handle, calls: int = 12) -> dict[str, dict]:
+    seen: dict[str, dict] = {}
+    for _ in range(calls):
+        about = handle.whoami.remote().result(timeout_s=60)
+        seen[about["replica"]] = about
+    return seen
+
+
+def test_replicas_spread_over_the_nodes_and_take_their_ray_cpus(url):
+    about = replicas(ServeHandleClient().handle())
+    assert len(about) == 2
+    assert len({a["node_id"] for a in about.values()}) == 2  # one per node
+    for replica in about.values():
+        # one CPU from Ray: one scoring process, though the machine has more cores
+        assert replica["cpus"] == 1.0 and replica["workers"] == 1 and len(replica["worker_pids"]) == 1
+    assert (os.cpu_count() or 1) > 1
+
+
+def test_http_and_handle_score_groups_as_the_single_process_service(url, reference):
+    with ScoreClient(url) as client:
+        assert comparable(client.score_groups(math_groups(), reward=REWARD)) == reference["math"]
+        assert comparable(client.score_groups(code_groups())) == reference["code"]
+    handle_client = ServeHandleClient(shards=2)
+    before = {r: a["scored_items"] for r, a in replicas(handle_client.handle()).items()}
+    for _ in range(2):
+        assert comparable(handle_client.score_groups(math_groups(), reward=REWARD)) == reference["math"]
+        assert comparable(handle_client.score_groups(code_groups() * 2)) == reference["code"] * 2
+    after = {r: a["scored_items"] for r, a in replicas(handle_client.handle()).items()}
+    assert all(after[r] > before.get(r, 0) for r in after), (before, after)  # both replicas scored part of it
+    # the reference itself is right: a composite's totals (the format component pays a third), a code group's rewards
+    assert reference["math"][0]["total"]["rewards"] == [pytest.approx(2 / 3), 0.0, 1.0, 0.0]
+    assert [v["reward"] for v in reference["code"][0]["results"]] == [1.0, 0.0, 0.5]
+
+
+def slow_items(count: int) -> tuple[list[dict], list[float]]:
+    """Math items whose scoring sleeps 0.4 s each (the debug hook), with the rewards they must get."""
+    items, expected = [], []
+    for index in range(count):
+        right = index % 3 != 0
+        answer = str(index)
+        items.append(
+            {
+                "id": index,
+                "verifier": "math",
+                "completion": f"\\boxed{{{answer if right else index + 1}}}",
+                "answer": answer,
+                "metadata": {"debug_sleep_s": 0.4},
+            }
+        )
+        expected.append(1.0 if right else 0.0)
+    return items, expected
+
+
+def kill_a_replica_while(score) -> tuple[list, str]:
+    """Run `score()` in a thread, kill one replica's actor while it scores, and return the result."""
+    box: dict = {}
+    worker = threading.Thread(target=lambda: box.setdefault("result", score()))
+    worker.start()
+    time.sleep(1.5)  # both replicas hold a shard of 8 items (3.2 s each) by now
+    names = sorted(
+        a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("SERVE_REPLICA::")
+    )
+    victim = next(n for n in names if "#GroupScore#" in n and n.startswith("SERVE_REPLICA::groupscore#"))
+    ray.kill(ray.get_actor(victim, namespace="serve"), no_restart=True)
+    worker.join(240)
+    assert "result" in box, "the batch did not come back"
+    return box["result"], victim
+
+
+def test_a_replica_killed_mid_batch_through_the_handle_loses_no_item(url):
+    items, expected = slow_items(16)
+    client = ServeHandleClient(shards=2)
+    verdicts, victim = kill_a_replica_while(lambda: client.score_raw(items))
+    assert [v["id"] for v in verdicts] == list(range(16))
+    assert [v["reward"] for v in verdicts] == expected
+    assert all(v["status"] in ("correct", "incorrect") for v in verdicts), verdicts
+    assert victim.rsplit("#", 1)[1] not in replicas(client.handle(), calls=6)  # it is gone (a new one takes its place)
+
+
+def test_a_replica_killed_mid_batch_through_http_loses_no_item(url):
+    items, expected = slow_items(16)
+    # The proxy's URL twice: two shards side by side, so both replicas hold part of the batch; the client's retry of
+    # the shard whose replica died (the proxy answers 500) goes to the proxy again, which routes it to a live one.
+    with ScoreClient([url, url]) as client:
+        verdicts, _ = kill_a_replica_while(lambda: client.score_raw(items))
+    assert [v["id"] for v in verdicts] == list(range(16))
+    assert [v["reward"] for v in verdicts] == expected
+
+
+def test_a_replica_whose_sandbox_fails_readiness_is_not_routed_to(cluster, url):
+    """A third node without a usable nsjail: of the two replicas that want a `probe_slot` (the head's and this node's),
+    the broken node's fails its health check at start, and every request goes to the head's."""
+    broken = cluster.add_node(
+        num_cpus=1, resources={"probe_slot": 1}, env_vars={"GROUPSCORE_NSJAIL": "/nonexistent/nsjail"}
+    )
+    try:
+        app = GroupScore.options(
+            num_replicas=2,
+            max_replicas_per_node=1,
+            ray_actor_options={"num_cpus": 0, "resources": {"probe_slot": 1}},
+        ).bind(settings={"deadline_s": 120})
+        serve._run(app, name="probe", route_prefix="/probe", _blocking=False)  # it never runs whole: no waiting
+        client = ServeHandleClient(app_name="probe", shards=2, timeout_s=120)
+        groups = code_groups() * 3
+        deadline = time.monotonic() + 180
+        while True:  # the head's replica serves once it passed its first check
+            try:
+                scored = client.score_groups(groups)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+        for _ in range(3):
+            scored += client.score_groups(groups)
+        with ScoreClient(f"{url}/probe") as http:
+            scored += http.score_groups(groups)
+        statuses = [v.status.value for group in scored for v in group.results]
+        assert statuses.count("infra_error") == 0 and set(statuses) == {"correct", "incorrect", "partial"}, statuses
+        about = replicas(client.handle(), calls=10)
+        assert len(about) == 1 and next(iter(about.values()))["node_id"] == cluster.head_node.node_id
+        deployment = serve.status().applications["probe"].deployments["GroupScore"]
+        assert "sandbox" in deployment.message or "health" in deployment.message.lower(), deployment
+    finally:
+        serve.delete("probe")
+        cluster.remove_node(broken)
