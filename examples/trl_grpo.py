@@ -1,0 +1,57 @@
+"""TRL: three groupscore rewards as separate reward functions, one request per batch, weighted like the spec.
+
+    python trl_grpo.py                         # score a sample batch the way GRPOTrainer calls the functions
+    python trl_grpo.py --train MODEL_OR_PATH   # one short GRPO run (needs trl, and the model)
+
+Needs a running service (`groupscore serve`) at URL.
+"""
+
+import argparse
+
+from groupscore.client.adapters import trl_reward_funcs, trl_reward_weights
+
+URL = "http://127.0.0.1:8000"
+SPEC = {
+    "components": [
+        {"name": "correct", "weight": 1.0},
+        {"name": "format", "weight": 0.2, "verifier": "format", "params": {"tags": ["think", "answer"]}},
+        {"name": "short", "weight": 0.1, "verifier": "length", "params": {"unit": "chars", "max": 400}},
+    ]
+}
+
+reward_funcs = trl_reward_funcs(URL, SPEC, verifier="math")  # groupscore_math_correct, _format, _short
+reward_weights = trl_reward_weights(SPEC)  # GRPOConfig(reward_weights=...): TRL's sum is the spec's weighted mean
+
+
+def sample_batch() -> None:
+    prompts = ["What is 6 * 7?", "What is 2 + 2?"]
+    completions = ["<think>6*7</think><answer>\\boxed{42}</answer>", "<answer>\\boxed{5}</answer>"]
+    for func, weight in zip(reward_funcs, reward_weights):
+        print(func.__name__, weight, func(prompts=prompts, completions=completions, answer=["42", "4"]))
+
+
+def train(model: str) -> None:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    data = Dataset.from_list([{"prompt": "What is 6 * 7? Answer in \\boxed{}.", "answer": "42"}] * 8)
+    config = GRPOConfig(
+        output_dir="grpo-out",
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=32,
+        reward_weights=reward_weights,
+        report_to=[],
+    )
+    GRPOTrainer(model=model, reward_funcs=reward_funcs, args=config, train_dataset=data).train()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train", metavar="MODEL")
+    args = parser.parse_args()
+    if args.train:
+        train(args.train)
+    else:
+        sample_batch()
