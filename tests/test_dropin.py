@@ -118,7 +118,7 @@ def test_verl_url_and_token_come_from_reward_kwargs_and_are_never_ignored(fresh_
     assert client.urls == ["http://10.0.0.5:8000", "http://10.0.0.6:8000"] and client.token == "t"
     with pytest.raises(TypeError, match=r"'urll'.*did you mean 'url'"):
         verl.compute_score("openai/gsm8k", "x", "1", urll="http://10.0.0.5:8000")
-    with pytest.raises(ValueError, match="reward_kwargs.url"):
+    with pytest.raises(ValueError, match=r"reward_kwargs\.url"):
         verl.compute_score("openai/gsm8k", "x", "1", url="10.0.0.5:8000")
 
 
