@@ -226,3 +226,9 @@ def test_the_readme_sandbox_fusion_example_with_its_official_client(thin):
     ok, lean = out.strip().splitlines()[-2:]
     assert ok.endswith("erocspuorg") and "Success" in ok
     assert "Failed" in lean and " 127 " in lean and "not supported" in lean
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".yaml")))
+def test_the_readme_shows_each_example_as_it_is_run(name):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert (EXAMPLES / name).read_text(encoding="utf-8").rstrip("\n") in readme, f"README's copy of examples/{name}"
