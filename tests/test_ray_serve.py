@@ -253,3 +253,55 @@ def test_a_replica_whose_sandbox_fails_readiness_is_not_routed_to(cluster, url):
     finally:
         serve.delete("probe")
         cluster.remove_node(broken)
+
+
+def test_groupscore_serve_ray_deploys_the_serve_config_file_and_removes_it_on_interrupt(cluster, url, tmp_path):
+    """`groupscore serve --ray ADDRESS --serve-config FILE`: the shipped config, as Serve's own schema reads it, with
+    this cluster's proxy port, one replica of no reserved CPU and its own name and route."""
+    import signal
+    import subprocess
+    import sys
+    from importlib import resources
+
+    import httpx
+    import yaml
+
+    config = yaml.safe_load(resources.files("groupscore.service").joinpath("serve.yaml").read_text())
+    config["http_options"]["port"] = int(url.rsplit(":", 1)[1])
+    app = config["applications"][0]
+    app.update(name="from-cli", route_prefix="/cli")
+    app["args"]["settings"] = {"deadline_s": 60}
+    (deployment,) = app["deployments"]
+    deployment.pop("autoscaling_config")
+    deployment.update(num_replicas=1, ray_actor_options={"num_cpus": 0})
+    path = tmp_path / "serve.yaml"
+    path.write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "groupscore", "serve", "--ray", cluster.address, "--serve-config", str(path)]
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while "serving on Ray Serve" not in log.read_text(errors="replace"):
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+            time.sleep(0.5)
+        answer = httpx.post(
+            f"{url}/cli/v1/score",
+            json={"items": [{"verifier": "math", "completion": "\\boxed{2}", "answer": "2"}]},
+            timeout=60,
+        )
+        assert answer.status_code == 200 and answer.json()["results"][0]["status"] == "correct", answer.text
+        assert "from-cli" in serve.status().applications
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(60)
+    assert process.returncode == 0, log.read_text(errors="replace")[-3000:]
+    assert "from-cli" not in serve.status().applications  # deleted on the way out; the other applications stay
+    assert "groupscore" in serve.status().applications
+
+
+def test_groupscore_serve_ray_refuses_workers():
+    from helpers import groupscore
+
+    done = groupscore("serve", "--ray", "--workers", "2", timeout=120)
+    assert done.returncode == 2 and "--workers does not apply with --ray" in done.stderr, done.stderr
