@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -22,7 +24,14 @@ def _score(args: argparse.Namespace) -> int:
             print(f"groupscore score: {exc}", file=sys.stderr)
             return 2
     if args.compare is None:
-        return score_jsonl(args.input, args.output, workers=args.workers, progress=not args.no_progress, reward=reward)
+        return score_jsonl(
+            args.input,
+            args.output,
+            workers=args.workers,
+            progress=not args.no_progress,
+            reward=reward,
+            verifier=args.verifier,
+        )
     return _score_and_compare(args, reward)
 
 
@@ -37,7 +46,14 @@ def _score_and_compare(args: argparse.Namespace, reward: object) -> int:
     old = read_records(args.compare)  # a bad old file stops us before any scoring
     with tempfile.TemporaryDirectory(prefix="groupscore-compare-") as scratch:
         output = args.output or Path(scratch) / "verdicts.jsonl"  # stdout: written once the comparison has its copy
-        status = score_jsonl(args.input, output, workers=args.workers, progress=not args.no_progress, reward=reward)
+        status = score_jsonl(
+            args.input,
+            output,
+            workers=args.workers,
+            progress=not args.no_progress,
+            reward=reward,
+            verifier=args.verifier,
+        )
         if args.output is None:
             with output.open(encoding="utf-8") as scored:
                 shutil.copyfileobj(scored, sys.stdout)
@@ -52,9 +68,28 @@ def _score_and_compare(args: argparse.Namespace, reward: object) -> int:
 def _sandbox_run(args: argparse.Namespace) -> int:
     from groupscore.sandbox.commands import run_file
 
+    stdin_data = None
+    if args.stdin == "-" or (args.stdin is None and _piped_stdin()):
+        stdin_data = sys.stdin.buffer.read()
     return run_file(
-        args.file, language=args.language, time_limit_s=args.time_limit, memory_mb=args.memory_mb, stdin_path=args.stdin
+        args.file,
+        language=args.language,
+        time_limit_s=args.time_limit,
+        memory_mb=args.memory_mb,
+        stdin_path=None if args.stdin in (None, "-") else Path(args.stdin),
+        stdin_data=stdin_data,
     )
+
+
+def _piped_stdin() -> bool:
+    """Our stdin is a pipe or a file (`cmd | groupscore ...`, `< in.txt`), not a terminal or /dev/null."""
+    import stat
+
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):  # closed, or replaced by an object without a descriptor
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
 def _sandbox_policy(args: argparse.Namespace) -> int:
@@ -95,7 +130,7 @@ def _serve_on_ray(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from groupscore.train.commands import train_command
 
-    return train_command(args.config, dry_run=args.dry_run)
+    return train_command(args.config, dry_run=args.dry_run, sets=args.set, resume=args.resume)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -130,6 +165,37 @@ class _Parser(argparse.ArgumentParser):
             self.epilog = self.epilog_from()
         return super().format_help()
 
+    def error(self, message: str) -> NoReturn:
+        """argparse's error, with "did you mean" for a misspelt option or command."""
+        super().error(message + _suggestion(self, message))
+
+
+def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """' (did you mean --reward-range?)' for the first unknown option or command in an argparse message, or ''."""
+    if "unrecognized arguments:" in message:
+        words = [w for w in message.split("unrecognized arguments:", 1)[1].split() if w.startswith("-")]
+        known = [o for p in _parsers(parser) for a in p._actions for o in a.option_strings]
+    elif "invalid choice:" in message:
+        words = message.split("invalid choice:", 1)[1].split("'")[1:2]
+        known = [c for p in _parsers(parser) for a in p._actions for c in (a.choices or ()) if isinstance(c, str)]
+    else:
+        return ""
+    for word in words:
+        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]}?)"
+    return ""
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parser and every subcommand's parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
 
 def _serve_settings() -> str:
     from groupscore.service.settings import help_text
@@ -139,7 +205,7 @@ def _serve_settings() -> str:
 
 # groupscore.sandbox's LANGUAGES, written out: importing the sandbox here would slow every command's start
 # (tests/test_code_extract.py keeps the two equal).
-SANDBOX_LANGUAGES = ("python", "c", "cpp")
+SANDBOX_LANGUAGES = ("python", "c", "cpp", "javascript", "typescript", "java", "go", "rust", "bash")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,8 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("score", help="score a JSONL file of items")
-    p.add_argument("input", type=Path)
+    p.add_argument("input", type=Path, help="JSONL of items, one a line; - reads stdin")
     p.add_argument("-o", "--output", type=Path, default=None, help="output JSONL (default: stdout)")
+    p.add_argument(
+        "--verifier",
+        default=None,
+        metavar="KIND",
+        help="the verifier kind of lines without a `verifier` field (bare {completion, answer} lines)",
+    )
     p.add_argument("-j", "--workers", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
@@ -181,10 +253,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = sb.add_parser("run", help="run one program and print the result as JSON")
     p.add_argument("file", type=Path)
-    p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
+    p.add_argument(
+        "--language", choices=SANDBOX_LANGUAGES, default=None, help="default: from the file's suffix (.py, .c, .cpp)"
+    )
     p.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds (default: the sandbox's default)")
     p.add_argument("--memory-mb", type=int, default=None, help="memory limit in MB (default: the sandbox's default)")
-    p.add_argument("--stdin", type=Path, default=None, help="file fed to the program's stdin")
+    p.add_argument(
+        "--stdin",
+        default=None,
+        metavar="FILE",
+        help="file fed to the program's stdin; - reads ours (default: ours when it is a pipe or a file, else nothing)",
+    )
     p.set_defaults(func=_sandbox_run)
     p = sb.add_parser("policy", help="print the isolation policy")
     p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
@@ -193,13 +272,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "serve",
         help="run the scoring service",
+        description="Serve the scoring API (POST /v1/score, /v1/score/groups, OpenRLHF's /get_reward, SandboxFusion's "
+        "/run_code; docs at /docs) until interrupted. Each option wins over its variable below.",
         epilog_from=_serve_settings,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--host", default=None, help="address to listen on (GROUPSCORE_HOST)")
-    p.add_argument("--port", type=int, default=None, help="port to listen on (GROUPSCORE_PORT)")
-    p.add_argument("--workers", type=int, default=None, help="scoring processes (GROUPSCORE_WORKERS)")
-    p.add_argument("--token", default=None, help="require this bearer token (GROUPSCORE_TOKEN)")
+    p.add_argument("--host", default=None, help="address to listen on (default: GROUPSCORE_HOST, else 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port to listen on (default: GROUPSCORE_PORT, else 8000)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="scoring processes (default: GROUPSCORE_WORKERS, else one per usable core)",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require this bearer token on every path but the probes and /docs (default: GROUPSCORE_TOKEN, "
+        "else no auth)",
+    )
     p.add_argument(
         "--ray",
         nargs="?",
@@ -226,6 +317,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="run the GRPO pipeline from a YAML config")
     p.add_argument("config", type=Path)
     p.add_argument("--dry-run", action="store_true", help="validate, count rollouts, estimate run time")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a config value (read as YAML), e.g. --set grpo.max_steps=10 --set model.path=./my-model",
+    )
+    p.add_argument("--resume", action="store_true", help="go on from the interrupted run in run_dir (resume: true)")
     p.set_defaults(func=_train)
 
     p = sub.add_parser("check", help="consistency and reward-hacking checks for a reward function")
@@ -259,6 +358,18 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a SIGPIPE'd command would
+        _quiet_stdout()
+        return 141
     except (FileNotFoundError, ValueError) as exc:  # user errors: one clear line, no traceback
         print(f"groupscore {args.command}: {exc}", file=sys.stderr)
         return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's own flush at exit does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
