@@ -61,11 +61,12 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
         )
     except MissingColumn as exc:
         return validation_error_response([{"loc": ("body", "labels"), "msg": str(exc), "type": "missing"}])
-    verdicts = await request.app.state.dispatcher.score(raw_items, body.reward)
+    reward = body.reward if body.reward is not None else settings.openrlhf_default_reward()  # OpenRLHF sends none
+    verdicts = await request.app.state.dispatcher.score(raw_items, reward)
     # OpenRLHF has no "no reward" value: an infra_error sample gets reward 0.0 and infra_error 1.0 in extra_logs, so
     # a run can filter or at least see them (README, "Statuses").
     rewards = [v["reward"] for v in verdicts]
-    logs = extra_logs(verdicts, [c.name for c in body.reward.components] if body.reward else [])
+    logs = extra_logs(verdicts, [c.name for c in reward.components] if reward else [])
     return json_response({"rewards": rewards, "scores": rewards, "extra_logs": logs})
 
 

@@ -83,6 +83,11 @@ class Settings(BaseSettings):
         ),
     )
     openrlhf_verifier: str = Field(default="math", description="kind /get_reward scores plain-text labels with")
+    openrlhf_reward: str = Field(
+        default="",
+        description="the reward spec (JSON) /get_reward scores with when a request names none: OpenRLHF cannot send "
+        "one (empty: each label's own kind)",
+    )
     math_defaults: str = Field(
         default="",
         description=(
@@ -120,6 +125,23 @@ class Settings(BaseSettings):
         if value != 0 and value < MIN_WORKER_MEMORY_MB:
             raise ValueError(f"a scoring process needs {MIN_WORKER_MEMORY_MB} MB of address space to start")
         return value
+
+    @field_validator("openrlhf_reward")
+    @classmethod
+    def _reward_spec(cls, value: str) -> str:
+        if value:
+            from groupscore.verifiers.composite import CheckedRewardSpec
+
+            CheckedRewardSpec.model_validate_json(value)  # a bad spec fails here, at start-up
+        return value
+
+    def openrlhf_default_reward(self) -> Any:
+        """`openrlhf_reward` as a checked spec, or None."""
+        if not self.openrlhf_reward:
+            return None
+        from groupscore.verifiers.composite import CheckedRewardSpec
+
+        return CheckedRewardSpec.model_validate_json(self.openrlhf_reward)
 
     @field_validator("math_defaults")
     @classmethod

@@ -259,3 +259,18 @@ def test_check_prints_a_progress_line_per_group_on_a_large_case_file(tmp_path):
         line for line in out.stderr.splitlines() if line.startswith("groupscore check: ") and " on 250 cases" in line
     ]
     assert [line.split()[2] for line in progress][:2] == ["returns", "determinism"], out.stderr
+
+
+def test_openrlhf_get_reward_scores_with_the_services_default_spec():
+    from groupscore.service.embedded import start_embedded
+    from groupscore.service.settings import Settings, SettingsError
+
+    with pytest.raises((SettingsError, ValueError), match=r"openrlhf_reward|components"):
+        Settings(openrlhf_reward='{"components": []}')
+    spec = json.dumps(
+        {"components": [{"name": "correct"}, {"name": "fmt", "verifier": "format", "params": {"tags": ["answer"]}}]}
+    )
+    with start_embedded(workers=1, env={"GROUPSCORE_OPENRLHF_REWARD": spec}) as url:
+        body = {"query": ["Q?<answer>\\boxed{4}</answer>"], "prompts": ["Q?"], "labels": ["4"]}
+        answer = httpx.post(f"{url}/get_reward", json=body, timeout=60).json()
+    assert answer["rewards"] == [1.0] and answer["extra_logs"]["fmt"] == [1.0]
