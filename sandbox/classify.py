@@ -8,6 +8,17 @@ from groupscore.sandbox.jail import TIME_LIMIT_RE, RawRun
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.result import RunStatus
 
+# How the other runtimes say they ran out of memory (the JVM's heap, V8's heap, Go's runtime, Rust's allocator, bash):
+# a stack trace or a native backtrace may follow, hence a search of the stderr's tail rather than its last line.
+_OWN_OOM = (
+    "java.lang.OutOfMemoryError",
+    "JavaScript heap out of memory",
+    "runtime: out of memory",
+    "Array buffer allocation failed",
+    "memory allocation of ",
+    "xmalloc: cannot allocate",
+)
+
 
 def _tail(text: str, n: int = 400) -> str:
     return text[-n:]
@@ -38,7 +49,10 @@ def classify(out: RawRun, limits: Limits) -> tuple[RunStatus, str | None]:
     if out.exit_code not in (None, 0) or out.signal is not None:
         tail = _tail(out.stderr.decode(errors="replace")).rstrip().splitlines()
         last = tail[-1] if tail else ""
-        if last.startswith("MemoryError") or "std::bad_alloc" in last:
+        runtime_said = _tail(out.stderr.decode(errors="replace"), 8192)
+        if "unable to create native thread" in runtime_said:  # the JVM's word for the pids limit
+            return RunStatus.RUNTIME_ERROR, f"process limit {limits.max_processes} reached"
+        if last.startswith("MemoryError") or "std::bad_alloc" in last or any(m in runtime_said for m in _OWN_OOM):
             return RunStatus.MEMORY_LIMIT, f"out of memory (address space {limits.address_space_mb} MB)"
         if out.signal == signal.SIGXFSZ:
             return RunStatus.RUNTIME_ERROR, f"file size limit {limits.max_file_bytes} bytes"

@@ -10,7 +10,8 @@ Runtimes that reserve more than they use, or start threads of their own, are tol
   spending the pids limit on threads, and GOMEMLIMIT (3/4 of the memory limit) makes its GC work harder before the
   cgroup kills the run;
 - node: V8's heap is capped at 3/4 of the memory limit (a clean "heap out of memory"), and its worker pool at 2
-  threads (the default is 4 plus libuv's 4).
+  threads (the default is 4 plus libuv's 4);
+- glibc's malloc arenas (64 MB of address space per thread) are capped at 2 for the JVM and node.
 The compile steps get their own limits (COMPILE_LIMITS, more processes where the compiler is a JVM or `go build`).
 """
 
@@ -113,6 +114,10 @@ def _jvm_flags(limits: Limits, *, prefix: str = "") -> list[str]:
         "-XX:CompressedClassSpaceSize=64m",
         "-XX:ReservedCodeCacheSize=64m",
         "-XX:-UsePerfData",  # no hsperfdata file in /tmp
+        # The JVM's own warnings (a thread it could not start at the pids limit, ...) go to stdout by default, where
+        # they would be taken for the program's output: to stderr instead.
+        "-Xlog:disable",
+        "-Xlog:all=warning:stderr",
     ]
     return [prefix + f for f in flags]
 
@@ -175,6 +180,11 @@ def run_argv(tool: Toolchain, main: str, limits: Limits, entry: str | None = Non
     return [f"{WORK_DIR}/{BINARY}"]
 
 
+# glibc gives each thread a malloc arena of 64 MB of address space: a JVM's dozen threads would spend the jail's
+# address-space rlimit on arenas before its heap (at 128 MB of memory the JVM could not start its threads).
+_MALLOC_ARENAS = "MALLOC_ARENA_MAX=2"
+
+
 def language_env(language: str, limits: Limits, compile_step: bool) -> tuple[str, ...]:
     """Environment variables a language's jail adds to the common ones (PATH, HOME, TMPDIR, locale)."""
     if language == "python":
@@ -193,5 +203,7 @@ def language_env(language: str, limits: Limits, compile_step: bool) -> tuple[str
     if language == "go":
         return ("GOMAXPROCS=2", f"GOMEMLIMIT={max(8, limits.memory_mb * 3 // 4)}MiB")
     if language in ("javascript", "typescript"):
-        return ("UV_THREADPOOL_SIZE=2", "NODE_DISABLE_COLORS=1")
+        return ("UV_THREADPOOL_SIZE=2", "NODE_DISABLE_COLORS=1", _MALLOC_ARENAS)
+    if language == "java":
+        return (_MALLOC_ARENAS,)
     return ()
