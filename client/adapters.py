@@ -5,6 +5,8 @@ TRL (sync or async; TRL awaits async reward functions itself):
 
     reward = trl_reward_func("http://127.0.0.1:8000", verifier="math")
     GRPOTrainer(..., reward_funcs=[reward])
+    # inside a Ray cluster, the Ray Serve deployment through a handle (no HTTP hop; groupscore[ray]):
+    reward = trl_reward_func("serve://groupscore", verifier="math")   # or ServeHandleClient("groupscore", shards=4)
 
     # each component of a composite reward as its own TRL reward function, one request per batch for all of them
     funcs = trl_reward_funcs("http://127.0.0.1:8000", spec)
@@ -26,6 +28,7 @@ from typing import Any
 
 from groupscore.client.http import AsyncScoreClient, ScoreClient
 from groupscore.client.loops import LoopClients
+from groupscore.client.serve_handle import ServeHandleClient, app_of, is_serve_url
 from groupscore.schema.columns import KIND_FIELDS, MissingColumn, check_columns
 from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Status
@@ -146,7 +149,7 @@ class _BatchScorer:
 
     def __init__(
         self,
-        service: str | Sequence[str] | ScoreClient,
+        service: str | Sequence[str] | ScoreClient | ServeHandleClient,
         builder: _ItemBuilder,
         spec: RewardSpec | None,
         token: str | None,
@@ -159,7 +162,12 @@ class _BatchScorer:
         self.lock = threading.Lock()
         self.last: tuple[list[dict[str, Any]], Any] | None = None  # (items, verdicts or their asyncio task)
         self.requests = 0  # requests sent, for tests and logs
-        if asynchronous:
+        self.handle_client: ServeHandleClient | None = None  # a Ray Serve handle: one client, sync and async
+        if isinstance(service, ServeHandleClient) or (isinstance(service, str) and is_serve_url(service)):
+            handle = service if isinstance(service, ServeHandleClient) else ServeHandleClient(app_of(service))
+            self.handle_client = handle
+            self.client: ScoreClient | ServeHandleClient = self.handle_client
+        elif asynchronous:
             urls = service.urls if isinstance(service, ScoreClient) else service
             if isinstance(service, ScoreClient) and token is None:
                 token = service.token
@@ -203,6 +211,8 @@ class _BatchScorer:
     async def _request(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not items:
             return []
+        if self.handle_client is not None:
+            return await self.handle_client.ascore_raw(items, self.spec, self.deadline_s)
         return await (await self.clients.get()).score_raw(items, self.spec, self.deadline_s)
 
     def function(self, component: str | None, name: str, asynchronous: bool) -> Callable[..., Any]:
@@ -226,7 +236,7 @@ class _BatchScorer:
 
 
 def trl_reward_func(
-    service: str | Sequence[str] | ScoreClient,
+    service: str | Sequence[str] | ScoreClient | ServeHandleClient,
     *,
     verifier: str = "math",
     columns: dict[str, str] | None = None,
@@ -263,7 +273,7 @@ def trl_reward_func(
 
 
 def trl_reward_funcs(
-    service: str | Sequence[str] | ScoreClient,
+    service: str | Sequence[str] | ScoreClient | ServeHandleClient,
     reward: RewardSpec | dict,
     *,
     verifier: str = "math",

@@ -9,7 +9,8 @@ variables often do not reach verl's Ray workers:
       path: <site-packages>/groupscore/client/verl.py
       name: compute_score
       reward_kwargs:
-        url: http://10.0.0.5:8000          # or a list: batches are sharded across them
+        url: http://10.0.0.5:8000          # or a list: batches are sharded across them; or serve://groupscore:
+                                           # the Ray Serve deployment through a handle, no HTTP hop (groupscore[ray])
         token: s3cret                      # the service's GROUPSCORE_TOKEN
         kind: math                         # every sample's verifier kind (else extra_info.verifier, else data_source)
         data_source_kinds: {my_gsm8k: math}  # added to DATA_SOURCE_KINDS, winning over its entries
@@ -35,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from groupscore.client.http import ScoreClient
+from groupscore.client.serve_handle import ServeHandleClient, app_of, is_serve_url
 from groupscore.schema.columns import KIND_FIELDS, check_columns
 from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Status
@@ -67,7 +69,7 @@ DATA_SOURCE_KINDS: dict[str, str] = {
 
 # The reward_kwargs compute_score takes (README, "verl"), with what each holds.
 REWARD_KWARGS = {
-    "url": "the service's base URL, or a list of them (default: GROUPSCORE_URL)",
+    "url": "the service's base URL, a list of them, or serve://APP: a Ray Serve handle (default: GROUPSCORE_URL)",
     "token": "the service's bearer token (default: GROUPSCORE_TOKEN)",
     "kind": "the verifier kind of every sample",
     "data_source_kinds": "data_source -> kind, over DATA_SOURCE_KINDS",
@@ -109,7 +111,10 @@ class VerlOptions:
             )
         url = kwargs.get("url")
         self.urls: list[str] | None = None
-        if url is not None:
+        self.serve_app: str | None = None  # serve://APP: the Ray Serve deployment through a handle
+        if isinstance(url, str) and is_serve_url(url):
+            self.serve_app = app_of(url)
+        elif url is not None:
             from groupscore.client.settings import http_urls
 
             given = ",".join(url) if isinstance(url, list) else str(url)
@@ -155,7 +160,7 @@ class VerlOptions:
 
 _lock = threading.Lock()
 _options: dict[str, VerlOptions] = {}  # reward_kwargs as JSON -> their checked form
-_clients: dict[tuple[tuple[str, ...], str | None], ScoreClient] = {}
+_clients: dict[tuple[tuple[str, ...], str | None], ScoreClient | ServeHandleClient] = {}
 
 
 def options_for(kwargs: Mapping[str, Any]) -> VerlOptions:
@@ -166,8 +171,15 @@ def options_for(kwargs: Mapping[str, Any]) -> VerlOptions:
         return _options[key]
 
 
-def client_for(options: VerlOptions) -> ScoreClient:
-    """One pooled client per service address and token; what reward_kwargs leave out comes from the environment."""
+def client_for(options: VerlOptions) -> ScoreClient | ServeHandleClient:
+    """One pooled client per service address and token; what reward_kwargs leave out comes from the environment.
+    `url: serve://APP`: a Serve handle client (verl's reward workers are in the Ray cluster already)."""
+    if options.serve_app is not None:
+        with _lock:
+            handle_key: tuple[tuple[str, ...], str | None] = ((f"serve://{options.serve_app}",), None)
+            if handle_key not in _clients:
+                _clients[handle_key] = ServeHandleClient(options.serve_app)
+            return _clients[handle_key]
     urls, token = options.urls, options.token
     if urls is None or token is None:
         from groupscore.client.settings import load

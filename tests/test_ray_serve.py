@@ -305,3 +305,20 @@ def test_groupscore_serve_ray_refuses_workers():
 
     done = groupscore("serve", "--ray", "--workers", "2", timeout=120)
     assert done.returncode == 2 and "--workers does not apply with --ray" in done.stderr, done.stderr
+
+
+def test_the_trl_and_verl_adapters_reach_the_deployment_by_handle_and_by_proxy_url(url):
+    import asyncio
+
+    from groupscore.client.adapters import trl_reward_func
+    from groupscore.client.verl import compute_score, compute_score_batch
+
+    completions = ["\\boxed{4}", "\\boxed{5}", "no answer"]
+    columns = {"answer": ["4", "4", "4"]}
+    for service in ("serve://groupscore", url):
+        assert trl_reward_func(service, verifier="math")(["q"] * 3, completions, **columns) == [1.0, 0.0, 0.0]
+        reward_async = trl_reward_func(service, verifier="math", asynchronous=True)
+        assert asyncio.run(reward_async(["q"] * 3, completions, **columns)) == [1.0, 0.0, 0.0]
+        batch = compute_score_batch(["gsm8k"] * 3, completions, ["4"] * 3, url=service)
+        assert [r["score"] for r in batch] == [1.0, 0.0, 0.0]
+        assert compute_score("gsm8k", "\\boxed{4}", "4", url=service)["score"] == 1.0
