@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from groupscore.testing.cases import Case, CasesError
+from groupscore.testing.signature import TRL_EXTRAS, signature_problem
 
 
 class TargetError(RuntimeError):
@@ -113,39 +114,10 @@ class RewardFunctionTarget(Target):
         """The function's parameters against the cases' columns, before any call: a parameter without a default
         that no column fills (`ground_truth` when the cases have `answer`) would fail every call with a TypeError."""
         fields = list(dict.fromkeys(k for case in cases for k in case.fields))
-        passed = ["prompts", "completions", "completion_ids", *fields, *_TRL_EXTRAS]
+        passed = ["prompts", "completions", "completion_ids", *fields, *TRL_EXTRAS]
         problem = signature_problem(self.fn, passed, ["prompt", "completion", *fields])
         if problem:
             raise CasesError(f"{self.description} {problem}")
-
-
-# What TRL passes besides the dataset's columns (RewardFunctionTarget.score passes the same).
-_TRL_EXTRAS = ("trainer_state", "log_extra", "log_metric")
-
-
-def signature_problem(fn: Callable[..., Any], passed: Sequence[str], columns: Sequence[str]) -> str | None:
-    """Why calling `fn` with the keywords `passed` fails, in one clause naming the cases' columns; None when it
-    would not (or when the signature cannot be read: a builtin, a C extension)."""
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    have = f"cases have {', '.join(columns)}"
-    named = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    missing = [
-        p.name
-        for p in parameters
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty and p.name not in passed
-    ]
-    if missing:
-        return f"needs column `{missing[0]}`; {have}"
-    unexpected = [name for name in passed if name not in named]
-    if unexpected and not any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return (
-            f"takes no keyword `{unexpected[0]}`, which TRL passes (every column, completion_ids, trainer_state, "
-            f"log_metric, ...): add **kwargs; {have}"
-        )
-    return None
 
 
 class VerlScoreTarget(Target):

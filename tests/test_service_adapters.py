@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from groupscore.client import adapters
+from groupscore.client import verl
 from groupscore.client.adapters import compute_score, compute_score_batch, trl_reward_func
 
 pytestmark = pytest.mark.service(workers=2)  # the `url` and `http` fixtures (conftest.py)
@@ -85,7 +85,7 @@ def test_trl_plain_text_completions_and_renamed_columns(url):
 
 def test_verl_compute_score_math_and_code(url, monkeypatch):
     monkeypatch.setenv("GROUPSCORE_URL", url)
-    monkeypatch.setattr(adapters, "_verl_client", None)
+    monkeypatch.setattr(verl, "_clients", {})  # a client for this module's service, not one an earlier test made
     assert compute_score("openai/gsm8k", "so #### \\boxed{72}", "72", {"split": "train"}) == {
         "score": 1.0,
         "acc": 1.0,
@@ -220,8 +220,11 @@ def test_sandbox_fusion_cpp_compile_files_and_languages(http):
         fetch_files=["out.txt"],
     )
     assert fetched["status"] == "Success" and base64.b64decode(fetched["files"]["out.txt"]) == b"42"
-    other = _run_code(http, language="lua", code="print(1)")
-    assert other["status"] == "SandboxError" and "not supported" in other["message"]
+    # A language the sandbox does not run: SandboxFusion's own answer for a missing toolchain (Failed, 127), which its
+    # client does not retry, unlike SandboxError.
+    other = _run_code(http, language="lean", code="#eval 1")
+    assert other["status"] == "Failed" and other["run_result"]["return_code"] == 127
+    assert "not supported" in other["run_result"]["stderr"]
 
 
 def test_trl_reward_functions_run_inside_a_real_grpo_trainer_step(url, tmp_path):
