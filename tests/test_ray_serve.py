@@ -322,3 +322,24 @@ def test_the_trl_and_verl_adapters_reach_the_deployment_by_handle_and_by_proxy_u
         batch = compute_score_batch(["gsm8k"] * 3, completions, ["4"] * 3, url=service)
         assert [r["score"] for r in batch] == [1.0, 0.0, 0.0]
         assert compute_score("gsm8k", "\\boxed{4}", "4", url=service)["score"] == 1.0
+
+
+def test_the_trainers_service_ray_deploys_for_the_run_or_joins_the_running_deployment(cluster, url):
+    from pydantic import ValidationError
+
+    from groupscore.train.config import ServiceConfig
+    from groupscore.train.scoring import open_scorer, wire_group
+
+    port = int(url.rsplit(":", 1)[1])
+    groups = [wire_group("g", {"verifier": "math", "answer": "4"}, ["\\boxed{4}", "\\boxed{3}", "\\boxed{4}"])]
+    own = {"address": cluster.address, "http_port": port, "app_name": "train-run", "route_prefix": "/train"}
+    with open_scorer(ServiceConfig(ray={**own, "replica_cpus": 0})) as scorer:
+        assert scorer.urls == [f"{url}/train"] and "train-run" in serve.status().applications
+        (scored,) = scorer.score_groups(groups)
+        assert scored.total.rewards == [1.0, 0.0, 1.0] and scored.total.advantages[1] < 0 < scored.total.advantages[0]
+    assert "train-run" not in serve.status().applications  # deployed for the run, deleted after it
+    with open_scorer(ServiceConfig(ray={"address": cluster.address, "http_port": port})) as scorer:
+        assert scorer.urls == [url] and scorer.score_groups(groups)[0].total.rewards == [1.0, 0.0, 1.0]
+    assert "groupscore" in serve.status().applications  # joined, so left running
+    with pytest.raises(ValidationError, match="not both"):
+        ServiceConfig(urls=[url], ray={})

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from groupscore.train.ray_service import RayServiceConfig
 from groupscore.train.tiny_model import TinyModelSpec
 from groupscore.verifiers.composite import CheckedRewardSpec
 
@@ -180,6 +181,9 @@ class RewardsConfig(_Section):
 
 class ServiceConfig(_Section):
     urls: list[str] = Field(default_factory=list, description="External service URL(s); empty = start one embedded.")
+    ray: RayServiceConfig | None = Field(
+        default=None, description="Score through the Ray Serve deployment (joined, or deployed for the run)."
+    )
     token: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
     reward: CheckedRewardSpec | None = Field(
@@ -190,6 +194,12 @@ class ServiceConfig(_Section):
         description="Train on after the service's verifier versions change mid-run (a service "
         "upgraded, shards on different releases); by default the run stops.",
     )
+
+    @model_validator(mode="after")
+    def _one_service(self) -> ServiceConfig:
+        if self.urls and self.ray is not None:
+            raise ValueError("give service.urls (running services) or service.ray (the Ray Serve deployment), not both")
+        return self
 
 
 class SftConfig(_Section):

@@ -87,10 +87,15 @@ class ServiceScorer:
 
 @contextmanager
 def open_scorer(service: ServiceConfig) -> Iterator[ServiceScorer]:
-    """The configured service, or (no URLs) one started embedded on a free loopback port for this run."""
+    """The configured service: running ones (`urls`), the Ray Serve deployment (`ray`: joined, or deployed for the run),
+    or else one started embedded on a free loopback port for this run."""
     urls, token = service.urls, service.token
     with ExitStack() as stack:
-        if not urls:
+        if not urls and service.ray is not None:
+            from groupscore.train.ray_service import ray_service_url
+
+            urls = [stack.enter_context(ray_service_url(service.ray, token))]
+        elif not urls:
             from groupscore.service.embedded import start_embedded
 
             urls = [stack.enter_context(start_embedded(port=0, token=token))]
