@@ -102,7 +102,10 @@ def _serve(args: argparse.Namespace) -> int:
     if args.ray is not None:
         return _serve_on_ray(args)
     from groupscore.service.server import serve
+    from groupscore.variables import unknown_variables
 
+    for line in unknown_variables():  # a misspelt variable is otherwise ignored without a word
+        print(f"groupscore serve: {line}", file=sys.stderr)
     return serve(host=args.host, port=args.port, workers=args.workers, token=args.token)
 
 

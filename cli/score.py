@@ -7,7 +7,6 @@ the workers, and here only on a failure path, so a one-shot run starts fast.
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 import time
@@ -56,8 +55,9 @@ def score_jsonl(
         from groupscore.schema.reward import KIND_NAMES
 
         if verifier not in KIND_NAMES:
-            close = difflib.get_close_matches(verifier, KIND_NAMES, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            from groupscore.schema.names import did_you_mean
+
+            hint = did_you_mean(verifier, KIND_NAMES)
             raise ValueError(f"--verifier {verifier!r} is not a verifier kind{hint}; kinds: {', '.join(KIND_NAMES)}")
     input_path = Path(input_path)
     if str(input_path) != "-" and not input_path.is_file():

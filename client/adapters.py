@@ -195,13 +195,14 @@ class _BatchScorer:
 
     async def score_async(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         with self.lock:
-            task = self.last[1] if self.last is not None and self.last[0] == items else None
-            reusable = (
-                isinstance(task, asyncio.Task)
-                and task.get_loop() is asyncio.get_running_loop()
-                and not (task.done() and (task.cancelled() or task.exception() is not None))
-            )
-            if not reusable:
+            previous = self.last[1] if self.last is not None and self.last[0] == items else None
+            if (
+                isinstance(previous, asyncio.Task)
+                and previous.get_loop() is asyncio.get_running_loop()
+                and not (previous.done() and (previous.cancelled() or previous.exception() is not None))
+            ):
+                task: asyncio.Future[list[dict[str, Any]]] = previous
+            else:
                 self.requests += 1
                 task = asyncio.ensure_future(self._request(items))
                 self.last = (items, task)

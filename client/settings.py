@@ -12,6 +12,7 @@ dependencies are httpx, pydantic and orjson. As with the other parts' settings, 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -19,7 +20,7 @@ ENV_PREFIX = "GROUPSCORE_"
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 
-def _from_env(fields: dict[str, object]) -> dict[str, str]:
+def _from_env(fields: Iterable[str]) -> dict[str, str]:
     """The variables of these fields that are set and not empty, by field name."""
     values = {}
     for name in fields:

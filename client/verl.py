@@ -29,7 +29,6 @@ naming the two keywords that fix it, never a guess from a substring.
 
 from __future__ import annotations
 
-import difflib
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -38,6 +37,7 @@ from typing import Any
 from groupscore.client.http import ScoreClient
 from groupscore.client.serve_handle import ServeHandleClient, app_of, is_serve_url
 from groupscore.schema.columns import KIND_FIELDS, check_columns
+from groupscore.schema.names import did_you_mean
 from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Status
 
@@ -89,12 +89,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
         return [plain(v) for v in value]
     return value
-
-
-def did_you_mean(name: str, known: Sequence[str]) -> str:
-    """' (did you mean 'url'?)' for the closest known name, or ''."""
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class VerlOptions:

@@ -198,7 +198,7 @@ def test_score_reads_stdin_writes_stdout_and_takes_a_kind_for_bare_lines():
     reason = json.loads(out.stdout)["reason"]
     assert out.returncode == 1 and "verifier: missing" in reason and "math, code" in reason
     out = groupscore("score", "-", "--verifier", "mth", input=lines, timeout=60)
-    assert out.returncode == 2 and "did you mean math" in out.stderr
+    assert out.returncode == 2 and "did you mean 'math'" in out.stderr
 
 
 def test_misspelt_commands_and_options_get_a_did_you_mean():
@@ -274,3 +274,19 @@ def test_openrlhf_get_reward_scores_with_the_services_default_spec():
         body = {"query": ["Q?<answer>\\boxed{4}</answer>"], "prompts": ["Q?"], "labels": ["4"]}
         answer = httpx.post(f"{url}/get_reward", json=body, timeout=60).json()
     assert answer["rewards"] == [1.0] and answer["extra_logs"]["fmt"] == [1.0]
+
+
+def test_misspelt_field_and_setting_names_get_the_closest_known_one(tmp_path):
+    from groupscore.variables import unknown_variables
+
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"components": [{"name": "correct", "wieght": 1.0}]}))
+    item = '{"id": 1, "verifier": "math", "completion": "\\\\boxed{4}", "anwser": "4"}\n'
+    out = groupscore("score", "-", "--no-progress", "--reward", str(spec), input=item, timeout=60)
+    assert out.returncode == 2 and "did you mean 'weight'" in out.stderr
+    out = groupscore("score", "-", "--no-progress", input=item, timeout=60)
+    assert "math.anwser: Extra inputs are not permitted (did you mean 'answer'?)" in json.loads(out.stdout)["reason"]
+    warnings = unknown_variables({"GROUPSCORE_WORKES": "4", "GROUPSCORE_PORT": "1", "GROUPSCORE_FULL_PIN_CHECK": "1"})
+    assert warnings == [
+        "warning: GROUPSCORE_WORKES is not a groupscore setting and is ignored; did you mean GROUPSCORE_WORKERS?"
+    ]

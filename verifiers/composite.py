@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError, model_validator
 
 from groupscore.schema.item import ItemBase
+from groupscore.schema.names import did_you_mean
 from groupscore.schema.reward import Component, RewardSpec
 from groupscore.schema.verdict import Status, Verdict, join_versions, split_versions
 from groupscore.verifiers.registry import describe_error, parse_item, score_item
@@ -54,9 +55,19 @@ def load_reward_spec(path: Path | str) -> CheckedRewardSpec:
         return CheckedRewardSpec.model_validate_json(text)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '<spec>'}: {e['msg']}" for e in exc.errors(include_url=False)
+            f"{'.'.join(str(p) for p in e['loc']) or '<spec>'}: {e['msg']}{_spec_hint(e)}"
+            for e in exc.errors(include_url=False)
         )
         raise ValueError(f"bad reward spec {path}: {problems}") from None
+
+
+def _spec_hint(error: Any) -> str:
+    """For a field the spec or a component does not have: the closest one (`wieght`: did you mean 'weight'?)."""
+    if error["type"] != "extra_forbidden":
+        return ""
+    loc = error["loc"]
+    known = Component.model_fields if len(loc) == 3 and loc[0] == "components" else RewardSpec.model_fields
+    return did_you_mean(str(loc[-1]), [*known, "normalise"] if known is RewardSpec.model_fields else known)
 
 
 def component_item(item: ItemBase, component: Component) -> ItemBase:

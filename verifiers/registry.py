@@ -14,6 +14,7 @@ from typing import Annotated, Any, Union
 from pydantic import Field, TypeAdapter, ValidationError
 
 from groupscore.schema.item import ItemBase
+from groupscore.schema.names import did_you_mean
 from groupscore.schema.reward import KIND_NAMES
 from groupscore.schema.verdict import Verdict, join_versions
 from groupscore.verifiers.code.item import CodeItem
@@ -122,10 +123,15 @@ def parse_item(raw: Any) -> ItemBase:
 
 
 def describe_error(exc: ValidationError) -> str:
-    """One line per problem, each naming the field path."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '<item>'}: {err['msg']}" for err in exc.errors(include_url=False)
-    )
+    """One line per problem, each naming the field path; a field the kind does not have names the closest one."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = err["loc"]
+        hint = ""
+        if err["type"] == "extra_forbidden" and len(loc) == 2 and loc[0] in KINDS:  # (kind, field) of an item
+            hint = did_you_mean(str(loc[1]), KINDS[str(loc[0])].item_model.model_fields)
+        problems.append(f"{'.'.join(str(p) for p in loc) or '<item>'}: {err['msg']}{hint}")
+    return "; ".join(problems)
 
 
 def score_item(item: ItemBase) -> Verdict:

@@ -5,12 +5,12 @@ The runtime's workers and every in-process caller score through here; one bad it
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from pydantic import ValidationError
 
 from groupscore.schema.item import ItemBase
+from groupscore.schema.names import did_you_mean
 from groupscore.schema.reward import KIND_NAMES, RewardSpec
 from groupscore.schema.verdict import Verdict
 from groupscore.verifiers.composite import score_composite
@@ -55,6 +55,5 @@ def _kind_problem(kind: Any) -> str | None:
     kinds = ", ".join(KIND_NAMES)
     if kind is None:
         return f"missing; give the item's kind, one of {kinds} (`groupscore score --verifier KIND` for every line)"
-    close = difflib.get_close_matches(str(kind), KIND_NAMES, n=1) if isinstance(kind, str) else []
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(kind, KIND_NAMES) if isinstance(kind, str) else ""
     return f"{kind!r} is not a verifier kind{hint}; kinds: {kinds}"
