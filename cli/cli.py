@@ -92,6 +92,12 @@ def _piped_stdin() -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
 
 
+def _sandbox_env_create(args: argparse.Namespace) -> int:
+    from groupscore.sandbox.commands import create_env
+
+    return create_env(args.name, args.packages)
+
+
 def _sandbox_policy(args: argparse.Namespace) -> int:
     from groupscore.sandbox.commands import show_policy
 
@@ -257,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sb.add_parser("run", help="run one program and print the result as JSON")
     p.add_argument("file", type=Path)
     p.add_argument(
-        "--language", choices=SANDBOX_LANGUAGES, default=None, help="default: from the file's suffix (.py, .c, .cpp)"
+        "--language", choices=SANDBOX_LANGUAGES, default=None, help="default: from the suffix (.py, .js, ...)"
     )
     p.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds (default: the sandbox's default)")
     p.add_argument("--memory-mb", type=int, default=None, help="memory limit in MB (default: the sandbox's default)")
@@ -271,6 +277,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sb.add_parser("policy", help="print the isolation policy")
     p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
     p.set_defaults(func=_sandbox_policy)
+    env = sb.add_parser("env", help="named Python environments for the jail").add_subparsers(
+        dest="env_command", required=True
+    )
+    p = env.add_parser(
+        "create",
+        help="install packages for the jail's Python into a named environment (GROUPSCORE_SANDBOX_ENVS/NAME)",
+        description="Install PACKAGES (binary wheels, for the jail's Python version) into the named environment, time "
+        "each module's import in a jail, and record which the call runner imports before forking. Items choose it "
+        "with python_env, the service with GROUPSCORE_SANDBOX_PYTHON_ENV.",
+    )
+    p.add_argument("name")
+    p.add_argument("packages", nargs="+")
+    p.set_defaults(func=_sandbox_env_create)
 
     p = sub.add_parser(
         "serve",

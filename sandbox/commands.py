@@ -1,4 +1,5 @@
-"""`groupscore sandbox run|policy`: run one file in the jail, or print the isolation policy."""
+"""`groupscore sandbox run|policy|env create`: run one file in the jail, print the isolation policy, or make a named
+Python environment for the jail."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run
 from groupscore.sandbox.jail import cgroup_note
+from groupscore.sandbox.languages import SPECS
 
 # Suffixes other than the one each language's main file has (main.cpp) that name the same language.
 EXTRA_SUFFIXES = {".cc": "cpp", ".cxx": "cpp", ".c++": "cpp"}
@@ -63,14 +65,46 @@ def run_file(
 
 
 def show_policy(language: str = "python") -> int:
-    """Print the run policy (and, for C/C++, the compile policy) as JSON."""
+    """Print the run policy (and, for a compiled language, the compile policy) as JSON."""
     try:
         policies: dict[str, Any] = {"run": policy_for(language).model_dump(mode="json")}
-        if language in ("c", "cpp"):
+        if SPECS[language].compiled:
             policies["compile"] = policy_for(language, compile_step=True).model_dump(mode="json")
         policies["cgroup_on_this_host"] = cgroup_note()
     except SandboxUnavailable as exc:
         print(f"sandbox unavailable: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(policies, indent=2))
+    return 0
+
+
+def create_env(name: str, packages: list[str]) -> int:
+    """`groupscore sandbox env create NAME PACKAGES...`: install the packages for the jail's Python, then time each
+    top-level module's import inside a jail (those above envs.PREIMPORT_ABOVE_S the call runner imports before it forks
+    its first worker). Exit status: 0 made, 2 it could not be made."""
+    from groupscore.sandbox.envs import create_env as make_env
+    from groupscore.sandbox.envs import import_probe, load_env, record_import_times
+    from groupscore.sandbox.toolchains import python_env_toolchain, python_toolchain
+
+    try:
+        base = python_toolchain()
+        path = make_env(name, packages, base.executable, base.version)
+        python_env_toolchain.cache_clear()  # a new env of an old name
+        modules = json.loads((path / "env.json").read_text())["modules"]
+        times: dict[str, float] = {}
+        for module in modules:
+            r = run({"main.py": import_probe(module)}, limits=Limits(wall_time_s=60, memory_mb=1024), python_env=name)
+            if r.ok:
+                times[module] = float(r.stdout.strip())
+            else:
+                print(f"importing {module} failed in the jail: {r.stderr.strip()[-300:]}", file=sys.stderr)
+        preimport = record_import_times(path, times)
+        python_env_toolchain.cache_clear()
+        env = load_env(name, base.version)
+    except (SandboxUnavailable, ValueError) as exc:
+        print(f"groupscore sandbox env create: {exc}", file=sys.stderr)
+        return 2
+    shown = ", ".join(f"{m} {t * 1000:.0f} ms" for m, t in sorted(times.items()))
+    print(f"{env.path}: Python {env.python_version}; import in a jail: {shown or 'nothing to import'}")
+    print(f"imported by the call runner before it forks: {', '.join(preimport) or 'nothing'}")
     return 0

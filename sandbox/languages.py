@@ -185,11 +185,18 @@ def run_argv(tool: Toolchain, main: str, limits: Limits, entry: str | None = Non
 _MALLOC_ARENAS = "MALLOC_ARENA_MAX=2"
 
 
-def language_env(language: str, limits: Limits, compile_step: bool) -> tuple[str, ...]:
+def language_env(tool: Toolchain, limits: Limits, compile_step: bool) -> tuple[str, ...]:
     """Environment variables a language's jail adds to the common ones (PATH, HOME, TMPDIR, locale)."""
+    language = tool.language
     if language == "python":
         # Fixed hash seed: same program, same set iteration order, same verdict.
-        return ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
+        env = ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
+        if tool.site_dirs:
+            # A named environment's packages; BLAS and OpenMP pools sized 1 (numpy would start one thread per host
+            # CPU at import, against the pids limit).
+            threads = ("OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1")
+            env += (f"PYTHONPATH={':'.join(tool.site_dirs)}", *threads)
+        return env
     if language == "go" and compile_step:
         # No network and no modules: the standard library only; the build cache lives and dies in the work dir.
         return (

@@ -33,6 +33,7 @@ class RunRequest(BaseModel):
     compile_command: list[str] | None = None
     as_init: bool = False
     args: tuple[str, ...] = ()
+    python_env: str | None = None
 
 
 def default_workers() -> int:

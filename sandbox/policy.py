@@ -216,7 +216,7 @@ def _make_policy(
         f"TMPDIR={WORK_DIR}",
         "LANG=C.UTF-8",
         "LC_ALL=C.UTF-8",
-        *language_env(tool.language, limits, compile_step),
+        *language_env(tool, limits, compile_step),
     )
     return Policy(
         language=tool.language + (" (compile)" if compile_step else ""),

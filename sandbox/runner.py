@@ -51,6 +51,7 @@ def run(
     compile_command: list[str] | None = None,
     as_init: bool = False,
     args: list[str] | tuple[str, ...] = (),
+    python_env: str | None = None,
 ) -> RunResult:
     """Run untrusted code in a fresh jail and return what happened.
 
@@ -66,10 +67,14 @@ def run(
         kernel drops those, bar ones it installed a handler for). Without it an init shell is pid 1, which also
         sets the soft CPU limit (SIGXCPU at limits.cpu_seconds); a pid-1 program gets only the hard one (+1 s).
     args: more arguments after the default command (not with `command`), e.g. a runner's input file.
+    python_env: Python only: a named environment (envs.py) bound read-only, its packages importable; None: the
+        GROUPSCORE_SANDBOX_PYTHON_ENV setting (unset: the standard library alone); "": none whatever the setting.
     Raises SandboxUnavailable when nsjail cannot start; BadRunRequest (a ValueError) on bad arguments. Never runs
     anything outside the jail.
     """
-    tool = toolchain(language)
+    if python_env is not None and language != "python":
+        raise BadRunRequest(f"python_env applies to python runs, not {language}")
+    tool = toolchain(language, python_env)
     ensure_available(language)
     main = main or MAIN_FILE[language]
     data = normalize_files(files)

@@ -33,6 +33,17 @@ class SandboxSettings(BaseSettings):
             "/usr/bin/python3, /usr/local/bin/python3)"
         ),
     )
+    python_env: str | None = Field(
+        default=None,
+        description=(
+            "the named Python environment (envs.py) Python runs use when an item or call names none "
+            "(default: the jail's Python alone, standard library only)"
+        ),
+    )
+    envs: str = Field(
+        default="/var/lib/groupscore/envs",
+        description="where named Python environments live, one dir each (readable by the jails' uids)",
+    )
     workers: int | None = Field(default=None, ge=1, description="runs at once in run_many (default: the usable cores)")
     max_jails: int | None = Field(
         default=None, ge=1, description="jails alive at once in one process, whoever calls (default: 4 per usable core)"

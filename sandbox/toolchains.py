@@ -6,6 +6,7 @@ missing raises SandboxUnavailable naming its Debian package: nothing of that lan
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groupscore.sandbox import settings as sandbox_settings
+from groupscore.sandbox.envs import load_env
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
 from groupscore.sandbox.languages import LANGUAGES, MAIN_FILE, SPECS
 
@@ -34,6 +36,8 @@ class Toolchain:
     ro_paths: tuple[str, ...]  # real host paths, bind-mounted read-only at the same place (compile step, or the run)
     run_ro_paths: tuple[str, ...] = ()  # compiled languages: what the compiled program needs (no compiler)
     compiler: str = ""  # a compiler apart from the executable: javac, tsc's script
+    site_dirs: tuple[str, ...] = ()  # python with a named environment: its site-packages (on PYTHONPATH)
+    preimport: tuple[str, ...] = ()  # python with a named environment: what the call runner imports before forking
 
 
 def _traversable_by_others(path: str) -> bool:
@@ -214,9 +218,31 @@ def interpreter_toolchain(language: str) -> Toolchain:
     return Toolchain(language, bash, _version([bash, "--version"], language), tuple(sorted(ro)))
 
 
-def toolchain(language: str) -> Toolchain:
+@functools.lru_cache(maxsize=16)
+def python_env_toolchain(name: str) -> Toolchain:
+    """The jail's Python with the named environment (envs.py) bound read-only beside it."""
+    base = python_toolchain()
+    env = load_env(name, base.version)
+    if not _traversable_by_others(env.site_packages):
+        raise SandboxUnavailable(
+            f"python_env {name!r} at {env.path} is not readable by an unprivileged uid (a parent dir lacks o+x): "
+            "set GROUPSCORE_SANDBOX_ENVS to a world-readable dir and create it there"
+        )
+    return dataclasses.replace(
+        base,
+        version=f"{base.version} + env {name}",
+        ro_paths=tuple(sorted({*base.ro_paths, env.path})),
+        site_dirs=(env.site_packages,),
+        preimport=env.preimport,
+    )
+
+
+def toolchain(language: str, python_env: str | None = None) -> Toolchain:
+    """The toolchain of a language; Python with `python_env`, else $GROUPSCORE_SANDBOX_PYTHON_ENV, else alone ("" for
+    alone whatever the setting)."""
     if language not in LANGUAGES:
         raise BadRunRequest(f"unknown language {language!r}; choose one of {', '.join(LANGUAGES)}")
     if language == "python":
-        return python_toolchain()
+        env = sandbox_settings.current().python_env if python_env is None else python_env
+        return python_env_toolchain(env) if env else python_toolchain()
     return compiled_toolchain(language) if SPECS[language].compiled else interpreter_toolchain(language)

@@ -65,4 +65,10 @@ class CodeItem(ItemBase):
     )
     time_limit_s: float = Field(default=5.0, gt=0.0, le=60.0, description="Per-test wall-clock limit.")
     memory_mb: int = Field(default=512, ge=16, le=16384)
+    python_env: str | None = Field(
+        default=None,
+        pattern=r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$",
+        description="Python items: the sandbox's named environment (third-party packages such as numpy) to run in; "
+        'default: the service\'s (GROUPSCORE_SANDBOX_PYTHON_ENV), else the standard library alone; "": none.',
+    )
     stop_on_first_failure: bool = False

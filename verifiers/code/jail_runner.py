@@ -1,6 +1,7 @@
 """The program run inside the jail for call-style tests: a trusted runner, a zygote, and workers holding the candidate.
 
-This file is run by the jail's Python (3.8+, standard library only) as `python -S runner.py [site-packages dir...]`
+This file is run by the jail's Python (3.8+, standard library only) as `python -S runner.py [site-packages dir...]
+[+module...]` (modules of the item's Python environment that the program imports: imported before any worker forks)
 (the host ships it compiled by that interpreter, as runner.pyc); the host imports it too, for the value codec both
 sides share. It is one file because the jail receives exactly one program: verify.py reads this source, sandbox_jobs
 compiles it to runner.pyc and ships that single file into the jail, where no package of ours can be imported.
@@ -432,7 +433,7 @@ def zygote(control):
             return  # the runner is gone
 
 
-def exec_zygote(site_dirs):
+def exec_zygote(site_dirs, modules=()):
     """Start the zygote as a new interpreter (nothing of the runner's memory survives the exec); its control socket."""
     runner_end, zygote_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     pid = os.fork()
@@ -444,17 +445,39 @@ def exec_zygote(site_dirs):
             os.closerange(keep + 1, 4096)
             os.set_inheritable(keep, True)
             # -I: no script directory on the path, so the zygote's own imports never come from what a worker wrote.
-            os.execv(sys.executable, [sys.executable, "-I", "-S", "-B", sys.argv[0], "--zygote", str(keep), *site_dirs])
+            argv = [sys.executable, "-I", "-S", "-B", sys.argv[0], "--zygote", str(keep), *site_dirs]
+            os.execv(sys.executable, argv + ["+" + m for m in modules])
         finally:
             os._exit(127)
     zygote_end.close()
     return runner_end
 
 
-def zygote_main(control_fd, site_dirs):
+def zygote_main(control_fd, args):
     set_not_dumpable()
+    site_dirs, modules = split_args(args)
     add_site_packages(site_dirs)
+    preimport(site_dirs, modules)
     zygote(_socket.socket(fileno=control_fd))
+
+
+def split_args(args):
+    """The host's arguments: site-packages dirs (absolute paths) and modules to import first ("+numpy")."""
+    return [a for a in args if a.startswith("/")], [a[1:] for a in args if a.startswith("+")]
+
+
+def preimport(site_dirs, modules):
+    """Import slow modules of the item's Python environment that the program imports, before this process forks a
+    worker: every worker finds them loaded. Only the environment's read-only dirs are on the path (never the work
+    dir); a module that fails to import is left for the program's own import to report."""
+    if not modules:
+        return
+    add_site_packages(site_dirs)
+    for name in modules:
+        try:
+            __import__(name)
+        except BaseException:
+            pass
 
 
 def add_site_packages(site_dirs):
@@ -467,8 +490,8 @@ class Workers:
     """Where workers come from: the first was forked before the plan was read; later ones come from the zygote,
     exec'd when the first replacement is needed."""
 
-    def __init__(self, site_dirs):
-        self.site_dirs = site_dirs
+    def __init__(self, site_dirs, modules=()):
+        self.site_dirs, self.modules = site_dirs, modules
         self.first = fork_first_worker(site_dirs)
         self.control = None
 
@@ -478,7 +501,7 @@ class Workers:
             return worker
         try:
             if self.control is None:
-                self.control = exec_zygote(self.site_dirs)  # it forks its first worker unasked
+                self.control = exec_zygote(self.site_dirs, self.modules)  # it forks its first worker unasked
             else:
                 self.control.send(b"spawn")
             self.control.settimeout(max(0.001, deadline - time.monotonic()))
@@ -693,7 +716,7 @@ def read_plan():
     return marshal.loads(b"".join(chunks))
 
 
-def runner(site_dirs):
+def runner(site_dirs, modules=()):
     # Python's own SIGINT handler would let a worker raise KeyboardInterrupt in the runner; as pid 1 with the default
     # action, the kernel drops SIGINT from inside the jail like every other signal.
     _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
@@ -704,7 +727,8 @@ def runner(site_dirs):
     # Non-dumpable before any worker exists (workers inherit it), and the first worker forked before anything of the
     # plan is in this process's memory.
     set_not_dumpable()
-    workers = Workers(site_dirs)
+    preimport(site_dirs, modules)  # before the first worker is forked, which then inherits them
+    workers = Workers(site_dirs, modules)
     plan = read_plan()
     marker, out_fd = plan["marker"], os.dup(1)  # stdout is the results channel; nothing else of ours writes to it
 
@@ -763,7 +787,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--zygote"] and sys.argv[2:3] and sys.argv[2].isdigit():
         zygote_main(int(sys.argv[2]), sys.argv[3:])
         os._exit(0)
-    if any(not arg.startswith("/") for arg in sys.argv[1:]):
-        sys.exit("usage: python -S runner.py [site-packages dir...] < plan")
-    runner(sys.argv[1:])
+    if any(not arg.startswith(("/", "+")) for arg in sys.argv[1:]):
+        sys.exit("usage: python -S runner.py [site-packages dir...] [+module...] < plan")
+    runner(*split_args(sys.argv[1:]))
     os._exit(0)  # everything is written; skip interpreter teardown, a noticeable share of a short run

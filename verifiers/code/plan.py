@@ -81,6 +81,8 @@ def build_plan(item: CodeItem) -> Plan:
     tests = [(False, i, t) for i, t in enumerate(item.tests)] + [(True, i, t) for i, t in enumerate(item.hidden_tests)]
     if not tests:
         raise PlanError("the item has no tests")
+    if item.python_env is not None and item.language != "python":
+        raise PlanError(f"python_env applies to python items, not {item.language}")
     for index, (hidden, position, test) in enumerate(tests):
         limit = test.time_limit_s or item.time_limit_s
         if isinstance(test, StdioTest):

@@ -85,7 +85,7 @@ def stdio_job(stdin: str, *, time_limit_s: float, memory_mb: int, expected_bytes
     return Job(None, stdin.encode(), Limits(wall_time_s=time_limit_s, memory_mb=memory_mb, max_output_bytes=output_cap))
 
 
-def run_jobs(language: str, program: str, jobs: list[Job]) -> list[RunResult]:
+def run_jobs(language: str, program: str, jobs: list[Job], python_env: str | None = None) -> list[RunResult]:
     """Results in job order, all jobs of the item in parallel.
 
     Compiled languages: the first job runs alone, so the program is compiled once (the sandbox caches a successful
@@ -93,7 +93,7 @@ def run_jobs(language: str, program: str, jobs: list[Job]) -> list[RunResult]:
     """
     source = MAIN_FILE[language]
     try:
-        requests = [_request(language, source, program, job) for job in jobs]
+        requests = [_request(language, source, program, job, python_env) for job in jobs]
         first: list[RunResult] = []
         if SPECS[language].compiled and len(requests) > 1:
             first = run_many(requests[:1], workers=1)
@@ -168,6 +168,14 @@ def runner_files(runner_source: str) -> tuple[dict[str, str | bytes], tuple[str,
     return {"runner.py": runner_source}, ("runner.py",)
 
 
+_IMPORT = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", re.M)
+
+
+def imported_modules(program: str) -> set[str]:
+    """Top-level modules the program's import statements name (a scan of its text: a pre-import is only a saving)."""
+    return set(_IMPORT.findall(program))
+
+
 def _literal_list(text: str) -> list[str]:
     import ast
 
@@ -178,7 +186,7 @@ def _literal_list(text: str) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _request(language: str, source: str, program: str, job: Job) -> dict:
+def _request(language: str, source: str, program: str, job: Job, python_env: str | None = None) -> dict:
     if job.runner_source is not None and job.runner_language == "javascript":
         files = {"call_runner.js": job.runner_source, "solution.js": program}
         return {**_base(job, "javascript", files, "call_runner.js"), "args": ("solution.js",)}
@@ -191,8 +199,11 @@ def _request(language: str, source: str, program: str, job: Job) -> dict:
     if job.runner_source is not None:
         runner, argv = runner_files(job.runner_source)
         files = {**runner, "solution.py": program}
+        tool = toolchain("python", python_env)
+        # The environment's packages, and those of its slow modules the program imports, imported before any worker.
+        preimport = [f"+{m}" for m in tool.preimport if m in imported_modules(program)]
         # -S: no site processing at start-up (the runner adds the site-packages dirs given on its command line).
-        command = [toolchain("python").executable, "-S", "-B", *argv]
+        command = [tool.executable, "-S", "-B", *argv, *tool.site_dirs, *preimport]
         # The runner is the jail's pid 1: no init shell to start, and workers cannot signal it away.
         return {
             "files": files,
@@ -201,9 +212,11 @@ def _request(language: str, source: str, program: str, job: Job) -> dict:
             "stdin": job.stdin,
             "limits": job.limits,
             "as_init": True,
+            "python_env": python_env,
         }
     # Compiled languages: the sandbox compiles `source` first; its compile cache makes that once per program.
-    return _base(job, language, {source: program}, source)
+    request = _base(job, language, {source: program}, source)
+    return {**request, "python_env": python_env} if language == "python" else request
 
 
 def _base(job: Job, language: str, files: dict[str, str], main: str) -> dict:

@@ -109,7 +109,7 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
         )
         for u in plan.stdio_units
     )
-    results = sandbox_jobs.run_jobs(item.language, program, jobs)
+    results = sandbox_jobs.run_jobs(item.language, program, jobs, item.python_env)
     outcomes: dict[int, UnitOutcome] = {}
     if plan.call_units:
         outcomes.update(judge_runner(plan.call_units, results.pop(0), marker))
