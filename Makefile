@@ -27,7 +27,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/groupscore demo
 
-test: $(STAMP)
+# The jail's `sci` Python environment (numpy, for tests/test_sandbox_python_envs.py): binary wheels for the jail's
+# Python, in GROUPSCORE_SANDBOX_ENVS (default /var/lib/groupscore/envs, hence root, like install-system-deps).
+SCI_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/sci/env.json
+$(SCI_ENV): $(STAMP)
+	$(VENV)/bin/groupscore sandbox env create sci numpy
+
+test: $(STAMP) $(SCI_ENV)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 # Every step runs, and the target fails if any failed. mypy and lint-imports read the package through a view of the
