@@ -1,6 +1,6 @@
 """Misspelt GROUPSCORE_* variables: each part reads its own settings from the environment and ignores every other
-name, so `GROUPSCORE_WORKES=4` would do nothing, silently. `groupscore serve` warns about each variable no part reads,
-naming the closest one that is read."""
+name, so GROUPSCORE_WORKERS spelt with a letter missing would do nothing, silently. `groupscore serve` warns about
+each variable no part reads, naming the closest one that is read."""
 
 from __future__ import annotations
 

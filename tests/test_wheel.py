@@ -1,5 +1,6 @@
-"""`pip install .` gives a working groupscore: the wheel is built, installed into a fresh venv and run from an empty
-folder, so every file the installed package reads at run time must be in the wheel (nothing from the checkout).
+"""`pip install .` gives a working groupscore: the wheels (groupscore, and groupscore-client from client-dist/, which it
+depends on) are built, installed into a fresh venv and run from an empty folder, so every file the installed package
+reads at run time must be in a wheel (nothing from the checkout).
 
 Offline and fast: the wheel is built with the project venv's setuptools (no build isolation, no index), the fresh venv
 has no pip of its own and sees the project venv's site-packages through a .pth line (dependencies resolve without a
@@ -138,8 +139,8 @@ def installed(tmp_path_factory) -> Installed:
         shutil.copy2(ROOT / name, source / name)
     for top in sorted({Path(folder).parts[0] for folder in PACKAGE_DIR.values()}):
         shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (source / CLIENT_DIST.name).mkdir()
-    shutil.copy2(CLIENT_DIST / "pyproject.toml", source / CLIENT_DIST.name / "pyproject.toml")
+    ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    shutil.copytree(CLIENT_DIST, source / CLIENT_DIST.name, ignore=ignore)  # its pyproject and groupscore/__init__.py
     dist = base / "dist"
     # Offline: the project venv's setuptools builds them (no isolated build env to download), no index is asked.
     wheels = []
