@@ -30,7 +30,15 @@ def deepmath_rows() -> list[dict]:
             "topic": "Calculus",
             "r1_solution_1": f"As x goes to 0, sin({k}x) behaves like {k}x, so the limit is $\\boxed{{{k}}}$.",
         }
-        for k in range(2, 10)
+        for k in range(2, 14)
+    ]
+
+
+def deepmath_trl_rows() -> list[dict]:
+    """trl-lib/DeepMath-103K's columns: prompt (a conversation, one user turn) and solution (the final answer)."""
+    return [
+        {"prompt": [{"role": "user", "content": row["question"]}], "solution": row["final_answer"]}
+        for row in deepmath_rows()
     ]
 
 
@@ -44,7 +52,7 @@ def mbpp_rows() -> list[dict]:
             "test_imports": [],
             "test_list": [f"assert add_{k}(1) == {1 + k}", f"assert add_{k}(0) == {k}", f"assert add_{k}(-{k}) == 0"],
         }
-        for k in range(1, 7)
+        for k in range(1, 11)
     ]
 
 
@@ -62,14 +70,27 @@ def humaneval_rows() -> list[dict]:
     ]
 
 
+def save_splits(folder: Path, splits: dict[str, list[dict]]) -> Path:
+    """A `save_to_disk` folder of named splits, as a hub dataset with train and test splits would be cached."""
+    from datasets import Dataset, DatasetDict
+
+    DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items()}).save_to_disk(str(folder))
+    return folder
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
 
-def chat_model(folder: Path, corpus: list[str], max_positions: int = 2048) -> Path:
-    """A tiny random Llama whose tokenizer has a chat template: an instruct model's stand-in (built in seconds)."""
-    from transformers import AutoTokenizer
+def chat_model(folder: Path, corpus: list[str], max_positions: int = 2048, answers_at_once: bool = False) -> Path:
+    """A tiny random Llama whose tokenizer has a chat template: an instruct model's stand-in (built in seconds).
+
+    `answers_at_once`: its first token is always end-of-sequence (every input embeds alike, the blocks add nothing,
+    and the untied output head ranks EOS first), so a dry run's measured GRPO steps cost seconds on a CPU whatever
+    completion length the recipe sets; everything else (templates, LoRA, G, the rewards) runs as configured."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from groupscore.train.tiny_model import TinyModelSpec, ensure_tiny_model
 
@@ -77,5 +98,19 @@ def chat_model(folder: Path, corpus: list[str], max_positions: int = 2048) -> Pa
     built = ensure_tiny_model(spec, [*corpus, "<|system|>\n<|user|>\n<|assistant|>\n"], folder / "cache", seed=0)
     tokenizer = AutoTokenizer.from_pretrained(built)
     tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(built)
-    return built
+    out = folder / ("instruct-eos" if answers_at_once else "instruct")
+    tokenizer.save_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(built)
+    if answers_at_once:
+        model.config.tie_word_embeddings = False
+        with torch.no_grad():
+            direction = torch.ones(model.config.hidden_size)
+            model.model.embed_tokens.weight.copy_(direction.expand_as(model.model.embed_tokens.weight))
+            for layer in model.model.layers:
+                layer.self_attn.o_proj.weight.zero_()
+                layer.mlp.down_proj.weight.zero_()
+            head = -direction.expand(model.config.vocab_size, -1).clone()
+            head[tokenizer.eos_token_id] = direction
+            model.lm_head.weight = torch.nn.Parameter(head * 10)
+    model.save_pretrained(out)
+    return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
 from groupscore.train.pipeline import Prepared, prepare, run, say
-from groupscore.train.scoring import GroupScorer, open_scorer, wire_group
+from groupscore.train.scoring import GroupScorer, ServiceScorer, open_scorer, wire_group
 from groupscore.train.summary import DryRunReport
 from groupscore.train.taskset import Task
 
@@ -29,10 +29,11 @@ def train_command(config_path: Path, dry_run: bool = False, sets: list[str] | No
     return 0
 
 
-def check_references(tasks: list[Task], scorer: GroupScorer) -> list[str]:
-    """Every task's worked solution must score 1 through the service, or the taskset (or verifier) is wrong."""
+def check_references(tasks: list[Task], scorer: ServiceScorer) -> list[str]:
+    """Every task's worked solution must score 1 through the service (by its item's own verifier), or the taskset
+    (or the verifier) is wrong."""
     with_solution = [(t, t.solution) for t in tasks if t.solution is not None]
-    scored = scorer.score_groups([wire_group(t.id, t.item, [solution]) for t, solution in with_solution])
+    scored = scorer.score_references([wire_group(t.id, t.item, [solution]) for t, solution in with_solution])
     return [
         f"{t.id}: reference scored {g.total.rewards[0]} ({g.results[0].status})"
         for (t, _), g in zip(with_solution, scored)

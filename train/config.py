@@ -408,4 +408,13 @@ def load_config(path: Path, overrides: dict | None = None, sets: list[str] | Non
     taskset = config.taskset.model_copy(
         update={"train": _local(base, config.taskset.train), "eval": _local(base, config.taskset.eval)}
     )
-    return config.model_copy(update={"model": model, "run_dir": config.run_dir.resolve(), "taskset": taskset})
+    functions = []
+    for entry in config.rewards.functions:  # a file.py:function beside the config
+        module, _, attr = entry.function.rpartition(":")
+        if module.endswith(".py") and not Path(module).is_absolute() and (base / module).is_file():
+            entry = entry.model_copy(update={"function": f"{base / module}:{attr}"})
+        functions.append(entry)
+    rewards = config.rewards.model_copy(update={"functions": functions})
+    return config.model_copy(
+        update={"model": model, "run_dir": config.run_dir.resolve(), "taskset": taskset, "rewards": rewards}
+    )

@@ -76,6 +76,11 @@ def prepare(config: TrainConfig) -> Prepared:
     spec = config.service.reward
     reward_functions = load_reward_functions(config.rewards, [c.name for c in spec.components] if spec else [])
     train_tasks, eval_tasks = load_taskset(config.taskset, config.seed)
+    if config.grpo is not None and config.grpo.prompts_per_step > len(train_tasks):
+        raise ValueError(
+            f"grpo.prompts_per_step: {config.grpo.prompts_per_step} prompts a step, but the taskset has "
+            f"{len(train_tasks)} train prompts; lower it or add rows"
+        )
     from transformers import set_seed
 
     set_seed(config.seed)

@@ -72,6 +72,11 @@ class ServiceScorer:
     def score_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]:
         return self._checked(self._sync.score_groups(groups, reward=self.reward))
 
+    def score_references(self, groups: Sequence[WireGroup]) -> list[GroupResult]:
+        """Scored by each item's own verifier, not the composite reward: a dataset's worked solution must be right,
+        but it is not written in the format the reward asks of the policy (tags, a FINAL line)."""
+        return self._checked(self._sync.score_groups(groups))
+
     async def ascore_groups(self, groups: Sequence[WireGroup]) -> list[GroupResult]:
         client = await self._async.get()
         return self._checked(await client.score_groups(groups, reward=self.reward))
