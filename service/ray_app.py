@@ -5,8 +5,8 @@ of a deployment whose every replica runs its own scoring runtime, sized to the C
     serve.run(application(num_replicas=2), name="groupscore", route_prefix="/")
 
 - Sizing: a replica takes as many scoring processes as the CPUs in its Ray resources (`ray_actor_options.num_cpus`),
-  never the node's core count, and sizes the sandbox's parallel runs and math's symbolic pool to the same count: a
-  node holding several replicas is not oversubscribed.
+  never the node's core count, and sizes the sandbox's parallel runs (two jails per scoring process) and math's
+  symbolic pool (at most its CPUs) to it: a node holding several replicas is not oversubscribed.
 - HTTP: every endpoint of `groupscore serve` through Serve's proxy, under the application's route prefix.
 - Handles (no HTTP hop; a Ray worker such as verl's reward loop): `score` and `score_groups` take the endpoints' JSON
   body and run the endpoints' own code; they answer `(status, JSON bytes, headers)` as HTTP would
@@ -42,6 +42,7 @@ DEPLOYMENT = "GroupScore"
 APP_NAME = "groupscore"
 # Math's symbolic pool (per scoring process) is capped at 4 by default; a replica caps it at its CPUs too.
 _MAX_SYMBOLIC_WORKERS = 4
+_JAILS_PER_PROCESS = 2
 
 
 def replica_cpus() -> float:
@@ -56,8 +57,10 @@ def workers_for(cpus: float) -> int:
 
 def _size_parallel_runs(workers: int) -> None:
     # Read by the sandbox and the bounded workers in the scoring processes, which are forked after this; a value the
-    # operator set (runtime_env) stays. Without it each would take the node's cores.
-    os.environ.setdefault("GROUPSCORE_SANDBOX_WORKERS", str(workers))
+    # operator set (runtime_env) stays. Without it each process would take the node's cores: on a 64-core node, 64
+    # parallel jails per scoring process. A jail run is about half waiting (namespaces, cgroups), so two per scoring
+    # process, two per CPU in all, keep the replica's cores busy (bench/RESULTS.md, "Sandbox").
+    os.environ.setdefault("GROUPSCORE_SANDBOX_WORKERS", str(_JAILS_PER_PROCESS))
     os.environ.setdefault("GROUPSCORE_BOUNDED_WORKERS", str(min(workers, _MAX_SYMBOLIC_WORKERS)))
 
 
