@@ -350,7 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_train)
 
     p = sub.add_parser("check", help="consistency and reward-hacking checks for a reward function")
-    p.add_argument("target", help="module:function, a verifier kind (math, code, ...), or a service URL")
+    p.add_argument(
+        "target",
+        help="module:function, a verifier kind (math, code, ...), a service URL, or a `groupscore train` config "
+        "(.yaml: each reward it pays)",
+    )
     p.add_argument("--cases", type=Path, required=True, help="JSONL of {prompt, completion, reference fields}")
     p.add_argument("--report", type=Path, default=Path("check-report.json"))
     p.add_argument("--timeout", type=float, default=None, help="wall-clock bound per completion, s (default 10)")

@@ -99,6 +99,10 @@ def check_command(
         return 2
     try:
         loaded_cases = load_cases(cases)
+        if target.endswith((".yaml", ".yml")):  # a `groupscore train` config: every reward it pays, one by one
+            from groupscore.testing.config_targets import check_train_config
+
+            return check_train_config(Path(target), loaded_cases, report, config)
         resolved = resolve_target(target)
         resolved.validate(loaded_cases)  # before anything runs: one line, not a FAIL row per case
         run = CheckRun(resolved, loaded_cases, config)
