@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):  # the bench never needs the hub
+        os.environ.setdefault(var, "1")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
@@ -29,7 +31,6 @@ def main() -> None:
     from groupscore.service.embedded import start_embedded
     from groupscore.train.config import load_config
     from groupscore.train.grpo import run_grpo
-    from groupscore.train.models import resolve_model
     from groupscore.train.observe import Monitor
     from groupscore.train.pipeline import prepare
     from groupscore.train.scoring import ServiceScorer
@@ -37,9 +38,9 @@ def main() -> None:
 
     scratch = Path(tempfile.mkdtemp(prefix="train-bench-"))
     config = load_config(ROOT / "train" / "demo.yaml", overrides={"run_dir": str(scratch), "threads": args.threads})
-    hardware, train_tasks, eval_tasks = prepare(config)
-    model_path = resolve_model(config.model, train_tasks + eval_tasks, scratch / "cache", config.seed)
-    model_path = str(cold_start(model_path, train_tasks, config.sft, hardware, scratch / "sft", config.seed))
+    prepared = prepare(config)  # builds the tiny model under run_dir/cache
+    hardware, train_tasks, eval_tasks = prepared.hardware, prepared.train_tasks, prepared.eval_tasks
+    model_path = str(cold_start(prepared.model_path, train_tasks, config.sft, hardware, scratch / "sft", config.seed))
     rows = []
     with start_embedded(port=0) as url:
         scorer = ServiceScorer([url], reward=config.service.reward)
