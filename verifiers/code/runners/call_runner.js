@@ -57,18 +57,29 @@ try {
 
 const IDENT = /^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/;
 let stopped = null;
-plan.units.forEach((unit, index) => {
-  if (stopped) return emit({ unit: index, status: stopped[0], detail: stopped[1] });
-  if (loadProblem !== null) return emit({ unit: index, status: "import_error", detail: loadProblem });
+// Index loops only from here on: the program may have replaced Array.prototype's methods and iterators.
+for (let index = 0; index < plan.units.length; index++) {
+  const unit = plan.units[index];
+  if (stopped) {
+    emit({ unit: index, status: stopped[0], detail: stopped[1] });
+    continue;
+  }
+  if (loadProblem !== null) {
+    emit({ unit: index, status: "import_error", detail: loadProblem });
+    continue;
+  }
   const deadline = now() + unit.time_limit_s;
   const answers = [];
   let status = "done";
-  for (const call of unit.calls) {
+  for (let k = 0; k < unit.calls.length; k++) {
+    const call = unit.calls[k];
     const left = Math.round((deadline - now()) * 1000);
-    if (left <= 0 || !IDENT.test(call.fn)) {
-      if (left <= 0) status = "timeout";
-      else answers.push(["E", "no function named " + call.fn]);
-      if (left <= 0) break;
+    if (left <= 0) {
+      status = "timeout";
+      break;
+    }
+    if (!IDENT.test(call.fn)) {
+      answers[answers.length] = ["E", "no function named " + call.fn];
       continue;
     }
     globalThis.__groupscore_args = call.args;
@@ -79,19 +90,19 @@ plan.units.forEach((unit, index) => {
           "module.exports." + call.fn + " : " + call.fn + ")(...globalThis.__groupscore_args)",
         { timeout: left },
       );
-      answers.push(answer(value));
+      answers[answers.length] = answer(value);
     } catch (e) {
       if (e && e.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
         status = "timeout";
         break;
       }
-      answers.push(["E", describe(e)]);
+      answers[answers.length] = ["E", describe(e)];
     }
   }
   emit(status === "done" ? { unit: index, status, answers } : { unit: index, status });
-  if (plan.stop_on_failure && (status !== "done" || answers.some((a) => a[0] !== "J"))) {
-    stopped = ["skipped", "an earlier test failed"];
-  }
-});
+  let failed = status !== "done";
+  for (let k = 0; k < answers.length; k++) failed = failed || answers[k][0] !== "J";
+  if (plan.stop_on_failure && failed) stopped = ["skipped", "an earlier test failed"];
+}
 emit({ end: true });
 exit(0);
