@@ -1,7 +1,7 @@
 """TRL: three groupscore rewards as separate reward functions, one request per batch, weighted like the spec.
 
     python trl_grpo.py                         # score a sample batch the way GRPOTrainer calls the functions
-    python trl_grpo.py --train MODEL_OR_PATH   # one short GRPO run (needs trl, and the model)
+    python trl_grpo.py --train MODEL_OR_PATH   # two GRPO steps (needs trl and the model; CPU when no GPU)
 
 Needs a running service (`groupscore serve`) at URL.
 """
@@ -31,10 +31,12 @@ def sample_batch() -> None:
 
 
 def train(model: str) -> None:
+    import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     data = Dataset.from_list([{"prompt": "What is 6 * 7? Answer in \\boxed{}.", "answer": "42"}] * 8)
+    on_gpu = torch.cuda.is_available()
     config = GRPOConfig(
         output_dir="grpo-out",
         max_steps=2,
@@ -42,9 +44,15 @@ def train(model: str) -> None:
         num_generations=4,
         max_completion_length=32,
         reward_weights=reward_weights,
+        logging_steps=1,
         report_to=[],
+        bf16=on_gpu,
+        use_cpu=not on_gpu,
+        save_strategy="no",
     )
-    GRPOTrainer(model=model, reward_funcs=reward_funcs, args=config, train_dataset=data).train()
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=config, train_dataset=data)
+    trainer.train()
+    print({k: v for k, v in trainer.state.log_history[0].items() if k.startswith("rewards/")})
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -20,6 +21,7 @@ from groupscore.client.adapters import trl_reward_funcs, trl_reward_weights
 from groupscore.client.http import ScoreClient
 from groupscore.client.openrlhf import openrlhf_reward_func
 
+ROOT = Path(__file__).resolve().parent.parent
 SPEC = {
     "components": [
         {"name": "correct", "weight": 1.0},
@@ -291,3 +293,50 @@ def test_misspelt_field_and_setting_names_get_the_closest_known_one(tmp_path):
     assert warnings == [
         f"warning: {misspelt} is not a groupscore setting and is ignored; did you mean GROUPSCORE_WORKERS?"
     ]
+
+
+def test_the_readme_trl_example_trains_with_its_three_rewards_and_weights(url, tmp_path):
+    """examples/trl_grpo.py --train, as written but for the service's address, on a tiny random Llama saved to a
+    folder (the example's MODEL_OR_PATH), two GRPO steps on CPU."""
+    pytest.importorskip("trl")
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tokens = ["<pad>", "<s>", "</s>", "<unk>", *"0123456789", "\\", "b", "o", "x", "e", "d", "{", "}", " ", "?"]
+    core = Tokenizer(models.WordLevel({t: i for i, t in enumerate(tokens)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(tokens),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    model_dir = tmp_path / "tiny"
+    LlamaForCausalLM(config).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    example = tmp_path / "trl_grpo.py"
+    example.write_text((ROOT / "examples" / "trl_grpo.py").read_text().replace("http://127.0.0.1:8000", url))
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, str(example), "--train", str(model_dir)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    logged = done.stdout.strip().splitlines()[-1]  # the first step's reward logs: each function on its own, and the sum
+    for name in ("groupscore_math_correct", "groupscore_math_format", "groupscore_math_short"):
+        assert f"'rewards/{name}/mean'" in logged, logged
