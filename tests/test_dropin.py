@@ -328,6 +328,7 @@ def test_the_readme_trl_example_trains_with_its_three_rewards_and_weights(url, t
     example = tmp_path / "trl_grpo.py"
     example.write_text((ROOT / "examples" / "trl_grpo.py").read_text().replace("http://127.0.0.1:8000", url))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    before = _score_requests(url)
     done = subprocess.run(
         [sys.executable, str(example), "--train", str(model_dir)],
         cwd=tmp_path,
@@ -340,3 +341,15 @@ def test_the_readme_trl_example_trains_with_its_three_rewards_and_weights(url, t
     logged = done.stdout.strip().splitlines()[-1]  # the first step's reward logs: each function on its own, and the sum
     for name in ("groupscore_math_correct", "groupscore_math_format", "groupscore_math_short"):
         assert f"'rewards/{name}/mean'" in logged, logged
+    # Two steps generate at most two batches; three reward functions that each sent their own would need six.
+    assert 1 <= _score_requests(url) - before <= 2
+
+
+def _score_requests(url: str) -> float:
+    """POST /v1/score requests the service has answered, from its /metrics."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("groupscore_requests_total{") and 'endpoint="/v1/score"' in line
+    )
