@@ -20,6 +20,7 @@ of a deployment whose every replica runs its own scoring runtime, sized to the C
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 from typing import Any
@@ -36,6 +37,8 @@ from groupscore.service.app import create_app, groups_response, score_response
 from groupscore.service.dispatch import QueueFull
 from groupscore.service.requests import GroupsRequest, ScoreRequest
 from groupscore.service.responses import queue_full_response, validation_error_response
+from groupscore.service.routing import OFFLOAD_BYTES
+from groupscore.service.server import tune_garbage_collector
 from groupscore.service.settings import Settings
 
 DEPLOYMENT = "GroupScore"
@@ -76,6 +79,7 @@ class GroupScoreReplica:
             **{"workers": workers, "require_sandbox": require_sandbox, **(settings or {})}
         )
         self.service: FastAPI = create_app(self.settings)  # its lifespan (Serve runs it) starts the workers
+        tune_garbage_collector()  # as `groupscore serve` does: a batch's many short-lived containers
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         return self.service
@@ -89,14 +93,14 @@ class GroupScoreReplica:
 
     async def score(self, body: bytes) -> tuple[int, bytes, dict[str, str]]:
         """POST /v1/score's body in, its answer out: (status, JSON bytes, headers)."""
-        request = _parsed(ScoreRequest, body)
+        request = await _parsed(ScoreRequest, body)
         if isinstance(request, Response):
             return _plain(request)
         return _plain(await self._answer(score_response(self.service.state.dispatcher, self.settings, request)))
 
     async def score_groups(self, body: bytes) -> tuple[int, bytes, dict[str, str]]:
         """POST /v1/score/groups' body in, its answer out: (status, JSON bytes, headers)."""
-        request = _parsed(GroupsRequest, body)
+        request = await _parsed(GroupsRequest, body)
         if isinstance(request, Response):
             return _plain(request)
         return _plain(await self._answer(groups_response(self.service.state.dispatcher, self.settings, request)))
@@ -139,8 +143,10 @@ GroupScore: Deployment = serve.deployment(
 )(serve.ingress()(GroupScoreReplica))
 
 
-def _parsed(model: type[BaseModel], body: bytes) -> Any:
+async def _parsed(model: type[BaseModel], body: bytes) -> Any:
     try:
+        if len(body) > OFFLOAD_BYTES:  # as HTTP bodies are: off the event loop, which other requests share
+            return await asyncio.to_thread(model.model_validate_json, body)
         return model.model_validate_json(body)
     except ValidationError as exc:  # the 422 HTTP gives, field paths under "body" as there
         errors = [{**error, "loc": ("body", *error.get("loc", ()))} for error in exc.errors(include_url=False)]
