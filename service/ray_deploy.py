@@ -105,7 +105,7 @@ def load_config(path: Path) -> ServeDeploySchema:
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read the Serve config: {exc}") from None
+        raise ValueError(f"{path}: cannot read the Serve config: {' '.join(str(exc).split())[:300]}") from None
     try:
         return ServeDeploySchema.model_validate(raw)
     except Exception as exc:  # noqa: BLE001 - Serve's schema errors (pydantic's, or its own ValueErrors)

@@ -343,3 +343,33 @@ def test_the_trainers_service_ray_deploys_for_the_run_or_joins_the_running_deplo
     assert "groupscore" in serve.status().applications  # joined, so left running
     with pytest.raises(ValidationError, match="not both"):
         ServiceConfig(urls=[url], ray={})
+
+
+def test_the_shipped_serve_config_is_one_serves_schema_takes_with_autoscaling_and_spread(tmp_path):
+    from importlib import resources
+
+    from groupscore.service.ray_deploy import load_config
+
+    shipped = resources.files("groupscore.service").joinpath("serve.yaml")
+    with resources.as_file(shipped) as path:
+        config = load_config(path)
+    (app,) = config.applications
+    (deployment,) = app.deployments
+    assert app.import_path == "groupscore.service.ray_app:build" and app.args["require_sandbox"] is True
+    assert deployment.max_replicas_per_node == 1 and deployment.ray_actor_options.num_cpus == 8
+    assert deployment.autoscaling_config["max_replicas"] >= deployment.autoscaling_config["min_replicas"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("applications: [{name: groupscore, import_path: 3, deployments: nope}]\n")
+    with pytest.raises(ValueError, match="not a Serve config") as error:
+        load_config(bad)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="cannot read the Serve config") as error:
+        load_config(Path(__file__))  # not YAML at all
+    assert "\n" not in str(error.value)
+
+
+def test_the_application_builder_refuses_unknown_args():
+    from groupscore.service.ray_app import build
+
+    with pytest.raises(ValueError, match="deployments section"):
+        build({"num_replicas": 2})
