@@ -102,7 +102,7 @@ def check_command(
         if target.endswith((".yaml", ".yml")):  # a `groupscore train` config: every reward it pays, one by one
             from groupscore.testing.config_targets import check_train_config
 
-            return check_train_config(Path(target), loaded_cases, report, config)
+            return check_train_config(Path(target), loaded_cases, report, config, _hypothesis_scratch_dir)
         resolved = resolve_target(target)
         resolved.validate(loaded_cases)  # before anything runs: one line, not a FAIL row per case
         run = CheckRun(resolved, loaded_cases, config)

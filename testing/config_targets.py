@@ -8,7 +8,8 @@ checks do not import the trainer): only those two fields matter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +84,20 @@ def targets_of(config_path: Path) -> list[Target]:
     return targets
 
 
-def check_train_config(config_path: Path, cases: Sequence[Case], report: Path | None, config: CheckConfig) -> int:
+def check_train_config(
+    config_path: Path,
+    cases: Sequence[Case],
+    report: Path | None,
+    config: CheckConfig,
+    scratch: Callable[[], AbstractContextManager[None]],
+) -> int:
     """Run the checks on each reward of the config; print a table per reward; one JSON report listing them all.
-    The exit code is the worst: 2 (a checker fault) over 1 (a check failed) over 0."""
+    The exit code is the worst: 2 (a checker fault) over 1 (a check failed) over 0. `scratch`: where hypothesis may
+    keep its files during a check (the command's temporary folder)."""
     import json
     import sys
 
     from groupscore.testing.checks import CheckRun
-    from groupscore.testing.commands import _hypothesis_scratch_dir
 
     if not config_path.is_file():
         raise TargetError(f"training config not found: {config_path}")
@@ -99,7 +106,7 @@ def check_train_config(config_path: Path, cases: Sequence[Case], report: Path | 
         target.validate(cases)  # every target's cases problem before any check runs
     results = []
     for target in targets:
-        with _hypothesis_scratch_dir():
+        with scratch():
             result = CheckRun(target, cases, config).run()
         print(f"== {target.description}")
         print(result.table())

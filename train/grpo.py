@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,7 @@ def grpo_args(
     out_dir: Path,
     seed: int,
     world_size: int = 1,
-    report_to: list[str] | None = None,
+    report_to: Sequence[str] | None = None,
 ) -> GRPOConfig:
     rollouts = cfg.prompts_per_step * cfg.num_generations  # one generation batch per optimizer step
     if cfg.prompts_per_step % world_size:
@@ -338,7 +338,7 @@ def run_grpo(
     *,
     extra_rewards: list[UserReward] | None = None,
     service_weight: float = 1.0,
-    report_to: list[str] | None = None,
+    report_to: Sequence[str] | None = None,
     resume: bool = False,
 ) -> GrpoOutcome:
     """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome.

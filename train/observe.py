@@ -38,7 +38,7 @@ def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
     for index, group in enumerate(batch.groups):
         rows = slice(index * g, (index + 1) * g)
         total = group.total
-        record = {
+        record: dict[str, Any] = {
             "step": step,
             "group": index,
             "task_id": batch.task_ids[rows][0],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +60,7 @@ class Prepared:
     reward_functions: list[UserReward]
 
 
-def check_report_to(names: list[str]) -> None:
+def check_report_to(names: Sequence[str]) -> None:
     import importlib.util
 
     needs = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",)}

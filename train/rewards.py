@@ -135,8 +135,8 @@ class ServiceReward:
             log_metric("service/zero_variance_share", sum(g.total.zero_variance for g in groups) / len(groups))
             log_metric("service/infra_error_share", sum(m for g in groups for m in unscored(g)) / len(completions))
             log_metric("service/reward_wait_s", done - entered)
-            for name, values in batch.extras.items():
-                judged = [v for v in values if v is not None]
+            for name, extra in batch.extras.items():
+                judged = [v for v in extra if v is not None]
                 if judged:
                     log_metric(f"rewards/{name}/mean", sum(judged) / len(judged))
         # None for completions the service could not score: TRL masks them; the trainer also zeroes their loss.

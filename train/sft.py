@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ def cold_start(
     out_dir: Path,
     seed: int,
     peft_config: PeftConfig | None = None,
-    report_to: list[str] | None = None,
+    report_to: Sequence[str] | None = None,
     progress: bool = True,
 ) -> Path:
     """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""

@@ -89,7 +89,9 @@ def parse_messages(value: Any) -> tuple[Message, ...] | None:
 
 
 def own_rows_tasks(rows: list[Any], where: str) -> list[Task]:
-    tasks, problems, seen = [], [], set()
+    tasks: list[Task] = []
+    problems: list[str] = []
+    seen: set[str] = set()
     for index, row in enumerate(rows):
         made = own_row_task(row, f"{where}: row {index}", seen)
         if isinstance(made, str):
@@ -111,7 +113,9 @@ def load_tasks(path: Path) -> list[Task]:
         raise ValueError(
             f"taskset: {path} is not UTF-8 text; a parquet, CSV or save_to_disk source needs its suffix or folder"
         ) from None
-    tasks, problems, seen = [], [], set()
+    tasks: list[Task] = []
+    problems: list[str] = []
+    seen: set[str] = set()
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
