@@ -52,7 +52,8 @@ def check_model_available(model: ModelConfig) -> None:
 
     if not isinstance(try_to_load_from_cache(name, "config.json"), str):
         raise FileNotFoundError(
-            f"model.path: {name} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; fetch it ahead "
+            f"model.path: {name} is not a local folder, and not in the local Hugging Face cache while HF_HUB_OFFLINE "
+            "is set; fetch it ahead "
             f"with `hf download {name}` (older huggingface_hub: `huggingface-cli download {name}`), or unset "
             "HF_HUB_OFFLINE"
         )
