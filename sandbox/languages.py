@@ -190,7 +190,7 @@ def language_env(tool: Toolchain, limits: Limits, compile_step: bool) -> tuple[s
     language = tool.language
     if language == "python":
         # Fixed hash seed: same program, same set iteration order, same verdict.
-        env = ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
+        env: tuple[str, ...] = ("PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8")
         if tool.site_dirs:
             # A named environment's packages; BLAS and OpenMP pools sized 1 (numpy would start one thread per host
             # CPU at import, against the pids limit).
