@@ -20,7 +20,8 @@ variables often do not reach verl's Ray workers:
 
 GROUPSCORE_URL and GROUPSCORE_TOKEN are read only for what reward_kwargs leave out. A keyword that is none of these
 is an error naming it (with the closest known name), never silently ignored: a misspelt `url` would otherwise score
-against 127.0.0.1:8000 after ten seconds of retries.
+against 127.0.0.1:8000 after ten seconds of retries. What verl's reward loop itself adds to the call for model-based
+rewards (VERL_CALL_KWARGS: `reward_router_address`, `reward_model_tokenizer`, ...) is accepted and unused.
 
 The verifier kind of a sample: `kind`, else `extra_info["verifier"]`, else its `data_source` looked up by exact name in
 DATA_SOURCE_KINDS (verl's own data sources) updated with `data_source_kinds`; a data source in neither is an error
@@ -78,6 +79,9 @@ REWARD_KWARGS = {
     "columns": "item field -> extra_info key (or 'ground_truth')",
     "deadline_s": "the service's per-request deadline",
 }
+# What verl's own reward loop passes besides the sample (for model-based rewards: its reward model's router and
+# tokenizer), in the same keyword arguments as reward_kwargs: not ours to check, and not used here.
+VERL_CALL_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer", "model_name", "sampling_params"})
 _FIX = "custom_reward_function.reward_kwargs.columns={mapping} (extra_info keys, or 'ground_truth')"
 _ALL_FIELDS = frozenset(field for fields in KIND_FIELDS.values() for field in fields)
 
@@ -155,6 +159,11 @@ class VerlOptions:
 _lock = threading.Lock()
 _options: dict[str, VerlOptions] = {}  # reward_kwargs as JSON -> their checked form
 _clients: dict[tuple[tuple[str, ...], str | None], ScoreClient | ServeHandleClient] = {}
+
+
+def _ours(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments that are reward_kwargs: all but what verl's reward loop adds itself."""
+    return {k: v for k, v in kwargs.items() if k not in VERL_CALL_KWARGS}
 
 
 def options_for(kwargs: Mapping[str, Any]) -> VerlOptions:
@@ -279,7 +288,7 @@ def compute_score(
     **reward_kwargs: Any,
 ) -> dict[str, Any]:
     """verl's custom reward function signature; `reward_kwargs` as the module docstring lists them."""
-    options = options_for(reward_kwargs)
+    options = options_for(_ours(reward_kwargs))
     item = verl_item(data_source, solution_str, ground_truth, extra_info, options=options)
     _check_columns(options, [item], [extra_info])
     return verl_result(client_for(options).score_raw([item], options.reward, options.deadline_s)[0])
@@ -293,7 +302,7 @@ def compute_score_batch(
     **reward_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """verl's batched reward manager signature (`reward_manager=batch`): one request for the whole batch."""
-    options = options_for(reward_kwargs)
+    options = options_for(_ours(reward_kwargs))
     extra_infos = extra_infos or [None] * len(solution_strs)
     items = [verl_item(*row, options=options) for row in zip(data_sources, solution_strs, ground_truths, extra_infos)]
     _check_columns(options, items, extra_infos)

@@ -156,7 +156,8 @@ spec = importlib.util.spec_from_file_location("custom_module", config["path"])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 raw = getattr(module, config["name"])
-fn = lambda **kw: raw(**{**kw, **config["reward_kwargs"]})
+# (verl's reward loop also passes its reward model's router and tokenizer, None without one)
+fn = lambda **kw: raw(**{**kw, "reward_router_address": None, "reward_model_tokenizer": None, **config["reward_kwargs"]})
 code = "```python\\nprint(sum(map(int, input().split())))\\n```"
 out = {
     "gsm8k": fn(data_source="openai/gsm8k", solution_str="<think>6*7</think><answer>\\\\boxed{42}</answer>",

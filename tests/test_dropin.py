@@ -120,6 +120,10 @@ def test_verl_url_and_token_come_from_reward_kwargs_and_are_never_ignored(fresh_
     assert client.urls == ["http://10.0.0.5:8000", "http://10.0.0.6:8000"] and client.token == "t"
     with pytest.raises(TypeError, match=r"'urll'.*did you mean 'url'"):
         verl.compute_score("openai/gsm8k", "x", "1", urll="http://10.0.0.5:8000")
+    # verl's reward loop adds its reward model's router and tokenizer to the call: accepted, unused
+    assert verl._ours({"url": "http://a:1", "reward_router_address": None, "reward_model_tokenizer": None}) == {
+        "url": "http://a:1"
+    }
     with pytest.raises(ValueError, match=r"reward_kwargs\.url"):
         verl.compute_score("openai/gsm8k", "x", "1", url="10.0.0.5:8000")
 
