@@ -274,41 +274,40 @@ REWARD_SHARE = 0.05
 
 
 def capacity_model(measured: dict[str, float]) -> list[str]:
-    """Cores that keep reward time under REWARD_SHARE of a step: N / (share x step time x rate per core x e)."""
-    e_math = min(1.0, measured.get("scaling_math", 1.0))
-    e_code = min(1.0, measured.get("scaling_code", 1.0))
+    """Cores that keep reward time under REWARD_SHARE of a step: N / (share x step time x rate per core)."""
     workloads = [
-        ("math: 512 x 16 completions, one verdict each", COMPLETIONS, "math verdicts", measured["math"], e_math),
+        ("math: 512 x 16 completions, one verdict each", COMPLETIONS, "math verdicts", measured["math"]),
         (
             f"code: 512 x 16 completions, {CODE_TESTS} stdio tests each (a jail per test)",
             COMPLETIONS * CODE_TESTS,
             "sandbox runs",
             measured["runs"],
-            e_code,
         ),
         (
             "code: 512 x 16 completions, HumanEval-style (tests as calls/asserts: one jail per completion)",
             COMPLETIONS,
             "HumanEval items",
             measured["humaneval"],
-            e_code,
         ),
     ]
+    scaling = ", ".join(f"{k.removeprefix('scaling_')} {v * 2:.2f}x" for k, v in measured.items() if "scaling" in k)
     lines = [
-        "**Capacity model.** Reward time with C cores is T_r = N / (r x C x e): N the units of work in a step, r the",
-        "measured rate per core above, e the scaling efficiency measured here for a second replica (2-replica",
-        f"items/s / (2 x 1-replica items/s), capped at 1: math {e_math:.2f}, code {e_code:.2f}). Keeping T_r under "
-        f"{REWARD_SHARE:.0%} of the step time T gives C >= N / ({REWARD_SHARE} x T x r x e). The set-ups: 8 x H100,",
-        f"512 prompts x 16 completions = {COMPLETIONS:,} completions a step; T is not fixed by them, so the model is",
-        "worked at 60 s (a 7B model, ~1k-token responses) and 300 s (long chain-of-thought): assumptions, replace them",
-        "with a run's own step time. It assumes scoring is on the step's critical path (verl's synchronous loop);",
-        "scoring overlapped with generation (the bundled trainer's prefetch) needs fewer.",
+        "**Capacity model.** Reward time with C cores is T_r = N / (r x C): N the units of work in a step, r the",
+        "measured rate per core above. Keeping T_r under "
+        f"{REWARD_SHARE:.0%} of the step time T gives C >= N / ({REWARD_SHARE} x T x r). Replicas are independent",
+        "processes, so the model takes their rates to add up; this VM cannot show it (2 cores for the client, the",
+        f"proxy, Ray's own processes and both replicas: 2 replicas / 1 measured {scaling} here, table above). The",
+        f"set-ups: 8 x H100, 512 prompts x 16 completions = {COMPLETIONS:,} completions a step; T is not fixed by",
+        "them,",
+        "so the model is worked at 60 s (a 7B model, ~1k-token responses) and 300 s (long chain-of-thought):",
+        "assumptions, to be replaced by a run's own step time. Scoring is taken to be on the step's critical path",
+        "(verl's synchronous loop); scoring overlapped with generation (the bundled trainer's prefetch) needs fewer.",
         "",
         "| workload | N a step | rate per core (r) | cores for T = 60 s | cores for T = 300 s |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for label, units, unit, rate, efficiency in workloads:
-        cores = [units / (REWARD_SHARE * step * rate * efficiency) for step in STEP_TIMES_S]
+    for label, units, unit, rate in workloads:
+        cores = [units / (REWARD_SHARE * step * rate) for step in STEP_TIMES_S]
         lines.append(f"| {label} | {units:,} {unit} | {rate:,.1f} /s | **{cores[0]:,.0f}** | **{cores[1]:,.0f}** |")
     return lines + [""]
 
