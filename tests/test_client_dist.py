@@ -229,7 +229,29 @@ def test_the_readme_sandbox_fusion_example_with_its_official_client(thin):
     assert "Failed" in lean and " 127 " in lean and "not supported" in lean
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".yaml")))
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".yaml", ".sh")))
 def test_the_readme_shows_each_example_as_it_is_run(name):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert (EXAMPLES / name).read_text(encoding="utf-8").rstrip("\n") in readme, f"README's copy of examples/{name}"
+
+
+def test_the_readme_openrlhf_command_line_as_openrlhf_calls_the_service():
+    """examples/openrlhf_remote.sh: its service (with the reward spec the script sets) started as written, and the
+    request OpenRLHF's remote reward client sends to the script's --remote_rm_url, with --label_key's labels."""
+    import shlex
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from groupscore.service.embedded import start_embedded
+
+    words = shlex.split((EXAMPLES / "openrlhf_remote.sh").read_text(encoding="utf-8"), comments=True)
+    spec = next(w.split("=", 1)[1] for w in words if w.startswith("GROUPSCORE_OPENRLHF_REWARD="))
+    remote = urlsplit(words[words.index("--remote_rm_url") + 1])
+    assert words[words.index("--label_key") + 1] == "answer" and "--remote_rm_url" in words
+    with start_embedded(workers=1, env={"GROUPSCORE_OPENRLHF_REWARD": spec}) as url:
+        prompts = ["<|user|>What is 6 * 7?<|assistant|>", "<|user|>What is 2 + 2?<|assistant|>"]
+        responses = ["<think>6*7</think><answer>\\boxed{42}</answer>", "<answer>5</answer>"]
+        body = {"query": [p + r for p, r in zip(prompts, responses)], "prompts": prompts, "labels": ["42", "4"]}
+        answer = httpx.post(url + remote.path, json=body, timeout=60).json()
+    assert answer["rewards"] == [1.0, 0.0] and answer["extra_logs"]["format"] == [1.0, 0.0]
