@@ -1,5 +1,5 @@
-"""Code items in the sandbox's other languages: stdio tests for all of them, call tests for JavaScript and Java (their
-own runners in the jail, returned values judged on the host as for Python), and what no language may do.
+"""Code items in the sandbox's other languages: stdio tests for all of them, call tests for JavaScript, TypeScript and
+Java (their own runners in the jail, returned values judged on the host as for Python), and what no language may do.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def test_javascript_wrong_values_exceptions_and_timeouts_fail_their_tests():
     assert v.reward == 0 and "TypeError: no such thing" in v.reason
     v = score_code(item("javascript", JS, [call("spin", [], None, time_limit_s=1)]))
     assert v.status is Status.timeout
+
+
+def test_typescript_call_tests_run_what_tsc_compiled():
+    program = "function scale(xs: number[], k: number): number[] {\n  return xs.map((x) => x * k);\n}"
+    v = score_code(item("typescript", program, [call("scale", [[1, 2], 3], [3, 6])], [call("scale", [[], 2], [])]))
+    assert (v.status, v.reward) == (Status.correct, 1.0), v.reason
+    v = score_code(item("typescript", program + "\nconst bad: number = 'x';", [call("scale", [[1], 1], [1])]))
+    assert v.status is Status.error and v.details["compile_error"]
 
 
 def test_javascript_exports_count_too():
@@ -157,6 +165,8 @@ def test_python_style_tests_are_refused_for_other_languages():
     assert v.status is Status.error and "java programs take stdio and call tests" in v.reason
     v = score_code(item("go", STDIO["go"], [call("f", [], 1)]))
     assert v.status is Status.error and "go programs take stdio tests" in v.reason
+    v = score_code(item("typescript", STDIO["typescript"], [{"type": "assert", "code": "assert f() == 1"}]))
+    assert v.status is Status.error and "typescript programs take stdio and call tests" in v.reason
 
 
 def test_extraction_reads_each_languages_fence_tags_and_telltales():

@@ -19,9 +19,10 @@ from groupscore.verifiers.code.assertions import (
 )
 from groupscore.verifiers.code.item import AssertTest, CallTest, CodeItem, HumanEvalTest, StdioTest
 
-# Languages whose programs take call tests: Python (jail_runner.py), and JavaScript and Java through their own runners
-# (runners/), which answer with each returned value as JSON; every expected value is compared on the host.
-CALL_LANGUAGES = ("python", "javascript", "java")
+# Languages whose programs take call tests: Python (jail_runner.py), and JavaScript (TypeScript once compiled) and Java
+# through their own runners (runners/), which answer with each returned value as JSON; every expected value is compared
+# on the host.
+CALL_LANGUAGES = ("python", "javascript", "typescript", "java")
 
 
 @dataclass(frozen=True)

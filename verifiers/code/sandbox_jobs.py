@@ -22,7 +22,7 @@ from groupscore.sandbox import (
     default_workers,
     run_many,
 )
-from groupscore.sandbox.languages import SPECS, java_main_class
+from groupscore.sandbox.languages import SPECS, artifact, java_main_class, run_argv
 from groupscore.sandbox.toolchains import toolchain
 
 RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
@@ -53,7 +53,7 @@ class Job:
 
 
 # The JavaScript and Java call runners (runners/), shipped as package data; each answers with returned values as JSON.
-RUNNER_FILES = {"javascript": "call_runner.js", "java": "GsCallRunner.java"}
+RUNNER_FILES = {"javascript": "call_runner.js", "typescript": "call_runner.js", "java": "GsCallRunner.java"}
 # Top-level class declarations of a Java program: the runner looks for a test's method on each.
 _JAVA_CLASS = re.compile(r"^(?:public\s+|final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.M)
 
@@ -190,6 +190,11 @@ def _request(language: str, source: str, program: str, job: Job, python_env: str
     if job.runner_source is not None and job.runner_language == "javascript":
         files = {"call_runner.js": job.runner_source, "solution.js": program}
         return {**_base(job, "javascript", files, "call_runner.js"), "args": ("solution.js",)}
+    if job.runner_source is not None and job.runner_language == "typescript":
+        # The sandbox compiles the program (tsc, its own jail) and the runner loads what tsc wrote, with node.
+        files = {source: program, "call_runner.js": job.runner_source}
+        node = run_argv(toolchain("javascript"), "call_runner.js", job.limits)
+        return {**_base(job, "typescript", files, source), "command": [*node, artifact("typescript", source)]}
     if job.runner_source is not None and job.runner_language == "java":
         # The program in a file its public class may have (javac wants that), else Solution.java; the runner, a
         # class of its own, is compiled with it and looks for each test's method on the program's classes.

@@ -93,7 +93,7 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
         wall_s = _runner_wall_limit(item, [u.time_limit_s for u in plan.call_units])
         if item.language == "python":
             source, plan_bytes = RUNNER_SOURCE, runner_plan(item, plan, marker)
-        else:  # JavaScript, Java: runners/, which read the plan as JSON
+        else:  # JavaScript, TypeScript, Java: runners/, which read the plan as JSON
             source, plan_bytes = sandbox_jobs.runner_source(item.language), json_runner_plan(item, plan, marker)
         jobs.append(
             sandbox_jobs.runner_job(
