@@ -52,6 +52,20 @@ def config_for(run_dir: Path, steps: int, rows: int, threads: int, max_new: int 
             "eval_every": steps,
         },
         "eval": {"samples": 2, "k": [1, 2], "max_prompts": 4},
+        # the answer (math) and, so that groups are not all flat at this size, a little for a \boxed{} answer
+        "service": {
+            "reward": {
+                "components": [
+                    {"name": "correct", "weight": 1.0},
+                    {
+                        "name": "boxed",
+                        "verifier": "format",
+                        "weight": 0.2,
+                        "params": {"regex": r"(?s).*\\boxed\{.+\}.*"},
+                    },
+                ]
+            }
+        },
     }
 
 
