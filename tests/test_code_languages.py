@@ -105,6 +105,7 @@ class Solution {
     static String shout(String s, char c) { return s.toUpperCase() + c; }
     static int[][] grid(int n) { return new int[n][n]; }
     static int fails(int x) { throw new IllegalStateException("bad " + x); }
+    static int spin(int x) { while (true) { } }
 }
 """
 
@@ -133,6 +134,9 @@ def test_java_wrong_values_and_exceptions_fail_their_tests():
     assert "add(2, 2) returned 4, expected 5" in v.reason
     v = score_code(item("java", JAVA, [call("fails", [3], 0)]))
     assert v.reward == 0 and "IllegalStateException: bad 3" in v.reason
+    # A call past its unit's limit fails that unit only; the runner goes on with the next.
+    v = score_code(item("java", JAVA, [call("spin", [1], 1, time_limit_s=1), call("add", [1, 1], 2)]))
+    assert v.reward == 0.5 and "(spin): took longer than 1s" in v.reason
 
 
 STDIO = {

@@ -306,7 +306,11 @@ public final class GsCallRunner {
                 worker.join(limitMs);
                 boolean timedOut = worker.isAlive();
                 if (timedOut) {
-                    worker.stop(); // a best effort; the jail's limits bound whatever it keeps doing
+                    try {
+                        worker.stop(); // a best effort (refused from Java 20 on); the jail's limits bound the rest
+                    } catch (Throwable e) {
+                        // it keeps running as a daemon thread until the run ends
+                    }
                     rec.append(",\"status\":\"timeout\"");
                 } else {
                     rec.append(",\"status\":\"done\",\"answers\":[");
