@@ -40,6 +40,7 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
         "prompt",
         "time_limit_s",
         "memory_mb",
+        "python_env",
         "stop_on_first_failure",
     ),
     "format": ("tags", "regex", "allow_outside_text", "strip", "partial_credit", "max_chars"),
