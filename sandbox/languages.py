@@ -80,7 +80,19 @@ TS_GLOBALS = "\n".join(
 )
 _TSC_FLAGS = ("--target", "es2022", "--lib", "es2022", "--module", "commonjs", "--pretty", "false")
 _PLAIN_JAVA_NAME = re.compile(r"^[\w$/.-]+\.java\Z")  # passed to javac through the shell's word splitting
-_JAVA_PUBLIC_CLASS = re.compile(r"^\s*public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.M)
+# What a Java source's top-level names are read from: its code with comments, strings, text blocks and char literals
+# blanked (unterminated ones run to the end), so a name in a comment never names a file or a class to load.
+_JAVA_NOT_CODE = re.compile(
+    r'"""[\s\S]*?(?:"""|\Z)|"(?:[^"\\\n]|\\.)*(?:"|$)|\'(?:[^\'\\\n]|\\.)*(?:\'|$)|//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)',
+    re.M,
+)
+_JAVA_DECLARATION = re.compile(
+    r"\b((?:(?:public|protected|private|static|final|abstract|sealed|non-sealed|strictfp)\s+)*)class\s+([^\W\d][\w$]*)"
+)
+# A class name we put in a file name or pass on: ASCII, short (a file name has 255 bytes at most), no path tricks.
+# A program that declares another (valid Java, e.g. 300 letters) gets a file of another name: javac's compile error.
+_JAVA_PLAIN_CLASS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,99}\Z")
+MAX_JAVA_CLASSES = 200  # top-level classes the call runner looks at
 
 
 def compile_limits_for(language: str) -> Limits:
@@ -95,10 +107,40 @@ def artifact(language: str, main: str) -> str:
     return JAR if language == "java" else BINARY
 
 
+def java_code_only(source: str) -> str:
+    """A Java source with its comments, string, text-block and char literals blanked (line breaks kept)."""
+    return _JAVA_NOT_CODE.sub(lambda m: "\n" * m.group(0).count("\n") or " ", source)
+
+
+def java_top_level_classes(source: str) -> list[tuple[str, bool]]:
+    """(name, public?) of each class a Java source declares outside any braces, in order, comments and literals
+    skipped; only names fit for a file name (_JAVA_PLAIN_CLASS), at most MAX_JAVA_CLASSES."""
+    code = java_code_only(source)
+    found: list[tuple[str, bool]] = []
+    depth, at = 0, 0
+    for match in _JAVA_DECLARATION.finditer(code):
+        between = code[at : match.start()]
+        depth += between.count("{") - between.count("}")
+        at = match.start()
+        if depth == 0 and _JAVA_PLAIN_CLASS.match(match.group(2)):
+            found.append((match.group(2), "public" in match.group(1).split()))
+            if len(found) >= MAX_JAVA_CLASSES:
+                break
+    return found
+
+
 def java_main_class(source: bytes) -> str | None:
-    """The public class a Java source declares (javac wants it in <Class>.java), or None."""
-    found = _JAVA_PUBLIC_CLASS.search(source.decode("utf-8", errors="replace"))
-    return found.group(1) if found else None
+    """The public top-level class a Java source declares (javac wants it in <Class>.java), or None: none, or a name
+    unfit for a file name (then the file keeps its own name, and javac refuses the program: a compile error)."""
+    code = java_code_only(source.decode("utf-8", errors="replace"))
+    depth, at = 0, 0
+    for match in _JAVA_DECLARATION.finditer(code):
+        between = code[at : match.start()]
+        depth += between.count("{") - between.count("}")
+        at = match.start()
+        if depth == 0 and "public" in match.group(1).split():
+            return match.group(2) if _JAVA_PLAIN_CLASS.match(match.group(2)) else None
+    return None
 
 
 def _jvm_flags(limits: Limits, *, prefix: str = "") -> list[str]:

@@ -30,10 +30,15 @@ def run_base() -> str:
     raise SandboxUnavailable("no exec-able temp dir for per-run files (set GROUPSCORE_SANDBOX_TMP)")
 
 
+NAME_MAX = 255  # bytes in one file name: a longer one fails the jail's mount, so it is refused up front
+
+
 def check_name(name: str) -> str:
     p = PurePosixPath(name)
     if not name or p.is_absolute() or ".." in p.parts or name != str(p) or "\x00" in name:
         raise BadRunRequest(f"bad file name {name!r}: use a plain relative path inside the work dir")
+    if any(len(part.encode("utf-8", errors="surrogatepass")) > NAME_MAX for part in p.parts):
+        raise BadRunRequest(f"bad file name {name[:60]!r}...: each part of a path may have {NAME_MAX} bytes at most")
     return str(p)
 
 

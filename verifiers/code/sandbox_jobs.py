@@ -22,7 +22,7 @@ from groupscore.sandbox import (
     default_workers,
     run_many,
 )
-from groupscore.sandbox.languages import SPECS, artifact, java_main_class, run_argv
+from groupscore.sandbox.languages import SPECS, artifact, java_main_class, java_top_level_classes, run_argv
 from groupscore.sandbox.toolchains import toolchain
 
 RUNNER_MEMORY_HEADROOM_MB = 64  # the runner process itself, beside the worker
@@ -54,8 +54,9 @@ class Job:
 
 # The JavaScript and Java call runners (runners/), shipped as package data; each answers with returned values as JSON.
 RUNNER_FILES = {"javascript": "call_runner.js", "typescript": "call_runner.js", "java": "GsCallRunner.java"}
-# Top-level class declarations of a Java program: the runner looks for a test's method on each.
-_JAVA_CLASS = re.compile(r"^(?:public\s+|final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)", re.M)
+# The Java runner reads the program's top-level classes (where it looks for a test's method) from this file, one a
+# line: a list on its command line could outgrow execve's limits (E2BIG), a jail failure the program would choose.
+JAVA_CLASS_LIST = "gs-call-classes.txt"
 
 
 @functools.cache
@@ -199,8 +200,9 @@ def _request(language: str, source: str, program: str, job: Job, python_env: str
         # The program in a file its public class may have (javac wants that), else Solution.java; the runner, a
         # class of its own, is compiled with it and looks for each test's method on the program's classes.
         program_file = f"{java_main_class(program.encode()) or 'Solution'}.java"
-        files = {"GsCallRunner.java": job.runner_source, program_file: program}
-        return {**_base(job, "java", files, "GsCallRunner.java"), "args": tuple(_JAVA_CLASS.findall(program))}
+        classes = "".join(f"{name}\n" for name, _ in java_top_level_classes(program))
+        files = {"GsCallRunner.java": job.runner_source, program_file: program, JAVA_CLASS_LIST: classes}
+        return {**_base(job, "java", files, "GsCallRunner.java"), "args": (JAVA_CLASS_LIST,)}
     if job.runner_source is not None:
         runner, argv = runner_files(job.runner_source)
         files = {**runner, "solution.py": program}

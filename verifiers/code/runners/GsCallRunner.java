@@ -1,7 +1,7 @@
 // The call-style test runner for Java programs, compiled with the program and run by the JVM inside the jail.
 //
 // It reads the plan (JSON: a marker and, per test unit, the calls to make) from stdin and closes stdin; it finds each
-// call's method by name and argument count on the program's classes (named on the command line), static or on a fresh
+// call's method by name and argument count on the program's classes (listed in the file named on the command line), static or on a fresh
 // instance made with the no-argument constructor (LeetCode's `class Solution`); it converts the JSON arguments to the
 // parameter types (numbers, booleans, strings, chars, arrays, List, Set, Map), calls the method in a thread under the
 // unit's time limit, and writes one line per unit, "<marker> <JSON record>", with each returned value as JSON text.
@@ -273,7 +273,9 @@ public final class GsCallRunner {
         final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
         List<Class<?>> classes = new ArrayList<>();
         String loadProblem = null;
-        for (String name : argv) {
+        // The class names, one a line, from the file named first on the command line (never the names themselves there).
+        for (String name : java.nio.file.Files.readAllLines(java.nio.file.Path.of(argv[0]), StandardCharsets.UTF_8)) {
+            if (name.isEmpty()) continue;
             try {
                 classes.add(Class.forName(name));
             } catch (Throwable e) {

@@ -1,0 +1,80 @@
+"""Issue 16's red-team findings, one regression test each: what a JavaScript, TypeScript or Java program chooses
+never makes its verdict infra_error, never crashes the host's judge, never puts a hidden input in the reason, and
+never runs outside its test's time limit."""
+
+from __future__ import annotations
+
+import pytest
+
+from groupscore.sandbox import BadRunRequest
+from groupscore.sandbox.languages import java_main_class, java_top_level_classes
+from groupscore.sandbox.workdir import check_name
+from groupscore.schema.verdict import Status
+from groupscore.verifiers.code.item import CodeItem
+from groupscore.verifiers.code.run_program import ProgramRun, run_program
+from groupscore.verifiers.code.verify import score_code
+
+
+def item(language: str, program: str, tests: list[dict], hidden: list[dict] | None = None) -> CodeItem:
+    return CodeItem(
+        id="x", language=language, completion=f"```{language}\n{program}\n```", tests=tests, hidden_tests=hidden or []
+    )
+
+
+def call(fn: str, args: list, expected) -> dict:
+    return {"type": "call", "fn": fn, "args": args, "expected": expected}
+
+
+ADD_TESTS = [call("add", [1, 2], 3)], [call("add", [2, 2], 4)]
+
+# -- 1: a Java program's names never make a jail fail --------------------------------------------------------------
+
+
+def test_java_names_come_from_code_not_comments_or_strings():
+    source = (
+        "/*\npublic class Commented\n*/\n// public class Line\n"
+        '@SuppressWarnings("public class S") public final class Real { class Inner {} String s = "}"; char c = \'{\'; }\n'
+        "class Other { void f() { Object o = String.class; } }\n"
+    )
+    assert java_main_class(source.encode()) == "Real"
+    assert java_top_level_classes(source) == [("Real", True), ("Other", False)]
+    # Valid Java names unfit for a file name: no file of that name (javac then refuses the program).
+    assert java_main_class(("public class " + "Q" * 256 + " {}").encode()) is None
+    assert java_main_class(("public class A" + "\u4e2d" * 85 + " {}").encode()) is None
+    assert java_main_class(b"/*\npublic class X") is None  # an unterminated comment hides what follows
+    assert java_top_level_classes("/*\n" + "".join(f"class C{i}\n" for i in range(30000)) + "*/ class S {}") == [
+        ("S", False)
+    ]
+
+
+def test_file_names_over_name_max_are_refused_as_the_requests_fault():
+    with pytest.raises(BadRunRequest, match="255 bytes"):
+        check_name("Q" * 256 + ".java")
+    assert check_name("Q" * 250 + ".java")
+
+
+@pytest.mark.usefixtures("jail_available")
+@pytest.mark.parametrize(
+    "decoy",
+    [
+        "/*\npublic class " + "Q" * 256 + "\n*/",
+        "/*\npublic class A" + "\u4e2d" * 85 + "\n*/",
+        "/*\nclass " + "Z" * 140000 + "\n*/",
+    ],
+    ids=["long-public-name", "multibyte-name", "argv-too-long"],
+)
+def test_java_names_in_comments_leave_a_wrong_call_program_incorrect(decoy):
+    wrong = decoy + "\nclass Solution { public static int add(int a, int b) { return a - b; } }\n"
+    v = score_code(item("java", wrong, *ADD_TESTS))
+    assert (v.status, v.reward) == (Status.incorrect, 0.0), v.reason
+
+
+@pytest.mark.usefixtures("jail_available")
+def test_java_overlong_public_class_is_a_compile_error_not_a_sandbox_error():
+    program = "public class " + "Q" * 256 + " { public static int add(int a, int b) { return a + b; } }"
+    v = score_code(item("java", program, *ADD_TESTS))
+    assert (v.status, v.reward) == (Status.error, 0.0), v.reason
+    assert "compile error" in v.reason
+    stdio = "public class " + "Q" * 256 + " { public static void main(String[] a) { System.out.println(1); } }"
+    run = run_program(ProgramRun(code=stdio, language="java"))
+    assert run.status.value == "compile_error", (run.status, run.error)
