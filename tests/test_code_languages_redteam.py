@@ -4,15 +4,19 @@ never runs outside its test's time limit."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from groupscore.sandbox import BadRunRequest
+from groupscore.sandbox import BadRunRequest, RunResult, RunStatus
 from groupscore.sandbox.languages import java_main_class, java_top_level_classes
 from groupscore.sandbox.workdir import check_name
 from groupscore.schema.verdict import Status
+from groupscore.verifiers.code.assertions import Call
 from groupscore.verifiers.code.item import CodeItem
+from groupscore.verifiers.code.plan import CallUnit, ExpectedValue
 from groupscore.verifiers.code.run_program import ProgramRun, run_program
-from groupscore.verifiers.code.verify import score_code
+from groupscore.verifiers.code.verify import judge_runner, score_code
 
 
 def item(language: str, program: str, tests: list[dict], hidden: list[dict] | None = None) -> CodeItem:
@@ -78,3 +82,42 @@ def test_java_overlong_public_class_is_a_compile_error_not_a_sandbox_error():
     stdio = "public class " + "Q" * 256 + " { public static void main(String[] a) { System.out.println(1); } }"
     run = run_program(ProgramRun(code=stdio, language="java"))
     assert run.status.value == "compile_error", (run.status, run.error)
+
+
+# -- 4: what a program writes never crashes the host's judge ------------------------------------------------------
+
+
+def _unit() -> CallUnit:
+    return CallUnit(0, False, "call test 0", 1.0, [Call("f")], [ExpectedValue(0, 1)])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "M " + "[" * 200_000,  # a forged record, nested past the json module's recursion guard
+        'M {"unit": 0, "status": "import_error", "detail": ' + "[" * 990 + "]" * 990 + "}",
+    ],
+    ids=["forged-record", "deep-detail"],
+)
+def test_deep_forged_records_are_skipped_not_a_crash(line):
+    result = RunResult(status=RunStatus.OK, stdout=line + "\n")
+    outcome = judge_runner([_unit()], result, "M")[0]
+    assert not outcome.passed and outcome.why == "the runner ended before this test"
+
+
+def test_a_returned_value_nested_deeper_than_the_bound_fails_its_test():
+    payload = "[" * 995 + "1" + "]" * 995  # under json.loads's own guard, over the host's comparison's stack
+    record = {"unit": 0, "status": "done", "answers": [["J", payload]]}
+    outcome = judge_runner([_unit()], RunResult(status=RunStatus.OK, stdout=f"M {json.dumps(record)}\n"), "M")[0]
+    assert not outcome.passed and outcome.why == "f() returned a value nested too deeply"
+    shallow = {"unit": 0, "status": "done", "answers": [["J", "[" * 150 + "1" + "]" * 150]]}
+    outcome = judge_runner([_unit()], RunResult(status=RunStatus.OK, stdout=f"M {json.dumps(shallow)}\n"), "M")[0]
+    assert not outcome.passed and outcome.why.startswith("f() returned [[[[")
+
+
+@pytest.mark.usefixtures("jail_available")
+def test_javascript_deep_value_is_that_tests_failure():
+    program = "function f() { let x = 1; for (let i = 0; i < 995; i++) x = [x]; return x; }"
+    v = score_code(item("javascript", program, [call("f", [], 1)], [call("f", [], 2)]))
+    assert (v.status, v.reward) == (Status.incorrect, 0.0), v.reason
+    assert "nested too deeply" in v.reason

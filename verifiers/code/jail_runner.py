@@ -177,18 +177,37 @@ def parse_answer(text):
     ValueError for text that is not JSON) when it is malformed or beyond the bounds above."""
     import json  # not on the runner's common path: there only residual code reads answers
 
-    if len(text) > MAX_FRAME_BYTES:
-        raise NotPlainData("a value too large to judge (over %d bytes)" % MAX_FRAME_BYTES)
+    return decode_value(_load_bounded(json, text, MAX_FRAME_BYTES))
+
+
+def parse_json_data(text, max_bytes=MAX_FRAME_BYTES):
+    """Plain JSON text (a JavaScript or Java runner's record or returned value, which the program can forge) as
+    data, with parse_answer's bounds and nesting at most MAX_DEPTH (the host's comparisons recurse on it)."""
+    import json
+
+    data = _load_bounded(json, text, max_bytes)
+    stack = [(data, 0)]
+    while stack:  # iterative: the check itself must not recurse
+        value, depth = stack.pop()
+        if type(value) in (list, dict):
+            if depth >= MAX_DEPTH:
+                raise NotPlainData("a value nested too deeply")
+            stack.extend((v, depth + 1) for v in (value.values() if type(value) is dict else value))
+    return data
+
+
+def _load_bounded(json, text, max_bytes):
+    if len(text) > max_bytes:
+        raise NotPlainData("a value too large to judge (over %d bytes)" % max_bytes)
     if count_values(text) > MAX_ANSWER_ITEMS:
         raise NotPlainData("a value too large to judge (over %d items)" % MAX_ANSWER_ITEMS)
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
     try:
-        data = json.loads(
+        return json.loads(
             text, parse_constant=_refuse_constant, parse_int=int if 0 < limit <= MAX_INT_DIGITS else _bounded_int
         )
     except RecursionError:
         raise NotPlainData("a value nested too deeply")
-    return decode_value(data)
 
 
 def count_values(text):

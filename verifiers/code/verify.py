@@ -29,7 +29,13 @@ from groupscore.verifiers.code.assertions import ConvertedAssert, PlanError, eva
 from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
 from groupscore.verifiers.code.extract import ProgramExtraction, extract_program
 from groupscore.verifiers.code.item import CodeItem
-from groupscore.verifiers.code.jail_runner import MARSHAL_VERSION, NotPlainData, encode_value, parse_answer
+from groupscore.verifiers.code.jail_runner import (
+    MARSHAL_VERSION,
+    NotPlainData,
+    encode_value,
+    parse_answer,
+    parse_json_data,
+)
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
 
 RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
@@ -209,9 +215,9 @@ def judge_runner(units: list[CallUnit], result: RunResult, marker: str) -> dict[
     for line in result.stdout.splitlines():
         if not line.startswith(prefix):
             continue
-        try:
-            record = json.loads(line[len(prefix) :])
-        except ValueError:
+        try:  # bounded: the program can write any line it likes, e.g. 200,000 '[' after the marker
+            record = parse_json_data(line[len(prefix) :], sandbox_jobs.RUNNER_OUTPUT_BYTES)
+        except (ValueError, NotPlainData, MemoryError):
             continue
         if isinstance(record, dict) and isinstance(record.get("unit"), int):
             records.setdefault(record["unit"], record)
@@ -260,7 +266,7 @@ def judge_call_unit(unit: CallUnit, record: dict[str, Any]) -> UnitOutcome:
         if kind not in ("O", "J"):  # O: the Python runner's codec; J: JSON from the JavaScript or Java runner
             return UnitOutcome(False, why=f"{_call_text(call)} raised {_echo(payload)}")
         try:
-            results.append(parse_answer(payload) if kind == "O" else json.loads(payload))
+            results.append(parse_answer(payload) if kind == "O" else parse_json_data(payload))
         except NotPlainData as exc:  # our own words on what the bounds refused (too large, colliding hashes, ...)
             return UnitOutcome(False, why=f"{_call_text(call)} returned {exc}")
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
