@@ -16,6 +16,7 @@ from groupscore.verifiers.code.assertions import Call
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue
 from groupscore.verifiers.code.run_program import ProgramRun, run_program
+from groupscore.verifiers.code.runner_plans import json_runner_plan, runner_groups
 from groupscore.verifiers.code.verify import judge_runner, score_code
 
 
@@ -121,3 +122,34 @@ def test_javascript_deep_value_is_that_tests_failure():
     v = score_code(item("javascript", program, [call("f", [], 1)], [call("f", [], 2)]))
     assert (v.status, v.reward) == (Status.incorrect, 0.0), v.reason
     assert "nested too deeply" in v.reason
+
+
+# -- 3: no hidden input reaches a reason ---------------------------------------------------------------------------
+
+REREADS_PLAN = """
+const fs = require('fs'); const buf = Buffer.alloc(1 << 20); const n = fs.readSync(0, buf, 0, buf.length, 0);
+const plan = JSON.parse(buf.subarray(0, n).toString());
+function f(x) {
+  if (x === 'pub') throw new Error(JSON.stringify(plan.units.map(u => u.calls[0].args)).replace(/[^A-Za-z0-9]/g, ''));
+  return 0;
+}
+"""
+
+
+def test_runner_groups_keep_hidden_units_out_of_the_public_job():
+    public = CallUnit(0, False, "call test 0", 1.0, [Call("f", ("pub",))], [ExpectedValue(0, 1)])
+    hidden = CallUnit(1, True, "", 1.0, [Call("f", ("SECRET",))], [ExpectedValue(0, 1)])
+    assert runner_groups("javascript", [public, hidden]) == [[public], [hidden]]
+    assert runner_groups("java", [hidden]) == [[hidden]]
+    assert runner_groups("python", [public, hidden]) == [[public, hidden]]  # per-unit workers, in order
+    assert b"SECRET" not in json_runner_plan(item("javascript", "", [call("f", ["pub"], 1)]), [public], "M")
+
+
+@pytest.mark.usefixtures("jail_available")
+def test_a_program_that_rereads_its_plan_finds_no_hidden_input_to_quote():
+    v = score_code(
+        item("javascript", REREADS_PLAN, [call("f", ["pub"], 1)], [call("f", ["SECRETONE"], 1), call("f", ["X2"], 1)])
+    )
+    assert v.reward == 0.0
+    assert "raised 'Error: pub'" in v.reason, v.reason  # the program did reread its plan: its public input only
+    assert "SECRETONE" not in v.reason and "X2" not in v.reason, v.reason

@@ -2,8 +2,9 @@
 
 Expected values never enter the jail (call and converted-assert units bring plain values out; stdio units bring
 stdout out). Hidden tests contribute counts only: no input, expected value, assert text or message of theirs reaches
-the verdict. Public units always run before hidden ones in the runner, so a failure message of a public unit cannot
-carry anything the program saw of a hidden test.
+the verdict. A public unit's failure message cannot carry anything the program saw of a hidden test: the Python runner
+runs public units before hidden ones, each in a fresh worker; the other languages' runners get public and hidden units
+in separate jobs (runner_plans.runner_groups).
 
 A public failure's reason quotes what the program produced (stdout, stderr, an exception, a returned value, an in-jail
 check's message, a compiler message) only as a short excerpt: ASCII-escaped on one line, at most MAX_ECHO_CHARS
@@ -13,8 +14,6 @@ observe of a concurrent run (of another item's hidden test, say) leaves through 
 
 from __future__ import annotations
 
-import json
-import marshal
 import reprlib
 import secrets
 from dataclasses import dataclass
@@ -30,13 +29,12 @@ from groupscore.verifiers.code.compare import json_values_equal, stdout_matches
 from groupscore.verifiers.code.extract import ProgramExtraction, extract_program
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.jail_runner import (
-    MARSHAL_VERSION,
     NotPlainData,
-    encode_value,
     parse_answer,
     parse_json_data,
 )
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue, Plan, StdioUnit, build_plan
+from groupscore.verifiers.code.runner_plans import json_runner_plan, runner_groups, runner_plan
 
 RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text()
 MAX_MESSAGE_CHARS = 300
@@ -95,12 +93,13 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     """Every unit's outcome, in unit order: one runner job for all call units, one job per stdio unit, in parallel."""
     marker = secrets.token_hex(16)
     jobs: list[sandbox_jobs.Job] = []
-    if plan.call_units:
-        wall_s = _runner_wall_limit(item, [u.time_limit_s for u in plan.call_units])
+    groups = runner_groups(item.language, plan.call_units)
+    for units in groups:
+        wall_s = _runner_wall_limit(item, [u.time_limit_s for u in units])
         if item.language == "python":
-            source, plan_bytes = RUNNER_SOURCE, runner_plan(item, plan, marker)
+            source, plan_bytes = RUNNER_SOURCE, runner_plan(item, units, marker)
         else:  # JavaScript, TypeScript, Java: runners/, which read the plan as JSON
-            source, plan_bytes = sandbox_jobs.runner_source(item.language), json_runner_plan(item, plan, marker)
+            source, plan_bytes = sandbox_jobs.runner_source(item.language), json_runner_plan(item, units, marker)
         jobs.append(
             sandbox_jobs.runner_job(
                 source, plan_bytes, wall_time_s=wall_s, memory_mb=item.memory_mb, language=item.language
@@ -117,8 +116,8 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
     )
     results = sandbox_jobs.run_jobs(item.language, program, jobs, item.python_env)
     outcomes: dict[int, UnitOutcome] = {}
-    if plan.call_units:
-        outcomes.update(judge_runner(plan.call_units, results.pop(0), marker))
+    for units in groups:
+        outcomes.update(judge_runner(units, results.pop(0), marker))
     for unit, result in zip(plan.stdio_units, results):
         outcomes[unit.index] = judge_stdio(unit, result)
     ordered = [outcomes[i] for i in range(plan.total)]
@@ -132,53 +131,6 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
 
 
 # -- the runner job -----------------------------------------------------------------------------------------------
-
-
-def runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
-    """What the jail's runner reads on stdin: call inputs and residual code, never an expected value.
-
-    Strings, numbers, lists and dicts in marshal format (version 4, which the jail's interpreter reads whatever its
-    version; loading it costs the runner microseconds, where parsing a literal cost a compile); call arguments go
-    through the codec, so tuples and sets arrive as they were.
-    """
-    units = [
-        {
-            "calls": [
-                {"fn": c.fn, "args": encode_value(list(c.args)), "kwargs": encode_value(dict(c.kwargs))}
-                for c in unit.calls
-            ],
-            "residual": unit.residual,
-            "time_limit_s": float(unit.time_limit_s),
-        }
-        for unit in plan.call_units
-    ]
-    return marshal.dumps(
-        {
-            "marker": marker,
-            "import_limit_s": float(item.time_limit_s),
-            "stop_on_failure": item.stop_on_first_failure,
-            "units": units,
-        },
-        MARSHAL_VERSION,
-    )
-
-
-def json_runner_plan(item: CodeItem, plan: Plan, marker: str) -> bytes:
-    """The JavaScript and Java runners' plan: call tests' functions and JSON arguments, never an expected value."""
-    units = [
-        {
-            "calls": [{"fn": c.fn, "args": list(c.args)} for c in unit.calls],
-            "time_limit_s": float(unit.time_limit_s),
-        }
-        for unit in plan.call_units
-    ]
-    body = {
-        "marker": marker,
-        "import_limit_s": float(item.time_limit_s),
-        "stop_on_failure": item.stop_on_first_failure,
-        "units": units,
-    }
-    return json.dumps(body, ensure_ascii=True).encode()
 
 
 def _runner_wall_limit(item: CodeItem, unit_limits: list[float]) -> float:
@@ -197,8 +149,12 @@ def time_budget_s(item: CodeItem) -> float:
     limit = {id(t): t.time_limit_s or item.time_limit_s for t in tests}
     call_limits = [limit[id(t)] for t in tests if t.type != "stdio"]
     walls = [limit[id(t)] + JOB_OVERHEAD_S for t in tests if t.type == "stdio"]
-    if call_limits:  # one call unit per non-stdio test (plan.build_plan), all in one runner job
-        walls.append(_runner_wall_limit(item, call_limits) + JOB_OVERHEAD_S)
+    # One call unit per non-stdio test (plan.build_plan); public and hidden ones in separate runner jobs but in Python
+    # (runner_plans.runner_groups).
+    groups = [call_limits]
+    if item.language != "python":
+        groups = [[limit[id(t)] for t in group if t.type != "stdio"] for group in (item.tests, item.hidden_tests)]
+    walls.extend(_runner_wall_limit(item, group) + JOB_OVERHEAD_S for group in groups if group)
     if not walls:
         return 0.0
     # List scheduling on w runners ends within sum/w + the longest job, whatever the order; compiled languages compile

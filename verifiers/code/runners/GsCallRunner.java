@@ -8,6 +8,8 @@
 // Expected values never come here: the host compares. The program runs in the runner's JVM and may learn the plan
 // (call inputs and the marker); a line it forges with the marker gains nothing, since the host still compares the value
 // in it with one the program never sees.
+// Public and hidden tests come in separate runs (runner_plans.runner_groups): a run whose errors and values a verdict's
+// reason may quote never holds a hidden input.
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.PrintStream;

@@ -9,6 +9,8 @@
 // Unlike the Python runner, the program runs in the runner's own process (node cannot fork a worker), and it can read
 // the plan (stdin stays open: libuv refuses to close fd 0): call inputs and the marker, never an expected value. A line
 // it forges with the marker gains nothing: the host still compares the value in it with one the program never sees.
+// Public and hidden tests come in separate runs (runner_plans.runner_groups): a run whose errors and values a verdict's
+// reason may quote never holds a hidden input.
 "use strict";
 const fs = require("fs");
 const vm = require("vm");
