@@ -25,6 +25,7 @@ import os
 import platform
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +46,8 @@ from groupscore.service.ray_app import application
 RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Ray Serve (issue 15): replicas, Serve's overhead, per-core costs and a capacity model"
 CODE_TESTS = 10
-RAY_NICENESS = "RAY_worker_niceness"  # Ray's own spelling of the raylet's setting
+RAY_NICENESS = "RAY_worker_niceness"
+WIDTH = 118  # RESULTS.md's prose width  # Ray's own spelling of the raylet's setting
 
 
 def math_batch(size: int, seed: int) -> list[dict]:
@@ -230,11 +232,14 @@ def per_core_costs(
         ),
     }
     lines += [
-        "**Per-core costs**: units per CPU-second of the plain service's whole process tree (server, scoring",
-        "processes, nsjail and the jailed programs: what a core must spend), and beside it the wall-clock rate over",
-        "the",
-        "2 cores (what this VM gave under the load above). The capacity model uses the first: a core kept busy, which",
-        'for jails takes two runs in flight per core (bench/RESULTS.md, "Sandbox"; a replica runs two per process).',
+        *textwrap.wrap(
+            "**Per-core costs**: units per CPU-second of the plain service's whole process tree (server, scoring "
+            "processes, nsjail and the jailed programs: what a core must spend), and beside it the wall-clock rate "
+            "over the 2 cores (what this VM gave under the load above). The capacity model uses the first: a core "
+            'kept busy, which for jails takes two runs in flight per core (bench/RESULTS.md, "Sandbox"; a replica '
+            "runs two per scoring process).",
+            WIDTH,
+        ),
         "",
         "| cost | per CPU-second (median) | wall rate / 2 cores (median) | from |",
         "| --- | --- | --- | --- |",
@@ -344,16 +349,18 @@ def capacity_model(measured: dict[str, float]) -> list[str]:
     ]
     scaling = ", ".join(f"{k.removeprefix('scaling_')} {v * 2:.2f}x" for k, v in measured.items() if "scaling" in k)
     lines = [
-        "**Capacity model.** Reward time with C cores is T_r = N / (r x C): N the units of work in a step, r the",
-        "measured rate per CPU-second above. Keeping T_r under "
-        f"{REWARD_SHARE:.0%} of the step time T gives C >= N / ({REWARD_SHARE} x T x r). Replicas are independent",
-        "processes, so the model takes their rates to add up; this VM cannot show it (2 cores for the client, the",
-        f"proxy, Ray's own processes and both replicas: 2 replicas / 1 measured {scaling} here, table above). The",
-        f"set-ups: 8 x H100, 512 prompts x 16 completions = {COMPLETIONS:,} completions a step; T is not fixed by",
-        "them,",
-        "so the model is worked at 60 s (a 7B model, ~1k-token responses) and 300 s (long chain-of-thought):",
-        "assumptions, to be replaced by a run's own step time. Scoring is taken to be on the step's critical path",
-        "(verl's synchronous loop); scoring overlapped with generation (the bundled trainer's prefetch) needs fewer.",
+        *textwrap.wrap(
+            "**Capacity model.** Reward time with C cores is T_r = N / (r x C): N the units of work in a step, r the "
+            f"measured rate per CPU-second above. Keeping T_r under {REWARD_SHARE:.0%} of the step time T gives "
+            f"C >= N / ({REWARD_SHARE} x T x r). Replicas are independent processes, so the model takes their rates "
+            "to add up; this VM cannot show it (2 cores for the client, the proxy, Ray's own processes and both "
+            f"replicas: 2 replicas / 1 measured {scaling} here, table above). The set-ups: 8 x H100, 512 prompts x "
+            f"16 completions = {COMPLETIONS:,} completions a step; T is not fixed by them, so the model is worked at "
+            "60 s (a 7B model, ~1k-token responses) and 300 s (long chain-of-thought): assumptions, to be replaced by "
+            "a run's own step time. Scoring is taken to be on the step's critical path (verl's synchronous loop); "
+            "scoring overlapped with generation (the bundled trainer's prefetch) needs fewer.",
+            WIDTH,
+        ),
         "",
         "| workload | N a step | rate per core (r) | cores for T = 60 s | cores for T = 300 s |",
         "| --- | --- | --- | --- | --- |",
