@@ -153,3 +153,25 @@ def test_a_program_that_rereads_its_plan_finds_no_hidden_input_to_quote():
     assert v.reward == 0.0
     assert "raised 'Error: pub'" in v.reason, v.reason  # the program did reread its plan: its public input only
     assert "SECRETONE" not in v.reason and "X2" not in v.reason, v.reason
+
+
+# -- 2: a call test's time limit holds whatever the program replaces ----------------------------------------------
+
+BUSY = "const end = Date.now() + 1500; let x = 0; while (Date.now() < end) x++;"
+SLOW_JS = {  # each a correct answer, 1.5 s of work (a 0.5 s limit) done where vm's timeout did not reach
+    "work-in-toJSON": "function slow(n) { return { toJSON() { BUSY return n * 2; } }; }",
+    "work-in-proxy-trap": "function slow(n) { return new Proxy({ v: n * 2 }, "
+    "{ get(t, k) { if (k === 'toJSON') { BUSY } return Reflect.get(t, k); } }); }",
+    "patched-clock": "let k = 0; process.hrtime.bigint = () => (k++ % 2 === 0 ? 10n ** 15n : 0n); "
+    "Math.round = () => 1e9; function slow(n) { BUSY return n * 2; }",
+}
+
+
+@pytest.mark.usefixtures("jail_available")
+@pytest.mark.parametrize("program", list(SLOW_JS.values()), ids=list(SLOW_JS))
+def test_javascript_work_outside_the_call_is_timed(program):
+    program = program.replace("BUSY", BUSY)
+    wrap = (lambda x: {"v": x}) if "Proxy" in program else (lambda x: x)
+    tests = [{**call("slow", [1], wrap(2)), "time_limit_s": 0.5}]
+    v = score_code(item("javascript", program, tests, [{**call("slow", [5], wrap(10)), "time_limit_s": 0.5}]))
+    assert v.reward == 0.0, v.reason
