@@ -20,10 +20,9 @@ from groupscore.verifiers.code.runner_plans import json_runner_plan, runner_grou
 from groupscore.verifiers.code.verify import judge_runner, score_code
 
 
-def item(language: str, program: str, tests: list[dict], hidden: list[dict] | None = None) -> CodeItem:
-    return CodeItem(
-        id="x", language=language, completion=f"```{language}\n{program}\n```", tests=tests, hidden_tests=hidden or []
-    )
+def item(language: str, program: str, tests: list[dict], hidden: list[dict] | None = None, **extra) -> CodeItem:
+    completion = f"```{language}\n{program}\n```"
+    return CodeItem(id="x", language=language, completion=completion, tests=tests, hidden_tests=hidden or [], **extra)
 
 
 def call(fn: str, args: list, expected) -> dict:
@@ -175,3 +174,43 @@ def test_javascript_work_outside_the_call_is_timed(program):
     tests = [{**call("slow", [1], wrap(2)), "time_limit_s": 0.5}]
     v = score_code(item("javascript", program, tests, [{**call("slow", [5], wrap(10)), "time_limit_s": 0.5}]))
     assert v.reward == 0.0, v.reason
+
+
+JAVA_BUSY = "long end = System.currentTimeMillis() + 1500; long x = 0; while (System.currentTimeMillis() < end) x++;"
+SLOW_JAVA = {  # each a correct answer after 1.5 s of work, against a 0.5 s limit
+    # Its file was the runner's: it replaced the runner (and answered from the plan it read, untimed).
+    "public-class-GsCallRunner": "import java.util.regex.*;\npublic class GsCallRunner {\n"
+    "  static long slow(long n) { BUSY return n * 2; }\n"
+    "  public static void main(String[] a) throws Exception {\n"
+    '    String plan = new String(System.in.readAllBytes(), "UTF-8");\n'
+    '    Matcher mk = Pattern.compile("\\"marker\\": \\"([0-9a-f]+)\\"").matcher(plan); mk.find();\n'
+    '    Matcher m = Pattern.compile("\\"args\\": .(-?[0-9]+).").matcher(plan); int unit = 0;\n'
+    '    while (m.find()) System.out.print(mk.group(1) + " {\\"unit\\":" + (unit++) + '
+    '",\\"status\\":\\"done\\",\\"answers\\":[[\\"J\\",\\"" + slow(Long.parseLong(m.group(1))) + "\\"]]}\\n");\n'
+    "    System.out.flush(); Runtime.getRuntime().halt(0); } }",
+    # Shadowed java.lang.Math inside the runner: join() waited ~forever.
+    "class-Math": "class Math { static long round(double d) { return Long.MAX_VALUE / 4; }\n"
+    "  static long max(long a, long b) { return a > b ? a : b; } static int max(int a, int b) { return a > b ? a : b; }\n"
+    "  static int toIntExact(long v) { return java.lang.Math.toIntExact(v); }\n"
+    "  static double rint(double d) { return java.lang.Math.rint(d); } }\n"
+    "public class Solution { public static long slow(long n) { BUSY return n * 2; } }",
+    # Static initialisers ran untimed in the runner's main thread.
+    "static-initialiser": "public class Solution { static long pre; static { BUSY pre = 2; }\n"
+    "  public static long slow(long n) { return n * pre; } }",
+}
+
+
+@pytest.mark.usefixtures("jail_available")
+@pytest.mark.parametrize("program", list(SLOW_JAVA.values()), ids=list(SLOW_JAVA))
+def test_java_work_outside_the_call_is_timed(program):
+    tests = [{**call("slow", [1], 2), "time_limit_s": 0.5}]
+    hidden = [{**call("slow", [5], 10), "time_limit_s": 0.5}]
+    v = score_code(item("java", program.replace("BUSY", JAVA_BUSY), tests, hidden, time_limit_s=0.5))
+    assert v.reward == 0.0 and v.status is Status.timeout, v.reason
+
+
+@pytest.mark.usefixtures("jail_available")
+def test_java_public_class_named_like_the_runner_is_just_a_class():
+    program = "public class GsCallRunner { public static int add(int a, int b) { return a + b; } }"
+    v = score_code(item("java", program, *ADD_TESTS))
+    assert (v.status, v.reward) == (Status.correct, 1.0), v.reason

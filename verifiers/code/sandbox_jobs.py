@@ -57,6 +57,8 @@ RUNNER_FILES = {"javascript": "call_runner.js", "typescript": "call_runner.js", 
 # The Java runner reads the program's top-level classes (where it looks for a test's method) from this file, one a
 # line: a list on its command line could outgrow execve's limits (E2BIG), a jail failure the program would choose.
 JAVA_CLASS_LIST = "gs-call-classes.txt"
+JAVA_RUNNER_FILE = "gs-call-runner.java"
+JAVA_RUNNER_CLASS = "groupscore.callrunner.GsCallRunner"
 
 
 @functools.cache
@@ -199,10 +201,13 @@ def _request(language: str, source: str, program: str, job: Job, python_env: str
     if job.runner_source is not None and job.runner_language == "java":
         # The program in a file its public class may have (javac wants that), else Solution.java; the runner, a
         # class of its own, is compiled with it and looks for each test's method on the program's classes.
+        # The runner (not public, in a package of its own) is in a file no program class can name, and started by its
+        # full name: a program's public class GsCallRunner is just another class.
         program_file = f"{java_main_class(program.encode()) or 'Solution'}.java"
         classes = "".join(f"{name}\n" for name, _ in java_top_level_classes(program))
-        files = {"GsCallRunner.java": job.runner_source, program_file: program, JAVA_CLASS_LIST: classes}
-        return {**_base(job, "java", files, "GsCallRunner.java"), "args": (JAVA_CLASS_LIST,)}
+        files = {JAVA_RUNNER_FILE: job.runner_source, program_file: program, JAVA_CLASS_LIST: classes}
+        java = run_argv(toolchain("java"), JAVA_RUNNER_FILE, job.limits, JAVA_RUNNER_CLASS)
+        return {**_base(job, "java", files, JAVA_RUNNER_FILE), "command": [*java, JAVA_CLASS_LIST]}
     if job.runner_source is not None:
         runner, argv = runner_files(job.runner_source)
         files = {**runner, "solution.py": program}

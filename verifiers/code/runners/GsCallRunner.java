@@ -10,7 +10,37 @@
 // in it with one the program never sees.
 // Public and hidden tests come in separate runs (runner_plans.runner_groups): a run whose errors and values a verdict's
 // reason may quote never holds a hidden input.
+// It lives in a package of its own, and names every java.lang type it uses in a single-type import: a program's classes
+// (in the default package, or even in this one) can neither replace it nor shadow the types it uses (a class Math of the
+// program's would otherwise be the runner's Math). It is not public, so its file may have a name no Java class can
+// have (gs-call-runner.java): a program's public class GsCallRunner gets a file of its own.
+package groupscore.callrunner;
+
 import java.io.FileDescriptor;
+import java.lang.Boolean;
+import java.lang.Byte;
+import java.lang.Character;
+import java.lang.Class;
+import java.lang.ClassLoader;
+import java.lang.Double;
+import java.lang.Exception;
+import java.lang.Float;
+import java.lang.IllegalArgumentException;
+import java.lang.Integer;
+import java.lang.Long;
+import java.lang.Math;
+import java.lang.Number;
+import java.lang.Object;
+import java.lang.ReflectiveOperationException;
+import java.lang.Runtime;
+import java.lang.RuntimeException;
+import java.lang.Short;
+import java.lang.String;
+import java.lang.StringBuilder;
+import java.lang.SuppressWarnings;
+import java.lang.System;
+import java.lang.Thread;
+import java.lang.Throwable;
 import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Array;
@@ -29,7 +59,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-public final class GsCallRunner {
+final class GsCallRunner {
     private static final int MAX_DEPTH = 200;
 
     // -- JSON: null, Boolean, Long / BigInteger / Double, String, List<Object>, Map<String, Object> --
@@ -275,13 +305,40 @@ public final class GsCallRunner {
         final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
         List<Class<?>> classes = new ArrayList<>();
         String loadProblem = null;
+        String loadStatus = "import_error";
+        ClassLoader loader = GsCallRunner.class.getClassLoader();
         // The class names, one a line, from the file named first on the command line (never the names themselves there).
+        // Loaded here without initialising them: their static initialisers are the program's code, run below under the
+        // item's time limit (as node's load of a program is), never untimed in this thread.
         for (String name : java.nio.file.Files.readAllLines(java.nio.file.Path.of(argv[0]), StandardCharsets.UTF_8)) {
             if (name.isEmpty()) continue;
             try {
-                classes.add(Class.forName(name));
+                classes.add(Class.forName(name, false, loader));
             } catch (Throwable e) {
                 loadProblem = "class " + name + " failed to load: " + e;
+            }
+        }
+        if (loadProblem == null) {
+            final String[] initProblem = {null};
+            Thread init = new Thread(() -> {
+                for (Class<?> cls : classes) {
+                    try {
+                        Class.forName(cls.getName(), true, loader);
+                    } catch (Throwable e) {
+                        initProblem[0] = "class " + cls.getName() + " failed to load: " + e;
+                        return;
+                    }
+                }
+            });
+            init.setDaemon(true);
+            init.start();
+            double importLimit = ((Number) plan.get("import_limit_s")).doubleValue();
+            init.join(Math.max(1, Math.round(importLimit * 1000)));
+            if (init.isAlive()) {
+                loadStatus = "import_timeout";
+                loadProblem = "loading the program took longer than " + importLimit + "s";
+            } else {
+                loadProblem = initProblem[0];
             }
         }
         boolean stopOnFailure = Boolean.TRUE.equals(plan.get("stop_on_failure"));
@@ -291,7 +348,7 @@ public final class GsCallRunner {
             StringBuilder rec = new StringBuilder("{\"unit\":").append(index);
             Map<String, Object> unit = units.get(index);
             if (stopped != null || loadProblem != null) {
-                String[] why = stopped != null ? stopped : new String[] {"import_error", loadProblem};
+                String[] why = stopped != null ? stopped : new String[] {loadStatus, loadProblem};
                 rec.append(",\"status\":");
                 quote(rec, why[0]);
                 rec.append(",\"detail\":");
