@@ -58,7 +58,7 @@ RUNNER_FILES = {"javascript": "call_runner.js", "typescript": "call_runner.js", 
 # line: a list on its command line could outgrow execve's limits (E2BIG), a jail failure the program would choose.
 JAVA_CLASS_LIST = "gs-call-classes.txt"
 JAVA_RUNNER_FILE = "gs-call-runner.java"
-JAVA_RUNNER_CLASS = "groupscore.callrunner.GsCallRunner"
+JAVA_RUNNER_CLASS = "gsrunner.GsCallRunner"
 
 
 @functools.cache

@@ -14,7 +14,7 @@
 // (in the default package, or even in this one) can neither replace it nor shadow the types it uses (a class Math of the
 // program's would otherwise be the runner's Math). It is not public, so its file may have a name no Java class can
 // have (gs-call-runner.java): a program's public class GsCallRunner gets a file of its own.
-package groupscore.callrunner;
+package gsrunner;
 
 import java.io.FileDescriptor;
 import java.lang.Boolean;
