@@ -132,7 +132,10 @@ def test_dry_run_checks_references_and_estimates_from_measured_steps(service_url
 
 def test_dry_run_reports_a_reference_that_does_not_score_1(service_url, tmp_path, capsys):
     bad = FIXTURES / "wrong_reference.jsonl"
-    report = dry_run_report(config_for(tmp_path / "dry", service_url, taskset={"train": bad, "eval": bad}))
+    config = config_for(tmp_path / "dry", service_url, taskset={"train": bad, "eval": bad})
+    assert config.grpo is not None  # two rows: a step of two prompts, or prepare refuses the taskset as too small
+    config = config.model_copy(update={"grpo": config.grpo.model_copy(update={"prompts_per_step": 2})})
+    report = dry_run_report(config)
     assert not report.ok
     assert any(f.startswith("wrong: reference scored 0.0") for f in report.reference_failures)
     assert not any(f.startswith("right") for f in report.reference_failures)
