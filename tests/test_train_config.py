@@ -56,6 +56,22 @@ def test_unknown_field_is_refused_with_its_path(tmp_path):
     assert "grpo.num_generation" in message and "Extra inputs are not permitted" in message
 
 
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        (
+            "grpo: {num_generation: 8}\n",
+            "grpo.num_generation: Extra inputs are not permitted (did you mean 'num_generations'?)",
+        ),
+        ("sft: {max_step: 3}\n", "sft.max_step: Extra inputs are not permitted (did you mean 'max_steps'?)"),
+        ("evall: {samples: 4}\n", "evall: Extra inputs are not permitted (did you mean 'eval'?)"),
+        ("grpo: {zzzz: 1}\n", "grpo.zzzz: Extra inputs are not permitted\n"),  # nothing close: no guess
+    ],
+)
+def test_a_misspelt_key_gets_the_closest_field_of_its_own_section(tmp_path, text, line):
+    assert line in error_of(tmp_path, VALID + text) + "\n"
+
+
 def test_several_errors_are_reported_together(tmp_path):
     message = error_of(tmp_path, VALID + "grpo: {beta: -1, temperature: zero}\n")
     assert "grpo.beta" in message and "grpo.temperature" in message

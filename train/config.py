@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from groupscore.schema.names import did_you_mean
 from groupscore.train.ray_service import RayServiceConfig
 from groupscore.train.tiny_model import TinyModelSpec
 from groupscore.verifiers.composite import CheckedRewardSpec
@@ -334,9 +335,38 @@ class TrainConfig(_Section):
 
 
 def _config_errors(exc: ValidationError) -> str:
-    return "\n".join(
-        f"  {'.'.join(str(p) for p in err['loc']) or '<config>'}: {err['msg']}" for err in exc.errors(include_url=False)
-    )
+    lines = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "<config>"
+        hint = ""
+        if err["type"] == "extra_forbidden" and err["loc"]:
+            hint = did_you_mean(str(err["loc"][-1]), _section_fields(err["loc"][:-1]))
+        lines.append(f"  {where}: {err['msg']}{hint}")
+    return "\n".join(lines)
+
+
+def _section_fields(loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the config section at `loc` (a misspelt key is compared with these), [] where the path
+    leads to no section of ours (a free-form mapping, a list of plain values)."""
+    model: Any = TrainConfig
+    for part in loc:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+        if isinstance(part, int) or part not in model.model_fields:
+            continue  # a list index or a union member's tag: the section is still the one above
+        model = _section_type(model.model_fields[part].annotation)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _section_type(annotation: Any) -> Any:
+    """The pydantic model inside `X | None`, `list[X]` or `dict[str, X]`, or the annotation itself."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _section_type(arg)
+        if isinstance(found, type) and issubclass(found, BaseModel):
+            return found
+    return annotation
 
 
 def parse_overrides(pairs: list[str]) -> list[tuple[list[str], Any]]:
