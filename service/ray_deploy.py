@@ -7,6 +7,7 @@ callers that want one function: `with start_or_join(RayTarget(address="auto")) a
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -135,6 +136,10 @@ def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S)
         time.sleep(0.5)
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarget) -> int:
     """`groupscore serve --ray [ADDRESS] [--serve-config FILE]`: deploy, print the URL, serve until interrupted."""
     connect(address)
@@ -147,6 +152,10 @@ def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarge
     else:
         start_proxy(target)
         urls, names = [deploy(target)], [target.app_name]
+    # Ctrl-C and a supervisor's SIGTERM both end the wait and delete the applications. SIGINT is set explicitly: a
+    # command started in the background by a non-interactive shell (a CI script, nohup, `cmd &`) inherits it ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupted)
     print(f"groupscore: serving on Ray Serve at {', '.join(urls)} (docs at /docs)", file=sys.stderr, flush=True)
     try:
         while True:
