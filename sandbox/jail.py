@@ -15,7 +15,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import IO
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.cgroups import Slot, SlotPool
@@ -243,7 +245,8 @@ def run_jail(
             os.close(fd)
             out.setup_failed = True  # never run without the limits the policy promises
             _kill(proc)
-        _collect_output(proc, out, limits, start)
+        assert proc.stdout is not None and proc.stderr is not None  # both are pipes
+        collect_output(proc.stdout, proc.stderr, out, limits, start, lambda: _kill(proc))
         _await_exit(proc, out, start + limits.wall_time_s)
     finally:
         if config_w >= 0:
@@ -273,12 +276,15 @@ def run_jail(
 
 def _join_slot(proc: subprocess.Popen[bytes], slot: Slot | None) -> bool:
     """Move nsjail into the slot while it waits for its config (it has cloned nothing yet)."""
-    if slot is None:
-        return True
+    return slot is None or _join_slot_pid(proc.pid, slot)
+
+
+def _join_slot_pid(pid: int, slot: Slot) -> bool:
+    """Move process `pid` into the slot (every hierarchy); False if any move fails."""
     try:
         for procs_file in slot.procs_files:
             with open(procs_file, "w") as fh:
-                fh.write(str(proc.pid))
+                fh.write(str(pid))
         return True
     except OSError:
         return False
@@ -296,19 +302,21 @@ def _send_config(fd: int, config: bytes) -> None:
         os.close(fd)
 
 
-def _collect_output(proc: subprocess.Popen[bytes], out: RawRun, limits: Limits, start: float) -> None:
+def collect_output(
+    stdout: IO[bytes], stderr: IO[bytes], out: RawRun, limits: Limits, start: float, kill: Callable[[], float]
+) -> None:
+    """Read both pipes into `out` up to their caps until both close; `kill` ends the run (wall clock, output cap)."""
     caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
-    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
-    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    sel.register(stdout, selectors.EVENT_READ, "stdout")
+    sel.register(stderr, selectors.EVENT_READ, "stderr")
     deadline = start + limits.wall_time_s
     killed_at: float | None = None
     while sel.get_map():
         now = time.monotonic()
         if killed_at is None and now >= deadline:
             out.timed_out = True
-            killed_at = _kill(proc)
+            killed_at = kill()
         if killed_at is not None and now - killed_at > _DRAIN_AFTER_KILL_S:
             break  # something holds the pipes open past the kill; the slot check kills it
         wait = (deadline - now) if killed_at is None else 0.1
@@ -324,7 +332,7 @@ def _collect_output(proc: subprocess.Popen[bytes], out: RawRun, limits: Limits, 
                 setattr(out, f"{key.data}_truncated", True)
                 if killed_at is None:
                     out.output_limit = True
-                    killed_at = _kill(proc)
+                    killed_at = kill()
             else:
                 buf += chunk
     sel.close()
@@ -336,12 +344,17 @@ def _await_exit(proc: subprocess.Popen[bytes], out: RawRun, deadline: float) -> 
         return
     fd = os.pidfd_open(proc.pid)
     try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)  # readable once the process has exited
-        if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
-            out.timed_out = True
+        await_pidfd(fd, out, deadline)
     finally:
         os.close(fd)
+
+
+def await_pidfd(fd: int, out: RawRun, deadline: float) -> None:
+    """Wait for the process behind pidfd `fd` to exit; past the deadline, mark the run timed out."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)  # readable once the process has exited
+    if not poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+        out.timed_out = True
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> float:

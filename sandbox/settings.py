@@ -61,6 +61,13 @@ class SandboxSettings(BaseSettings):
             "a delegated cgroup v2 dir the jails' cgroups go below (default: the v2 root; unprivileged, set it)"
         ),
     )
+    warm: bool = Field(
+        default=True,
+        description=(
+            "Python runs fork from a warm template jail (warm.py) instead of starting nsjail and the interpreter "
+            "each time; 0 sends every run through nsjail"
+        ),
+    )
     uid_base: int = Field(
         default=1_800_000_000, description=("first of the 65536 host uids/gids the jails run as, one each (as root)")
     )

@@ -50,14 +50,17 @@ class RunDir:
     jail's group (dir 0710, inputs 0640), so other local users cannot read programs or test inputs;
     unprivileged, the jail runs as our own uid and everything is 0700/0600."""
 
-    def __init__(self, uid: int, gid: int):
-        self.path = Path(tempfile.mkdtemp(prefix="groupscore-run-", dir=run_base()))
+    def __init__(self, uid: int, gid: int, *, parent: str | None = None, owner: int = 0):
+        """parent: where the dir goes (default: run_base()); owner: the host uid owning the dir (as root; the warm
+        template's, whose runs bind the files themselves)."""
+        self.path = Path(tempfile.mkdtemp(prefix="groupscore-run-", dir=parent or run_base()))
         self.as_root = os.geteuid() == 0
         self.uid, self.gid, self._n = uid, gid, 0
         if self.as_root:
-            os.chown(self.path, 0, gid)
+            os.chown(self.path, owner, gid)
             os.chmod(self.path, 0o710)
         self.mounts: list[str] = []
+        self.binds: list[tuple[str, str, bool]] = []  # (host file name in this dir, work-dir path, writable)
         self.collected: dict[str, Path] = {}
 
     def _new(self, content: bytes, mode: int, owner: tuple[int, int] | None = None) -> Path:
@@ -77,10 +80,12 @@ class RunDir:
         else:
             host = self._new(content, 0o700 if executable else 0o600)
         self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=False))
+        self.binds.append((host.name, name, False))
 
     def add_collect(self, name: str) -> None:
         host = self._new(b"", 0o600, owner=(self.uid, self.gid) if self.as_root else None)
         self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=True))
+        self.binds.append((host.name, name, True))
         self.collected[name] = host
 
     def write(self, name: str, content: bytes | str) -> Path:

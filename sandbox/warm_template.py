@@ -1,0 +1,366 @@
+"""The warm Python template, the jail side of warm.py: a started interpreter that forks one fresh jail per run.
+
+This file runs under the jail's own interpreter (the system python3 or a named environment's), inside a template
+jail that nsjail made (its own user, mount, pid, network, ipc and uts namespaces; only the toolchain's files, bound
+read-only). It imports only the standard library. Per run it forks, and the fork builds a jail of its own before a line
+of the program runs: new mount, pid, network, ipc, uts and cgroup namespaces, its own tmpfs work dir with the run's
+files bound in, a fresh /proc of its own pid namespace, the host's cgroup slot for the run, the run's rlimits, an
+unprivileged uid and gid of its own (mapped to the run's host id), no capabilities, no_new_privs and the same
+seccomp-bpf program nsjail installs (read from a nsjail jail by the host). What it saves is the interpreter's start:
+the program runs in a copy of an interpreter that has already started, as `python3 -s -B main.py` would run it.
+
+Processes: the template (pid 1 of the template jail) forks A; A unshares the namespaces and forks B, pid 1 of the
+run's pid namespace, which stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps.
+C drops to the run's uid and runs the program. B reports C's exit to the host over the run's own socket, which C
+never holds; the host kills B (and so the whole pid namespace) at the wall clock.
+"""
+
+from __future__ import annotations
+
+# What most judged programs import, loaded once here rather than in every run (a copy per fork costs nothing).
+import bisect  # noqa: F401
+import collections  # noqa: F401
+import ctypes
+import functools  # noqa: F401
+import gc
+import heapq  # noqa: F401
+import importlib.machinery
+import itertools  # noqa: F401
+import json
+import math  # noqa: F401
+import os
+import re  # noqa: F401
+import resource
+import signal
+import socket
+import string  # noqa: F401
+import sys
+import threading
+import types
+from typing import Any
+
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
+CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = (
+    1,
+    2,
+    4,
+    8,
+    32,
+    4096,
+    16384,
+    1 << 18,
+)
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECCOMP = 1, 4, 24, 22
+PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+SECCOMP_MODE_FILTER = 2
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+WORK = "/work"
+SPOOL = "/spool"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
+    _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
+
+
+def _umount(target: str) -> None:
+    _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
+
+
+def _prctl(option: int, arg: int | ctypes._Pointer | ctypes._CArgObject = 0) -> None:
+    _check(_libc.prctl(option, arg, 0, 0, 0), f"prctl {option}")
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _last_cap() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except OSError:
+        return 40
+
+
+def _drop_privileges(uid: int, gid: int) -> None:
+    """The run's uid and gid, and nothing else: no capabilities in any set, none to gain back."""
+    for cap in range(_last_cap() + 1):
+        _prctl(PR_CAPBSET_DROP, cap)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)  # from uid 0 to another: the kernel clears the permitted and effective sets
+    header, data = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")  # and the inheritable set
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    # As after an exec: the uid change made the process undumpable, which would give its /proc files to root.
+    _prctl(PR_SET_DUMPABLE, 1)
+
+
+def _seccomp(program: bytes) -> None:
+    if not program or len(program) % 8:
+        raise OSError("no seccomp program to install")
+    prog = _SockFprog(len(program) // 8, program)
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:  # noqa: BLE001 - as the interpreter: a failed print still exits 1
+        pass
+    return 1
+
+
+def _run_program(path: str, argv: list[str]) -> int:
+    """Run a script as `python3 -s -B path` does, down to its __main__, tracebacks, exit code and shutdown."""
+    import builtins
+
+    main = types.ModuleType("__main__")
+    main.__dict__.update(
+        __file__=path,
+        __cached__=None,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+        __spec__=None,
+        __package__=None,
+        __annotations__={},
+        __builtins__=builtins,
+    )
+    sys.modules["__main__"] = main
+    sys.argv = argv
+    sys.path[0] = os.path.dirname(path)
+    code = 0
+    try:
+        try:
+            with open(path, "rb") as fh:
+                source = fh.read()
+        except OSError as exc:
+            print(f"{sys.executable}: can't open file {path!r}: [Errno {exc.errno}] {exc.strerror}", file=sys.stderr)
+            return 2
+        exec(compile(source, path, "exec", dont_inherit=True), main.__dict__)
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException as exc:  # noqa: BLE001 - the interpreter's top level: report and exit 1
+        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None  # drop this frame
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        if isinstance(exc, KeyboardInterrupt):
+            code = -signal.SIGINT
+        else:
+            code = 1
+    return _finalize(code)
+
+
+def _finalize(code: int) -> int:
+    """What the interpreter does at exit: join non-daemon threads, run atexit, flush the standard streams."""
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+    except BaseException:  # noqa: BLE001
+        pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed or broken stdout: the interpreter exits 120
+            if stream is sys.stdout and code == 0:
+                code = 120
+    return code
+
+
+def _program(request: dict[str, Any], fds: list[int], setup_w: int) -> None:
+    """C: pid 2 of the run's jail. Never returns.
+
+    A failed setup is written to `setup_w`, which B alone reads; it is closed before the program's first line, so the
+    program can never pass for a failed setup (an infra error, masked, instead of its own zero).
+    """
+    code = 1
+    try:
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target, inheritable=True)
+        if setup_w != 3:
+            os.dup2(setup_w, 3, inheritable=False)  # kept by the closerange below
+            setup_w = 3
+        os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        for name, (soft, hard) in request["rlimits"].items():
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+        os.chdir(WORK)
+        if dict(os.environ) != request["env"]:  # the template starts with the policy's environment: rarely differs
+            os.environ.clear()
+            os.environ.update(request["env"])
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _drop_privileges(request["uid"], request["gid"])
+        _seccomp(bytes.fromhex(request["seccomp"]))
+        os.close(setup_w)
+    except BaseException as exc:  # noqa: BLE001 - setup failed: tell B, never run the program
+        os.write(setup_w, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:2000])
+        os._exit(127)
+    try:
+        code = _run_program(request["script"], request["argv"])
+    finally:
+        if code < 0:
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(code)
+
+
+def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], sock: socket.socket) -> None:
+    """B: pid 1 of the run's pid namespace. Joins the slot (the host moves it), builds the jail, reaps, reports."""
+    _prctl(PR_SET_DUMPABLE, 0)  # the program runs as another uid; this keeps its /proc files root's too
+    for fd in cgroup_fds:  # the slot's tasks files (v1; cgroup.procs on v2), opened by the host: we move ourselves
+        os.write(fd, b"0")  # (a task moving itself skips the kernel's global lock that moving another one takes)
+        os.close(fd)
+    sock.send(b"ready")  # the host reads our pid from the message's credentials (to kill the run at the wall clock)
+    if sock.recv(16) != b"go":
+        os._exit(0)
+    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
+    socket.sethostname(request["hostname"])
+    _mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV, request["tmpfs"])
+    os.chown(WORK, request["uid"], request["gid"])
+    for source, target, writable in request["binds"]:
+        path = os.path.join(WORK, target)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        _mount(os.path.join(SPOOL, source), path, None, MS_BIND)
+        flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
+        _mount(None, path, None, flags)
+    _umount(SPOOL)  # every other run's files go out of sight before the program starts
+    _umount(__file__)  # the template itself (nothing secret; simply not the program's)
+    # On top of the template's /proc (the kernel lets a user namespace mount proc only where one is already in view);
+    # the program, without capabilities, cannot take it off.
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "subset=pid")
+    setup_r, setup_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        sock.close()
+        os.close(setup_r)
+        _program(request, fds, setup_w)
+    os.close(setup_w)
+    for fd in fds:
+        os.close(fd)
+    with os.fdopen(setup_r, "rb") as fh:
+        setup_error = fh.read(4096).decode(errors="replace")  # EOF when the program starts
+    if setup_error:
+        raise OSError(f"run setup: {setup_error}")
+    status, usage = 0, None
+    while True:
+        try:
+            got, status, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        if got == pid:
+            break
+    try:
+        os.kill(-1, signal.SIGKILL)  # what is left of the program: the jail ends with it
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    report = {
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "cpu": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
+        "maxrss": max(kids.ru_maxrss, usage.ru_maxrss if usage is not None else 0),
+    }
+    _send(sock, report)
+    os._exit(0)
+
+
+def _fork_run(request: dict[str, Any], fds: list[int], ctl: socket.socket) -> None:
+    """A: new namespaces, then B as pid 1 of the new pid namespace."""
+    ctl.close()
+    sock = socket.socket(fileno=fds[3])
+    try:
+        _check(
+            _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces"
+        )
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        if os.fork() == 0:
+            try:
+                _jail_init(request, fds[:3], fds[4:], sock)
+            except BaseException as exc:  # noqa: BLE001 - report a failed setup to the host, never run the program
+                try:
+                    _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
+                finally:
+                    os._exit(1)
+    except BaseException as exc:  # noqa: BLE001
+        try:
+            _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            os._exit(1)
+    os._exit(0)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def serve(ctl: socket.socket) -> None:
+    """Read run requests (JSON; fds: stdin, stdout, stderr, the run socket, the slot files) until the host closes."""
+    ctl.settimeout(1.0)
+    while True:
+        _reap()
+        try:
+            data, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 8)
+        except TimeoutError:
+            continue
+        if not data:
+            return
+        if len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _fork_run(json.loads(data), fds, ctl)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    _ctl = socket.socket(fileno=int(sys.argv.pop(1)))
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Objects made so far live as long as the template: out of the collector's reach, a run's collections do not
+    # touch (and so copy) every page of them.
+    gc.freeze()
+    _ctl.send(b"ready")
+    serve(_ctl)
