@@ -127,6 +127,36 @@ def url(cluster):
         yield base_url
 
 
+def listener(port: int) -> str:
+    """The command name of the process listening on a loopback TCP port (from /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if any(os.readlink(f"/proc/{entry}/fd/{fd}") in inodes for fd in os.listdir(f"/proc/{entry}/fd")):
+                    return Path(f"/proc/{entry}/comm").read_text().strip()
+            except OSError:
+                pass
+    return ""
+
+
+def test_serves_http_comes_through_haproxy_by_default_straight_to_the_replicas(url):
+    """The default ingress (README, bench/RESULTS.md "Ray Serve"): Serve's HAProxy mode, HAProxy holding the port, not
+    Serve's Python proxy actor; the scoring endpoints answer through it."""
+    from groupscore.service.ray_deploy import haproxy_binary
+
+    assert haproxy_binary(), "ray[serve] bundles HAProxy on Linux"
+    assert listener(int(url.rsplit(":", 1)[1])) == "haproxy"
+    with ScoreClient(url) as client:
+        verdicts = client.score_raw([{"verifier": "math", "completion": "\\boxed{4}", "answer": "4", "id": 0}])
+    assert [v["status"] for v in verdicts] == ["correct"]
+
+
 def replicas(handle, calls: int = 12) -> dict[str, dict]:
     seen: dict[str, dict] = {}
     for _ in range(calls):
@@ -372,6 +402,38 @@ def test_the_shipped_serve_config_is_one_serves_schema_takes_with_autoscaling_an
     assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="cannot read the Serve config") as error:
         load_config(Path(__file__))  # not YAML at all
+    assert "\n" not in str(error.value)
+
+
+def test_the_ingress_is_haproxy_where_found_the_proxy_actor_on_request_or_without_a_binary(
+    monkeypatch, capsys, tmp_path
+):
+    from groupscore.service.ray_deploy import HAPROXY_FLAG, controller_env, deploy_config, load_config
+
+    monkeypatch.delenv(HAPROXY_FLAG, raising=False)
+    monkeypatch.delenv("RAY_SERVE_HAPROXY_BINARY_PATH", raising=False)
+    assert controller_env(None) == controller_env("haproxy") == {HAPROXY_FLAG: "1"}  # the bundled binary
+    assert controller_env("proxy") == {HAPROXY_FLAG: "0"}
+    monkeypatch.setenv(HAPROXY_FLAG, "0")  # the operator's word, unless asked otherwise
+    assert controller_env(None) == {HAPROXY_FLAG: "0"} and controller_env("haproxy") == {HAPROXY_FLAG: "1"}
+    monkeypatch.delenv(HAPROXY_FLAG)
+    monkeypatch.setenv("RAY_SERVE_HAPROXY_BINARY_PATH", str(tmp_path / "no-haproxy"))  # no binary
+    assert controller_env(None) == {HAPROXY_FLAG: "0"}
+    notice = capsys.readouterr().err
+    assert "no HAProxy binary" in notice and "proxy actor" in notice and notice.count("\n") == 1
+    with pytest.raises(ValueError, match="no HAProxy binary") as error:
+        controller_env("haproxy")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="ingress must be one of haproxy, proxy"):
+        controller_env("nginx")
+    # the shipped config asks for HAProxy; without a binary, a one-line error before anything starts
+    from importlib import resources
+
+    with resources.as_file(resources.files("groupscore.service").joinpath("serve.yaml")) as path:
+        config = load_config(path)
+    assert config.controller_options.runtime_env["env_vars"] == {HAPROXY_FLAG: "1"}
+    with pytest.raises(ValueError, match="RAY_SERVE_ENABLE_HA_PROXY=1 but there is no HAProxy binary") as error:
+        deploy_config(config)
     assert "\n" not in str(error.value)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,11 @@ class RayServiceConfig(BaseModel):
     )
     settings: dict[str, Any] = Field(default_factory=dict, description="Service settings for every replica.")
     require_sandbox: bool = Field(default=True, description="A replica whose sandbox cannot run is not routed to.")
+    ingress: Literal["haproxy", "proxy"] | None = Field(
+        default=None,
+        description="Serve's HTTP ingress when this run starts Serve: HAProxy or its proxy actor (10-25 ms more a "
+        "request); unset: RAY_SERVE_ENABLE_HA_PROXY if set, else HAProxy where its binary is found.",
+    )
 
 
 @contextmanager
@@ -57,6 +62,7 @@ def ray_service_url(config: RayServiceConfig, token: str | None) -> Iterator[str
         autoscaling_config=config.autoscaling,
         settings=settings,
         require_sandbox=config.require_sandbox,
+        ingress=config.ingress,
     )
     with start_or_join(target) as url:
         yield url
