@@ -47,8 +47,8 @@ from groupscore.sandbox.workdir import RunDir, read_collected, run_base
 log = logging.getLogger(__name__)
 
 TEMPLATE_SCRIPT = Path(__file__).with_name("warm_template.py")
-_TEMPLATE_AT = "/groupscore-warm/template.py"
-_SPOOL_AT = "/spool"
+_SPOOL_AT = "/work"  # the template's work dir is the spool; each run's own tmpfs covers it
+_TEMPLATE_AT = "/work/.template.py"
 INSIDE_BASE = 1000  # a run with host id h runs as uid/gid INSIDE_BASE + (h - id base) in the template's namespace
 _READY_TIMEOUT_S = 10.0
 _START_TIMEOUT_S = 20.0
@@ -64,6 +64,10 @@ class Template:
         self.spool = tempfile.mkdtemp(prefix="groupscore-warm-", dir=run_base())
         os.chown(self.spool, self.host_id, self.host_id)
         os.chmod(self.spool, 0o700)
+        script = os.path.join(self.spool, os.path.basename(_TEMPLATE_AT))
+        shutil.copyfile(TEMPLATE_SCRIPT, script)
+        os.chown(script, self.host_id, self.host_id)
+        os.chmod(script, 0o400)
         self._lock = threading.Lock()
         ctl_host, ctl_jail = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = ctl_host
@@ -114,8 +118,7 @@ class Template:
         from nsjail.enums import RLimitType
         from nsjail.serializers import to_textproto
 
-        mounts = [_mount_pt(m) for m in policy.mounts]
-        mounts.append(MountPt(src=str(TEMPLATE_SCRIPT), dst=_TEMPLATE_AT, is_bind=True, rw=False, is_dir=False))
+        mounts = [_mount_pt(m) for m in policy.mounts if m.target != _SPOOL_AT]
         mounts.append(MountPt(src=self.spool, dst=_SPOOL_AT, is_bind=True, rw=True, is_dir=True, nosuid=True))
         inf = RLimitType.INF
         cfg = NsJailConfig(

@@ -18,6 +18,7 @@ never holds; the host kills B (and so the whole pid namespace) at the wall clock
 from __future__ import annotations
 
 # What most judged programs import, loaded once here rather than in every run (a copy per fork costs nothing).
+import array
 import bisect  # noqa: F401
 import collections  # noqa: F401
 import ctypes
@@ -36,6 +37,7 @@ import socket
 import string  # noqa: F401
 import sys
 import threading
+import traceback
 import types
 from typing import Any
 
@@ -51,13 +53,11 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
     16384,
     1 << 18,
 )
-MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECCOMP = 1, 4, 24, 22
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 SECCOMP_MODE_FILTER = 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 WORK = "/work"
-SPOOL = "/spool"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -84,10 +84,6 @@ def _check(result: int, what: str) -> int:
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
     _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
-
-
-def _umount(target: str) -> None:
-    _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
 
 
 def _prctl(option: int, arg: int | ctypes._Pointer | ctypes._CArgObject = 0) -> None:
@@ -191,8 +187,14 @@ def _finalize(code: int) -> int:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except Exception:  # noqa: BLE001 - a closed or broken stdout: the interpreter exits 120
-            if stream is sys.stdout and code == 0:
+        except Exception as exc:  # noqa: BLE001 - a closed or broken stdout: the interpreter says so and exits 120
+            try:
+                message = "".join(traceback.format_exception_only(type(exc), exc))
+                sys.stderr.write(f"Exception ignored in: {stream!r}\n{message}")
+                sys.stderr.flush()
+            except Exception:  # noqa: BLE001
+                pass
+            if code == 0:
                 code = 120
     return code
 
@@ -244,17 +246,20 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
         os._exit(0)
     _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
     socket.sethostname(request["hostname"])
+    # The template's /work is the spool (this script and every run's files). The run's files are held open, then the
+    # run's own tmpfs goes over /work: the spool is out of sight (and out of reach: nothing of it stays open) before
+    # the program starts, and the jail's tree is nsjail's, name for name.
+    sources = [os.open(os.path.join(WORK, source), os.O_PATH | os.O_CLOEXEC) for source, _, _ in request["binds"]]
     _mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV, request["tmpfs"])
     os.chown(WORK, request["uid"], request["gid"])
-    for source, target, writable in request["binds"]:
+    for fd, (_, target, writable) in zip(sources, request["binds"], strict=True):
         path = os.path.join(WORK, target)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        _mount(os.path.join(SPOOL, source), path, None, MS_BIND)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
+        os.close(fd)
         flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
         _mount(None, path, None, flags)
-    _umount(SPOOL)  # every other run's files go out of sight before the program starts
-    _umount(__file__)  # the template itself (nothing secret; simply not the program's)
     # On top of the template's /proc (the kernel lets a user namespace mount proc only where one is already in view);
     # the program, without capabilities, cannot take it off.
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "subset=pid")
@@ -337,21 +342,25 @@ def _reap() -> None:
 def serve(ctl: socket.socket) -> None:
     """Read run requests (JSON; fds: stdin, stdout, stderr, the run socket, the slot files) until the host closes."""
     ctl.settimeout(1.0)
+    # Requests are read into one buffer, parsed only in the fork and zeroed after it: every run starts from a copy
+    # of this process, so nothing of an earlier run's request (names, arguments) may linger in its memory.
+    buf = bytearray(1 << 20)
+    fd_space = socket.CMSG_SPACE(8 * array.array("i").itemsize)
     while True:
         _reap()
         try:
-            data, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 8)
+            size, ancillary, _, _ = ctl.recvmsg_into([buf], fd_space)
         except TimeoutError:
             continue
-        if not data:
+        if not size:
             return
-        if len(fds) < 4:
-            for fd in fds:
-                os.close(fd)
-            continue
-        pid = os.fork()
-        if pid == 0:
-            _fork_run(json.loads(data), fds, ctl)
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+        if len(fds) >= 4 and os.fork() == 0:
+            _fork_run(json.loads(bytes(buf[:size])), list(fds), ctl)
+        buf[:size] = bytes(size)
         for fd in fds:
             os.close(fd)
 
