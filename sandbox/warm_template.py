@@ -9,10 +9,10 @@ unprivileged uid and gid of its own (mapped to the run's host id), no capabiliti
 seccomp-bpf program nsjail installs (read from a nsjail jail by the host). What it saves is the interpreter's start:
 the program runs in a copy of an interpreter that has already started, as `python3 -s -B main.py` would run it.
 
-Processes: the template (pid 1 of the template jail) forks A; A unshares the namespaces and forks B, pid 1 of the
-run's pid namespace, which stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps.
-C drops to the run's uid and runs the program. B reports C's exit to the host over the run's own socket, which C
-never holds; the host kills B (and so the whole pid namespace) at the wall clock.
+Processes: the template (pid 1 of the template jail) forks B as pid 1 of a new pid namespace; B unshares the run's
+other namespaces, stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps. C drops
+to the run's uid and runs the program. B reports C's exit status to the host over the run's own socket, which C never
+holds; the host kills B (and so the whole pid namespace) at the wall clock.
 """
 
 from __future__ import annotations
@@ -304,29 +304,35 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
     os._exit(0)
 
 
-def _fork_run(request: dict[str, Any], fds: list[int], ctl: socket.socket) -> None:
-    """A: new namespaces, then B as pid 1 of the new pid namespace."""
+def _start_run(request: dict[str, Any], fds: list[int], ctl: socket.socket) -> None:
+    """B, just forked as pid 1 of a new pid namespace: the run's other namespaces, then its jail. Never returns."""
     ctl.close()
     sock = socket.socket(fileno=fds[3])
     try:
-        _check(
-            _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces"
-        )
+        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        if os.fork() == 0:
-            try:
-                _jail_init(request, fds[:3], fds[4:], sock)
-            except BaseException as exc:  # noqa: BLE001 - report a failed setup to the host, never run the program
-                try:
-                    _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
-                finally:
-                    os._exit(1)
-    except BaseException as exc:  # noqa: BLE001
+        _jail_init(request, fds[:3], fds[4:], sock)
+    except BaseException as exc:  # noqa: BLE001 - report a failed setup to the host, never run the program
         try:
             _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
         finally:
             os._exit(1)
     os._exit(0)
+
+
+def _fork_in_new_pid_namespace(own_pid_ns: int) -> int:
+    """fork(), the child being pid 1 of a pid namespace of its own; this process then forks into its own again."""
+    _check(_libc.unshare(CLONE_NEWPID), "unshare pid namespace")
+    try:
+        pid = os.fork()
+    except BaseException:
+        _check(_libc.setns(own_pid_ns, CLONE_NEWPID), "setns back")
+        raise
+    if pid == 0:
+        os.close(own_pid_ns)
+    else:
+        _check(_libc.setns(own_pid_ns, CLONE_NEWPID), "setns back")
+    return pid
 
 
 def _reap() -> None:
@@ -345,6 +351,7 @@ def serve(ctl: socket.socket) -> None:
     # Requests are read into one buffer, parsed only in the fork and zeroed after it: every run starts from a copy
     # of this process, so nothing of an earlier run's request (names, arguments) may linger in its memory.
     buf = bytearray(1 << 20)
+    own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     fd_space = socket.CMSG_SPACE(8 * array.array("i").itemsize)
     while True:
         _reap()
@@ -358,8 +365,8 @@ def serve(ctl: socket.socket) -> None:
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-        if len(fds) >= 4 and os.fork() == 0:
-            _fork_run(json.loads(bytes(buf[:size])), list(fds), ctl)
+        if len(fds) >= 4 and _fork_in_new_pid_namespace(own_pid_ns) == 0:
+            _start_run(json.loads(bytes(buf[:size])), list(fds), ctl)
         buf[:size] = bytes(size)
         for fd in fds:
             os.close(fd)
