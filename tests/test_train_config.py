@@ -46,6 +46,24 @@ def test_taskset_paths_are_relative_to_the_config_file(tmp_path):
     assert config.taskset.train.path == str(tmp_path / "data" / "t.jsonl")
 
 
+def test_paths_given_by_set_start_at_the_current_directory(tmp_path, monkeypatch):
+    # A recipe lives in recipes/; the user types --set paths from where they stand (the README's commands do).
+    recipes, work = tmp_path / "recipes", tmp_path / "work"
+    recipes.mkdir()
+    (work / "standin").mkdir(parents=True)
+    config_path = write(recipes, "run_dir: r\nmodel: {path: Qwen/Qwen2.5-0.5B-Instruct}\ntaskset: {train: t.jsonl}\n")
+    monkeypatch.chdir(work)
+    sets = ["model.path=./standin", "taskset.train=data/train.parquet", "taskset.eval={path: data/d, split: test}"]
+    config = load_config(config_path, sets=sets)
+    assert config.model.path == str(work / "standin")
+    assert config.taskset.train.path == str(work / "data" / "train.parquet")
+    assert (config.taskset.eval.path, config.taskset.eval.split) == (str(work / "data" / "d"), "test")
+    assert load_config(config_path, sets=["taskset.eval.path=e.csv"]).taskset.eval.path == str(work / "e.csv")
+    # a hub id stays a hub id; the file's own paths still start at its folder
+    config = load_config(config_path, sets=["model.path=Qwen/Qwen2.5-1.5B-Instruct", "taskset.eval=e.jsonl"])
+    assert config.model.path == "Qwen/Qwen2.5-1.5B-Instruct" and config.taskset.train.path == str(recipes / "t.jsonl")
+
+
 def test_wrong_value_names_the_field_path(tmp_path):
     message = error_of(tmp_path, VALID + "grpo: {num_generations: 1}\n")
     assert "config.yaml" in message and "grpo.num_generations" in message and "greater than or equal to 2" in message

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from groupscore.schema.names import did_you_mean
+from groupscore.train.overrides import apply_overrides, from_cwd, parse_overrides
 from groupscore.train.ray_service import RayServiceConfig
 from groupscore.train.tiny_model import TinyModelSpec
 from groupscore.verifiers.composite import CheckedRewardSpec
@@ -60,7 +61,8 @@ class DatasetSource(_Section):
     path: str | None = Field(
         default=None,
         description="A JSONL / JSON / parquet / CSV file, or a folder written by datasets' save_to_disk (relative "
-        "paths: to the config file's folder). A plain string in the config means this.",
+        "paths: to the config file's folder; given by --set, to the current directory). A plain string in the "
+        "config means this.",
     )
     name: str | None = Field(default=None, description="A hub dataset, e.g. openai/gsm8k.")
     config: str | None = Field(default=None, description="The hub dataset's configuration, e.g. main.")
@@ -369,44 +371,6 @@ def _section_type(annotation: Any) -> Any:
     return annotation
 
 
-def parse_overrides(pairs: list[str]) -> list[tuple[list[str], Any]]:
-    """`--set key.path=value` pairs: the value is read as YAML (numbers, true/false, null, [lists], {mappings});
-    text with a colon stays text unless it is written in braces."""
-    parsed = []
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        path = key.strip().split(".")
-        if not sep or not all(path):
-            raise ValueError(f"--set: expected key.path=value (e.g. grpo.max_steps=10), got {pair!r}")
-        try:
-            value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ValueError(f"--set {key}: the value is not valid YAML: {exc}") from None
-        if isinstance(value, dict) and not text.lstrip().startswith("{"):
-            value = text  # "Be brief: think." is a sentence, not a mapping; {a: 1} spells one out
-        parsed.append((path, value))
-    return parsed
-
-
-def apply_overrides(raw: dict[str, Any], overrides: list[tuple[list[str], Any]]) -> dict[str, Any]:
-    """A copy of the raw config with each dotted key set (sections made as needed)."""
-    import copy
-
-    out = copy.deepcopy(raw)
-    for path, value in overrides:
-        node = out
-        for depth, part in enumerate(path[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            elif not isinstance(child, dict):
-                where = ".".join(path[: depth + 1])
-                raise ValueError(f"--set {'.'.join(path)}: {where} is {child!r}, not a section")
-            node = child
-        node[path[-1]] = value
-    return out
-
-
 def _local(base: Path, source: DatasetSource | None) -> DatasetSource | None:
     """A relative path is taken from the config file's folder."""
     if source is None or source.path is None:
@@ -416,7 +380,8 @@ def _local(base: Path, source: DatasetSource | None) -> DatasetSource | None:
 
 def load_config(path: Path, overrides: dict | None = None, sets: list[str] | None = None) -> TrainConfig:
     """Read and validate a YAML config; `overrides` replace top-level keys, `sets` are `--set key.path=value` pairs.
-    Taskset and model paths are taken relative to the config file's folder."""
+    Taskset and model paths in the file are taken relative to the config file's folder, those in `sets` relative to
+    the current directory."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
@@ -426,7 +391,8 @@ def load_config(path: Path, overrides: dict | None = None, sets: list[str] | Non
         raise ValueError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
-    raw = apply_overrides({**raw, **(overrides or {})}, parse_overrides(sets or []))
+    sets_from_cwd = [(key, from_cwd(key, value)) for key, value in parse_overrides(sets or [])]
+    raw = apply_overrides({**raw, **(overrides or {})}, sets_from_cwd)
     try:
         config = TrainConfig.model_validate(raw)
     except ValidationError as exc:
