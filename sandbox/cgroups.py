@@ -212,11 +212,9 @@ class Slot:
 
     @property
     def join_files(self) -> list[str]:
-        """The files a process writes "0" to, to move itself in: v1's per-thread `tasks` (a task moving itself
-        takes no global lock there), v2's cgroup.procs."""
-        if self.support.version == "v1":
-            return sorted({str(d / "tasks") for d in self.dirs.values()})
-        return self._procs_files
+        """Where a process writes "0" to move itself in: v1's `tasks` (no global lock for a task moving itself)."""
+        v1 = self.support.version == "v1"
+        return sorted({str(d / "tasks") for d in self.dirs.values()}) if v1 else self.procs_files
 
     def _file(self, controller: str, name: str) -> str:
         path = self._files.get((controller, name))

@@ -69,6 +69,7 @@ class Template:
         os.chown(script, self.host_id, self.host_id)
         os.chmod(script, 0o400)
         self._lock = threading.Lock()
+        self.closed = False
         ctl_host, ctl_jail = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = ctl_host
         config = self._config(policy, ctl_jail.fileno()).encode()
@@ -176,9 +177,12 @@ class Template:
         return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return not self.closed and self.proc.poll() is None
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         try:
             self.ctl.close()
         finally:
@@ -342,7 +346,11 @@ def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: 
                 os.close(fd)
             run_sock.close()
         host_sock.settimeout(_READY_TIMEOUT_S)
-        msg, ancillary, _, _ = host_sock.recvmsg(4096, socket.CMSG_SPACE(12))
+        try:
+            msg, ancillary, _, _ = host_sock.recvmsg(4096, socket.CMSG_SPACE(12))
+        except TimeoutError:
+            template.close()  # a template that does not answer is replaced at the next run (template_for)
+            raise
         pid = _creds_pid(ancillary)
         if msg != b"ready" or pid is None:
             return _failed(out, msg, start)
