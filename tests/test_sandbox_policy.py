@@ -92,7 +92,17 @@ def test_concurrent_jails_get_distinct_host_ids_and_reuse_them():
 
     if os.geteuid() != 0:
         pytest.skip("only root can map per-jail host ids")
-    code = "import time\nprint(open('/proc/self/uid_map').read().split()[1], open('/proc/self/gid_map').read().split()[1])\ntime.sleep(0.6)\n"
+    # The host id behind the program's own uid and gid, read from its maps (a warm run's maps hold the whole id range).
+    code = (
+        "import os, time\n"
+        "def host(own, path):\n"
+        "    for line in open(path):\n"
+        "        inside, outside, count = map(int, line.split())\n"
+        "        if inside <= own < inside + count:\n"
+        "            return outside + own - inside\n"
+        "print(host(os.getuid(), '/proc/self/uid_map'), host(os.getgid(), '/proc/self/gid_map'))\n"
+        "time.sleep(0.6)\n"
+    )
     results = run_many([{"files": {"main.py": code}} for _ in range(4)], workers=4)
     ids = [tuple(map(int, r.stdout.split())) for r in results]
     assert all(u == g and id_base() <= u < id_base() + ID_COUNT for u, g in ids)
