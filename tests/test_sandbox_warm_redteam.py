@@ -367,6 +367,83 @@ def test_output_flood_is_an_output_limit() -> None:
     assert r.status is RunStatus.OUTPUT_LIMIT, r
 
 
+def _beside(sender: str, receiver: str, hold_s: float = 0.5) -> tuple[RunResult, RunResult]:
+    """Run receiver and sender at the same time (the receiver first); both must end OK."""
+    box: dict[str, RunResult] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("r", _warm(receiver)))
+    thread.start()
+    time.sleep(hold_s)
+    sent = _warm(sender)
+    thread.join(30)
+    got = box["r"]
+    assert sent.status is RunStatus.OK and got.status is RunStatus.OK, (sent, got)
+    return sent, got
+
+
+def test_signals_to_the_process_group_reach_no_other_run() -> None:
+    # HOLE (covert channel, cross-run interference): nothing in the warm path calls setsid, so every run's processes
+    # share the template's session and process group (getsid() and getpgrp() read 0 in the run: the leader is
+    # outside its pid namespace). kill(0, SIGCONT) goes to the whole process group across pid namespaces, and SIGCONT
+    # needs no uid match within a session: a run's SIGCONT handler counts another run's signals (200 of 200), and a
+    # run stopped by SIGSTOP is resumed by its neighbour. Through nsjail each jail is a session of its own. Fix: B
+    # calls os.setsid() first thing (pid 1 leads the run's session and group, as nsjail's init does; C stays in it).
+    receiver = """
+import signal, time
+got = [0]
+signal.signal(signal.SIGCONT, lambda *a: got.__setitem__(0, got[0] + 1))
+end = time.monotonic() + 2.0
+while time.monotonic() < end:
+    time.sleep(0.01)
+print(got[0])
+"""
+    sender = """
+import os, signal, time
+for _ in range(100):
+    os.kill(0, signal.SIGCONT)
+    time.sleep(0.005)
+print('sent')
+"""
+    _, got = _beside(sender, receiver)
+    assert got.stdout == "0\n", got.stdout
+
+
+def test_io_priority_of_the_process_group_carries_nothing() -> None:
+    # HOLE (covert channel, same cause): ioprio_get(IOPRIO_WHO_PGRP, 0) returns the best I/O priority of every process
+    # in the caller's process group, with no uid check; a sender that sets its own (best-effort level 0, allowed
+    # unprivileged) is read by a receiver in another run (16388 alone, 16384 beside the sender). Fix: setsid in B.
+    receiver = """
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+seen = set()
+end = time.monotonic() + 2.0
+while time.monotonic() < end:
+    seen.add(libc.syscall(252, 2, 0))  # ioprio_get(IOPRIO_WHO_PGRP, 0)
+    time.sleep(0.01)
+print(16384 in seen)
+"""
+    sender = """
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.syscall(251, 1, 0, (2 << 13) | 0) == 0  # ioprio_set(IOPRIO_WHO_PROCESS, self, best-effort level 0)
+time.sleep(1.5)
+"""
+    _, got = _beside(sender, receiver, hold_s=0.3)
+    assert got.stdout == "False\n", got.stdout
+
+
+def test_each_run_is_a_session_of_its_own(through_nsjail) -> None:
+    # HOLE (CPU fairness, same cause): with kernel.sched_autogroup_enabled=1 the scheduler shares CPU between
+    # sessions first (README: each nsjail gets its own autogroup); warm runs all sit in the template's session, so
+    # one run's 32 spinning threads take 32 shares of every other warm run's one. Through nsjail: getsid() == getpgrp()
+    # == 1 and a new autogroup per run. Fix: setsid in B.
+    program = "import os\nprint(os.getsid(0), os.getpgrp())\nprint(open('/proc/self/autogroup').read().split()[0])\n"
+    first, second = _warm(program), _warm(program)
+    cold = _plain(through_nsjail, program)
+    assert cold.stdout.splitlines()[0] == "1 1"
+    assert first.stdout.splitlines()[0] == "1 1", first.stdout
+    assert first.stdout.splitlines()[1] != second.stdout.splitlines()[1]
+
+
 # ---------------------------------------------------------------- verdicts: warm and nsjail must agree
 
 
@@ -475,4 +552,24 @@ def test_process_limit_is_the_same(through_nsjail) -> None:
         "            os._exit(0)\n        n += 1\nexcept OSError:\n    print(n)\n"
     )
     hot, cold = _agree(through_nsjail, bomb, limits=Limits(wall_time_s=5, memory_mb=256))
+    assert _seen(hot) == _seen(cold)
+
+
+def test_output_left_in_a_writer_on_fd_1(through_nsjail) -> None:
+    # HOLE (verdict, honest stdio programs fail): a fast-output idiom writes to its own file object on fd 1 and never
+    # closes it; the interpreter flushes it when it finalises the module's globals, the template's os._exit loses it:
+    # through nsjail the answer arrives, warm the stdout is empty (a wrong answer). Fix: as for __del__ above.
+    program = "import os\nout = os.fdopen(1, 'w')\nout.write('42\\n')\n"
+    hot, cold = _agree(through_nsjail, program)
+    assert cold.stdout == "42\n"
+    assert _seen(hot) == _seen(cold)
+
+
+def test_excepthook_that_exits(through_nsjail) -> None:
+    # HOLE (verdict): an excepthook that raises SystemExit: the interpreter honours it (handle_system_exit in
+    # PyErr_PrintEx: exit 0, OK), the template's _program lets it escape and exits with its preset 1, without atexit
+    # or a flush of stdout. Fix: in _run_program, catch SystemExit raised by the hook and treat it as the exit.
+    program = "import sys\nprint('answer')\nsys.excepthook = lambda *a: sys.exit(0)\nraise ValueError\n"
+    hot, cold = _agree(through_nsjail, program)
+    assert (cold.status, cold.stdout) == (RunStatus.OK, "answer\n")
     assert _seen(hot) == _seen(cold)
