@@ -407,6 +407,22 @@ print('sent')
     assert got.stdout == "0\n", got.stdout
 
 
+def test_a_run_cannot_resume_another_runs_stopped_process() -> None:
+    # HOLE (cross-run verdict change, same cause as above): a run that stops itself times out through nsjail; beside
+    # a warm run that sends SIGCONT to its process group it is resumed and ends OK.
+    victim = "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\nprint('resumed')\n"
+    box: dict[str, RunResult] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("v", _warm(victim, limits=Limits(wall_time_s=3))))
+    thread.start()
+    time.sleep(0.5)
+    attacker = _warm(
+        "import os, signal, time\nfor _ in range(150):\n    os.kill(0, signal.SIGCONT)\n    time.sleep(0.01)\n"
+    )
+    thread.join(30)
+    assert attacker.status is RunStatus.OK, attacker
+    assert box["v"].status is RunStatus.TIMEOUT and box["v"].stdout == "", box["v"]
+
+
 def test_io_priority_of_the_process_group_carries_nothing() -> None:
     # HOLE (covert channel, same cause): ioprio_get(IOPRIO_WHO_PGRP, 0) returns the best I/O priority of every process
     # in the caller's process group, with no uid check; a sender that sets its own (best-effort level 0, allowed
@@ -572,4 +588,15 @@ def test_excepthook_that_exits(through_nsjail) -> None:
     program = "import sys\nprint('answer')\nsys.excepthook = lambda *a: sys.exit(0)\nraise ValueError\n"
     hot, cold = _agree(through_nsjail, program)
     assert (cold.status, cold.stdout) == (RunStatus.OK, "answer\n")
+    assert _seen(hot) == _seen(cold)
+
+
+def test_directories_of_input_files_are_the_runs(through_nsjail) -> None:
+    # HOLE (verdict, honest programs fail): B makes the directories of input and collected files (data/, out/) as the
+    # template's root after chowning /work, so the program cannot create a file beside its inputs (EACCES); through
+    # nsjail those directories are the run's uid's. Fix: chown each directory makedirs creates to the run's uid/gid.
+    program = "open('data/new.txt', 'w').write('x')\nopen('out/more.txt', 'w').write('y')\nprint('ok')\n"
+    kw = {"files": {"data/in.txt": "1"}, "collect": ["out/r.txt"]}
+    hot, cold = _agree(through_nsjail, program, **kw)
+    assert (cold.status, cold.stdout) == (RunStatus.OK, "ok\n")
     assert _seen(hot) == _seen(cold)
