@@ -623,3 +623,13 @@ def test_directories_of_input_files_are_the_runs(through_nsjail) -> None:
     hot, cold = _agree(through_nsjail, program, **kw)
     assert (cold.status, cold.stdout) == (RunStatus.OK, "ok\n")
     assert _seen(hot) == _seen(cold)
+
+
+def test_undecodable_stdin(through_nsjail) -> None:
+    """Standard streams the template makes for the run must decode as the interpreter's do (PYTHONIOENCODING=utf-8:
+    strict, a crash on bytes that are not UTF-8), so a stdio test with such input gets the same verdict both ways."""
+    program = (
+        "import sys\nprint(sys.stdin.errors, sys.stdout.errors, sys.stderr.errors, flush=True)\nprint(len(input()))\n"
+    )
+    hot, cold = _agree(through_nsjail, program, stdin=b"\xff\xfeab\n")
+    assert _seen(hot) == _seen(cold)
