@@ -155,8 +155,9 @@ def cgroup_note() -> str:
     return f"none: {pool.broken}" if pool.broken else pool.support.describe()
 
 
-def _prepared_slot(limits: Limits) -> Slot | None:
-    """A cgroup slot with this run's limits set (None when the host has no usable cgroups).
+def _prepared_slot(limits: Limits, own_tasks: int = 2 + Slot.OWN_TASKS) -> Slot | None:
+    """A cgroup slot with this run's limits set (None when the host has no usable cgroups). own_tasks: tasks of ours
+    the slot holds besides the program's (default: nsjail, the init shell, the slot's own thread where it has one).
 
     A slot whose limits cannot be set is dropped and a fresh one tried; if that fails too the run
     does not start: it would otherwise run without the limits the policy promises.
@@ -167,8 +168,7 @@ def _prepared_slot(limits: Limits) -> Slot | None:
         if slot is None:
             return None
         try:
-            # +2: nsjail and the init shell; and the slot's own thread, where it has one
-            slot.prepare(limits.memory_mb << 20, limits.max_processes + 2 + Slot.OWN_TASKS)
+            slot.prepare(limits.memory_mb << 20, limits.max_processes + own_tasks)
             return slot
         except OSError as exc:
             error = exc

@@ -69,7 +69,8 @@ class Template:
         os.chown(script, self.host_id, self.host_id)
         os.chmod(script, 0o400)
         self._lock = threading.Lock()
-        self.closed = False
+        self.closed = self.retired = False
+        self.in_flight = 0
         ctl_host, ctl_jail = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = ctl_host
         config = self._config(policy, ctl_jail.fileno()).encode()
@@ -177,7 +178,27 @@ class Template:
         return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
     def alive(self) -> bool:
-        return not self.closed and self.proc.poll() is None
+        return not (self.closed or self.retired) and self.proc.poll() is None
+
+    def begin(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            last = self.retired and not self.in_flight
+        if last:
+            self.close()
+
+    def retire(self) -> None:
+        """Take no more runs (the next run starts a fresh template); close once the runs in flight have returned:
+        closing now would end their jails with it."""
+        with self._lock:
+            self.retired = True
+            idle = not self.in_flight
+        if idle:
+            self.close()
 
     def close(self) -> None:
         if self.closed:
@@ -319,7 +340,11 @@ def execute_warm(
             "seccomp": template.seccomp_hex,
         }
         with jail._jails():
-            out = _run(template, rundir, request, stdin, limits)
+            template.begin()
+            try:
+                out = _run(template, rundir, request, stdin, limits)
+            finally:
+                template.end()
         got, truncated = read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
     finally:
@@ -330,7 +355,9 @@ def execute_warm(
 def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: bytes, limits: Limits) -> RawRun:
     out = RawRun()
     stdin_fd = os.open(rundir.write("stdin", stdin), os.O_RDONLY | os.O_CLOEXEC)
-    slot = jail._prepared_slot(limits)
+    # The slot holds the run's init besides the program: the program and its children get as many processes as
+    # through nsjail (where its init shell counts in RLIMIT_NPROC, which the warm init, the template's root, does not).
+    slot = jail._prepared_slot(limits, own_tasks=1)
     host_sock, run_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     out_r, out_w = os.pipe()
@@ -349,7 +376,7 @@ def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: 
         try:
             msg, ancillary, _, _ = host_sock.recvmsg(4096, socket.CMSG_SPACE(12))
         except TimeoutError:
-            template.close()  # a template that does not answer is replaced at the next run (template_for)
+            template.retire()  # replaced at the next run; closed once the runs in flight on it have returned
             raise
         pid = _creds_pid(ancillary)
         if msg != b"ready" or pid is None:

@@ -36,8 +36,6 @@ import signal
 import socket
 import string  # noqa: F401
 import sys
-import threading
-import traceback
 import types
 from typing import Any
 
@@ -124,21 +122,16 @@ def _seccomp(program: bytes) -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
-def _exit_code(exc: SystemExit) -> int:
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except Exception:  # noqa: BLE001 - as the interpreter: a failed print still exits 1
-        pass
-    return 1
+class Program(BaseException):
+    """Raised in C once its jail is set up: unwinds to the module's top level, where the program runs (see there)."""
+
+    def __init__(self, path: str, source: bytes):
+        super().__init__()
+        self.path, self.source = path, source
 
 
-def _run_program(path: str, argv: list[str]) -> int:
-    """Run a script as `python3 -s -B path` does, down to its __main__, tracebacks, exit code and shutdown."""
+def _prepare_program(path: str, argv: list[str]) -> Program:
+    """The program's __main__, sys.argv and sys.path as `python3 -s -B path` has them, and its source."""
     import builtins
 
     main = types.ModuleType("__main__")
@@ -154,58 +147,96 @@ def _run_program(path: str, argv: list[str]) -> int:
     sys.modules["__main__"] = main
     sys.argv = argv
     sys.path[0] = os.path.dirname(path)
-    code = 0
+    with open(path, "rb") as fh:
+        return Program(path, fh.read())
+
+
+_INTERRUPTED = False
+
+
+def _exit_as_interrupted() -> None:
+    """Registered before the program runs, so it is the last exit handler: an uncaught KeyboardInterrupt ends the
+    process by SIGINT, as the interpreter does."""
+    if _INTERRUPTED:
+        sys.stdout.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def _probe_depth(n: int) -> int:
     try:
-        try:
-            with open(path, "rb") as fh:
-                source = fh.read()
-        except OSError as exc:
-            print(f"{sys.executable}: can't open file {path!r}: [Errno {exc.errno}] {exc.strerror}", file=sys.stderr)
-            return 2
-        exec(compile(source, path, "exec", dont_inherit=True), main.__dict__)
-    except SystemExit as exc:
-        code = _exit_code(exc)
-    except BaseException as exc:  # noqa: BLE001 - the interpreter's top level: report and exit 1
-        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None  # drop this frame
-        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        if isinstance(exc, KeyboardInterrupt):
-            code = -signal.SIGINT
-        else:
-            code = 1
-    return _finalize(code)
+        return _probe_depth(n + 1)
+    except RecursionError:
+        return n
 
 
-def _finalize(code: int) -> int:
-    """What the interpreter does at exit: join non-daemon threads, run atexit, flush the standard streams."""
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]
-    except BaseException:  # noqa: BLE001
-        pass
-    import atexit
+def _depth() -> int:
+    """How deep a script's module can recurse (called from this module's top level, where a script's code runs)."""
+    return _probe_depth(0)
 
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception as exc:  # noqa: BLE001 - a closed or broken stdout: the interpreter says so and exits 120
-            try:
-                message = "".join(traceback.format_exception_only(type(exc), exc))
-                sys.stderr.write(f"Exception ignored in: {stream!r}\n{message}")
-                sys.stderr.flush()
-            except Exception:  # noqa: BLE001
-                pass
-            if code == 0:
-                code = 120
-    return code
+
+def _exec_depth() -> int:
+    """The same, from code exec'd at this module's top level, as the program's is."""
+    scope: dict[str, Any] = {"probe": _probe_depth}
+    exec("depth = probe(0)", scope)
+    return int(scope["depth"])
+
+
+def _same_recursion_depth(offset: int) -> None:
+    """Run the program `offset` recursion levels deeper than it would start as a script, and give it the limit it
+    would see: sys.getrecursionlimit and sys.setrecursionlimit take the offset off and put it back."""
+    if offset <= 0:
+        return
+    import operator
+
+    get_limit, set_limit = sys.getrecursionlimit, sys.setrecursionlimit
+
+    def getrecursionlimit() -> int:
+        return get_limit() - offset
+
+    def setrecursionlimit(limit: int, /) -> None:
+        limit = operator.index(limit)
+        if limit < 1:
+            raise ValueError("recursion limit must be greater or equal than 1")
+        set_limit(limit + offset)
+
+    getrecursionlimit.__doc__, setrecursionlimit.__doc__ = get_limit.__doc__, set_limit.__doc__
+    set_limit(get_limit() + offset)
+    sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit
+
+
+def _uncaught(exc: BaseException) -> None:
+    """Report an exception that left the program as the interpreter does: the excepthook, without this file's frame
+    (a SystemExit the hook raises goes on up: the interpreter honours it)."""
+    global _INTERRUPTED
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+    _INTERRUPTED = isinstance(exc, KeyboardInterrupt)
+
+
+def _standard_streams() -> None:
+    """New sys.stdin/stdout/stderr on the run's fds 0-2, made as the interpreter makes them at start (the template's
+    were made on its own fds, and cache what those were)."""
+    import io
+
+    for fd, name, errors in ((0, "stdin", "strict"), (1, "stdout", "strict"), (2, "stderr", "backslashreplace")):
+        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+        raw.name = f"<{name}>"
+        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        stream = io.TextIOWrapper(
+            buffered, encoding="utf-8", errors=errors, newline="\n", line_buffering=name == "stderr"
+        )
+        stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _program(request: dict[str, Any], fds: list[int], setup_w: int) -> None:
-    """C: pid 2 of the run's jail. Never returns.
+    """C: pid 2 of the run's jail. Sets it up, then raises Program (never returns).
 
     A failed setup is written to `setup_w`, which B alone reads; it is closed before the program's first line, so the
     program can never pass for a failed setup (an infra error, masked, instead of its own zero).
     """
-    code = 1
     try:
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target, inheritable=True)
@@ -220,23 +251,29 @@ def _program(request: dict[str, Any], fds: list[int], setup_w: int) -> None:
             os.environ.clear()
             os.environ.update(request["env"])
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        _standard_streams()
         _drop_privileges(request["uid"], request["gid"])
         _seccomp(bytes.fromhex(request["seccomp"]))
+        program = _prepare_program(request["script"], request["argv"])  # read as the run's uid, as nsjail's run does
         os.close(setup_w)
     except BaseException as exc:  # noqa: BLE001 - setup failed: tell B, never run the program
         os.write(setup_w, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:2000])
         os._exit(127)
-    try:
-        code = _run_program(request["script"], request["argv"])
-    finally:
-        if code < 0:
-            signal.signal(-code, signal.SIG_DFL)
-            os.kill(os.getpid(), -code)
-        os._exit(code)
+    raise program
+
+
+def _make_dirs(path: str, uid: int, gid: int) -> None:
+    """The directories of a file in the work dir, the run's own (it may add files beside its inputs)."""
+    if os.path.isdir(path):
+        return
+    _make_dirs(os.path.dirname(path), uid, gid)
+    os.mkdir(path, 0o755)
+    os.chown(path, uid, gid)
 
 
 def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], sock: socket.socket) -> None:
     """B: pid 1 of the run's pid namespace. Joins the slot (the host moves it), builds the jail, reaps, reports."""
+    os.setsid()  # the run's own session and process group, as each nsjail jail's (signals to a group, autogroups)
     _prctl(PR_SET_DUMPABLE, 0)  # the program runs as another uid; this keeps its /proc files root's too
     for fd in cgroup_fds:  # the slot's tasks files (v1; cgroup.procs on v2), opened by the host: we move ourselves
         os.write(fd, b"0")  # (a task moving itself skips the kernel's global lock that moving another one takes)
@@ -254,7 +291,7 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
     os.chown(WORK, request["uid"], request["gid"])
     for fd, (_, target, writable) in zip(sources, request["binds"], strict=True):
         path = os.path.join(WORK, target)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        _make_dirs(os.path.dirname(path), request["uid"], request["gid"])
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
         os.close(fd)
@@ -312,6 +349,8 @@ def _start_run(request: dict[str, Any], fds: list[int], ctl: socket.socket) -> N
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _jail_init(request, fds[:3], fds[4:], sock)
+    except Program:
+        raise  # C, set up: on to the top level
     except BaseException as exc:  # noqa: BLE001 - report a failed setup to the host, never run the program
         try:
             _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
@@ -377,6 +416,26 @@ if __name__ == "__main__":
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # Objects made so far live as long as the template: out of the collector's reach, a run's collections do not
     # touch (and so copy) every page of them.
+    _RECURSION_OFFSET = _depth() - _exec_depth()
     gc.freeze()
     _ctl.send(b"ready")
-    serve(_ctl)
+    try:
+        serve(_ctl)
+        sys.exit(0)  # the host closed the control socket
+    except Program as _ready:
+        _run = _ready
+    # Only a run's program process (C) gets here, in its jail: the program runs at this module's level, one frame
+    # deep as a script's own module is, and leaves through the interpreter's own exit: SystemExit read as the
+    # interpreter reads it (int value, overflow, message), then threads joined, atexit, module globals cleared
+    # (finalizers, unclosed files flushed), standard streams flushed (exit 120 when stdout cannot be).
+    import atexit
+
+    atexit.register(_exit_as_interrupted)
+    _same_recursion_depth(_RECURSION_OFFSET)
+    try:
+        exec(compile(_run.source, _run.path, "exec", dont_inherit=True), sys.modules["__main__"].__dict__)
+    except SystemExit:
+        raise
+    except BaseException as _exc:  # noqa: BLE001 - the top level: reported as the interpreter does, then exit 1
+        _uncaught(_exc)
+        sys.exit(1)
