@@ -646,3 +646,15 @@ def test_recursion_depth_in_a_thread(through_nsjail) -> None:
     )
     hot, cold = _agree(through_nsjail, program)
     assert _seen(hot) == _seen(cold)
+
+
+def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
+    # HOLE (verdict, honest programs lose output): the interpreter sizes its standard streams' buffers from the fd's
+    # st_blksize (4096 for a pipe); the template's new streams take io's default 8192. An answer of 4097..8192 bytes
+    # written to sys.stdout.buffer before os._exit(0) (a fast-output idiom) arrives through nsjail (it passed the
+    # buffer and was written at once) and is lost warm. Fix: io.open(fd, mode, buffering=-1, closefd=False) or
+    # buffer_size=os.fstat(fd).st_blksize in _standard_streams.
+    program = "import os, sys\nsys.stdout.buffer.write(b'1\\n' * 3000)\nos._exit(0)\n"
+    hot, cold = _agree(through_nsjail, program)
+    assert len(cold.stdout) == 6000
+    assert _seen(hot) == _seen(cold)
