@@ -356,6 +356,18 @@ def test_a_slow_start_does_not_kill_the_runs_in_flight(monkeypatch: pytest.Monke
     assert box["r"].status is RunStatus.OK and box["r"].stdout == "done\n", box["r"]
 
 
+def test_limits_do_not_multiply_templates() -> None:
+    # HOLE (host resources; a caller of run() or of the service picks the limits): template_for keys templates on
+    # policy.mounts, which hold the work tmpfs's size (limits.tmpfs_mb), though a template never mounts it (the run's
+    # request carries it): every distinct tmpfs_mb starts one more template (an nsjail, an interpreter, a host id),
+    # and none is ever closed before the process exits. Fix: key on the mounts without the work dir's tmpfs.
+    _warm("print(1)")
+    before = len(_template_pids())
+    for size in (61, 62, 63):
+        assert _warm("print(1)", limits=Limits(wall_time_s=6, tmpfs_mb=size)).status is RunStatus.OK
+    assert len(_template_pids()) == before
+
+
 def test_the_slot_limits_hold() -> None:
     """Memory and processes are the run's slot's: a fork bomb stops at the process limit, memory at the cgroup."""
     bomb = (
