@@ -293,6 +293,36 @@ print(socket.if_nameindex())
     ], r.stdout
 
 
+def test_seccomp_answers_as_in_an_nsjail_run(through_nsjail) -> None:
+    """The warm run installs the program read back from an nsjail jail: every rule answers the same (errno rules,
+    no-op locks, a blocked vsock, no inotify/statfs/pidfd, the i386 ABI killed), and /dev is the same."""
+    program = """
+import ctypes, errno, fcntl, os, socket, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def err(rc):
+    return errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()) if rc < 0 else rc
+out = [err(libc.syscall(253)), err(libc.syscall(137, b'/work', ctypes.create_string_buffer(256))),
+       err(libc.syscall(434, os.getpid(), 0)), err(libc.syscall(425, 8, None)), err(libc.syscall(101, 16, 1, 0, 0)),
+       err(libc.syscall(321, 0, 0, 0)), err(libc.syscall(310, 1, 0, 0, 0, 0, 0)), err(libc.syscall(323, 0))]
+try:
+    socket.socket(40, socket.SOCK_STREAM)
+except OSError as e:
+    out.append(errno.errorcode[e.errno])
+fh = open('/dev/null')
+out.append(fcntl.flock(fh, fcntl.LOCK_EX))
+out.append(sorted(os.listdir('/dev')))
+code = "import ctypes, mmap\\nb = mmap.mmap(-1, 4096, prot=7)\\nb.write(bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3]))\\n"
+code += "ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(b)))()\\n"
+out.append(subprocess.run([sys.executable, '-c', code]).returncode)
+print(out)
+"""
+    hot, cold = _agree(through_nsjail, program)
+    assert cold.status is RunStatus.OK, cold
+    assert _seen(hot) == _seen(cold)
+    assert hot.stdout.startswith("['ENOSYS', 'ENOSYS', 'ENOSYS', 'EPERM'"), hot.stdout
+    assert hot.stdout.rstrip().endswith("-31]"), hot.stdout  # the i386 syscall: killed by SIGSYS
+
+
 def test_no_process_outlives_its_run() -> None:
     """A daemon (new session, double fork, exec of a fresh interpreter with a marker) dies with the run."""
     marker = f"warm-redteam-{secrets.token_hex(6)}"
