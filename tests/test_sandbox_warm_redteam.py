@@ -187,6 +187,54 @@ print(found, seen > 0)
     assert r.stdout == "[] True\n", r.stdout
 
 
+def test_a_hidden_stdio_input_does_not_reach_a_public_tests_reason() -> None:
+    """Through the code verifier (stdio tests run warm): the hidden test's run holds its input in its files and
+    memory; the public test's run, beside it, harvests every file it can reach and its own memory for anything
+    shaped like the secret and prints it, and a public test's failure reason quotes that output."""
+    from groupscore.verifiers.code.item import CodeItem
+    from groupscore.verifiers.code.verify import score_code
+
+    secret = "HIN" + secrets.token_hex(6)
+    program = """
+import os, re, sys, time
+data = sys.stdin.read().strip()
+if data != 'pub':
+    open('/work/held', 'w').write(data)
+    time.sleep(2.0)
+    sys.exit(0)
+time.sleep(0.5)
+found = set()
+pat = re.compile(rb'HIN[0-9a-f]{12}')
+for root, dirs, files in os.walk('/'):
+    if root.startswith(('/usr', '/lib', '/bin', '/sbin')):
+        dirs[:] = []
+        continue
+    for name in files:
+        try:
+            found |= set(pat.findall(open(os.path.join(root, name), 'rb').read(1 << 20)))
+        except OSError:
+            pass
+mem = open('/proc/self/mem', 'rb', 0)
+for line in open('/proc/self/maps'):
+    start, end = (int(x, 16) for x in line.split()[0].split('-'))
+    try:
+        mem.seek(start)
+        found |= set(pat.findall(mem.read(min(end - start, 1 << 26))))
+    except (OSError, OverflowError):
+        pass
+print('WARM=' + str('template' in ' '.join(sys.orig_argv)), sorted(found))
+"""
+    item = CodeItem(
+        completion=f"```python\n{program}```",
+        time_limit_s=6.0,
+        tests=[{"type": "stdio", "stdin": "pub", "stdout": "PUB"}],
+        hidden_tests=[{"type": "stdio", "stdin": secret, "stdout": "whatever"}],
+    )
+    text = score_code(item).model_dump_json()
+    assert "WARM=True" in text, text  # the public run went warm and its output is in the reason
+    assert secret not in text and secret[3:] not in text
+
+
 def test_the_spool_and_the_template_are_out_of_sight() -> None:
     """The template's /work is the spool of every run's files; each run's own tmpfs covers it. The program sees its
     own files alone in /work, no spool or template path in the tree, and cannot write anywhere but /work."""
