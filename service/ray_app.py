@@ -7,7 +7,8 @@ of a deployment whose every replica runs its own scoring runtime, sized to the C
 - Sizing: a replica takes as many scoring processes as the CPUs in its Ray resources (`ray_actor_options.num_cpus`),
   never the node's core count, and sizes the sandbox's parallel runs (two jails per scoring process) and math's
   symbolic pool (at most its CPUs) to it: a node holding several replicas is not oversubscribed.
-- HTTP: every endpoint of `groupscore serve` through Serve's proxy, under the application's route prefix.
+- HTTP: every endpoint of `groupscore serve` through Serve's HTTP ingress (HAProxy straight to the replica, or Serve's
+  proxy actor: service/ray_deploy.py), under the application's route prefix.
 - Handles (no HTTP hop; a Ray worker such as verl's reward loop): `score` and `score_groups` take the endpoints' JSON
   body and run the endpoints' own code; they answer `(status, JSON bytes, headers)` as HTTP would
   (`groupscore.client.serve_handle` calls them). A handle reaches the deployment from inside the cluster only, so the

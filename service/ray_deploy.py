@@ -43,6 +43,7 @@ INGRESSES = ("haproxy", "proxy")
 # HAProxy's own stats page and Prometheus endpoint, Serve's defaults, bound on all interfaces of the proxy's node.
 HAPROXY_PORTS = {"RAY_SERVE_HAPROXY_STATS_PORT": 8404, "RAY_SERVE_HAPROXY_METRICS_PORT": 9101}
 SERVE_CONTROLLER = ("SERVE_CONTROLLER_ACTOR", "serve")  # Serve's controller: its actor name and namespace
+ALREADY_RUNNING = "Serve was running already: its own ingress"
 
 
 @dataclass(frozen=True)
@@ -147,15 +148,21 @@ def serve_running() -> bool:
     return True
 
 
-def start_proxy(target: RayTarget) -> None:
-    """Start Serve with its HTTP ingress, unless it runs already."""
+def start_proxy(target: RayTarget) -> str:
+    """Start Serve with its HTTP ingress, unless it runs already; says which ingress it has."""
     if serve_running():
-        return
+        return ALREADY_RUNNING
+    env = controller_env(target.ingress)
     serve.start(
         proxy_location=PROXY_LOCATION,
         http_options={"host": target.http_host, "port": target.http_port},
-        controller_options={"runtime_env": {"env_vars": controller_env(target.ingress)}},
+        controller_options={"runtime_env": {"env_vars": env}},
     )
+    return ingress_words(env)
+
+
+def ingress_words(env: dict[str, str]) -> str:
+    return "HTTP through HAProxy" if env.get(HAPROXY_FLAG) == "1" else "HTTP through Serve's proxy actor"
 
 
 def running(app_name: str) -> bool:
@@ -207,9 +214,9 @@ def load_config(path: Path) -> ServeDeploySchema:
         raise ValueError(f"{path}: not a Serve config: {' '.join(str(exc).split())[:600]}") from None
 
 
-def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Deploy a Serve config file's applications as `serve run CONFIG` does (its proxy options included) and wait
-    until every one runs."""
+def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S) -> str:
+    """Deploy a Serve config file's applications as `serve run CONFIG` does (its proxy and controller options
+    included) and wait until every one runs; says which ingress Serve has."""
     from ray.serve._private.api import serve_start  # what `serve run` calls; Serve has no public call for configs
 
     options = config.controller_options
@@ -224,6 +231,7 @@ def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S)
         ports = {} if serve_running() else {k: v for k, v in haproxy_ports().items() if k not in env}
         if ports:
             options = options.model_copy(update={"runtime_env": {"env_vars": {**env, **ports}}})
+    ingress = ALREADY_RUNNING if serve_running() else ingress_words(env)
     client = serve_start(
         http_options=config.http_options.model_dump(),
         proxy_location=config.proxy_location,
@@ -241,6 +249,7 @@ def deploy_config(config: ServeDeploySchema, timeout_s: float = READY_TIMEOUT_S)
         if time.monotonic() > deadline:
             raise RuntimeError(f"Serve applications {', '.join(names)} not running after {timeout_s:.0f} s")
         time.sleep(0.5)
+    return ingress
 
 
 def _interrupted(signum: int, frame: Any) -> None:
@@ -252,18 +261,19 @@ def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarge
     connect(address)
     if config_path is not None:
         config = load_config(config_path)
-        deploy_config(config)
+        ingress = deploy_config(config)
         options = config.http_options
         urls = [f"http://{options.host}:{options.port}{app.route_prefix or ''}" for app in config.applications]
         names = [app.name for app in config.applications]
     else:
-        start_proxy(target)
+        ingress = start_proxy(target)
         urls, names = [deploy(target)], [target.app_name]
     # Ctrl-C and a supervisor's SIGTERM both end the wait and delete the applications. SIGINT is set explicitly: a
     # command started in the background by a non-interactive shell (a CI script, nohup, `cmd &`) inherits it ignored.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _interrupted)
-    print(f"groupscore: serving on Ray Serve at {', '.join(urls)} (docs at /docs)", file=sys.stderr, flush=True)
+    where = ", ".join(urls)
+    print(f"groupscore: serving on Ray Serve at {where} ({ingress}; docs at /docs)", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)

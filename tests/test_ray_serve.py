@@ -325,6 +325,7 @@ def test_groupscore_serve_ray_deploys_the_serve_config_file_and_removes_it_on_in
         )
         assert answer.status_code == 200 and answer.json()["results"][0]["status"] == "correct", answer.text
         assert "from-cli" in serve.status().applications
+        assert "Serve was running already: its own ingress" in log.read_text(errors="replace")  # the file's is moot
     finally:
         process.send_signal(signal.SIGINT)
         try:  # serve.delete waits for the replica to stop: a minute or more on a loaded 2-core CI machine
