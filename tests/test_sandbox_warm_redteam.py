@@ -768,3 +768,34 @@ def test_thread_count_under_the_address_space_limit(through_nsjail) -> None:
     )
     hot, cold = _agree(through_nsjail, program, limits=Limits(wall_time_s=6, memory_mb=256))
     assert _seen(hot) == _seen(cold)
+
+
+def test_a_flush_that_raises_system_exit(through_nsjail) -> None:
+    """The interpreter's exit flush treats any exception from sys.stdout.flush (SystemExit too) as unraisable and
+    exits 120; an exit path that lets a SystemExit(0) from the program's own flush through would turn a crash into
+    OK."""
+    program = (
+        "import sys\nclass Out:\n    def write(self, s):\n        return sys.__stdout__.write(s)\n"
+        "    def flush(self):\n        raise SystemExit(0)\nsys.stdout = Out()\nprint('answer')\nraise ValueError\n"
+    )
+    hot, cold = _agree(through_nsjail, program)
+    assert cold.status is RunStatus.RUNTIME_ERROR, cold
+    assert _seen(hot) == _seen(cold)
+
+
+def test_a_writer_held_by_the_uncaught_exception(through_nsjail) -> None:
+    """A file the failing frame was writing is freed (and flushed) once the interpreter has printed the traceback."""
+    program = "def main():\n    out = open('out.txt', 'w')\n    out.write('partial')\n    raise ValueError\nmain()\n"
+    hot, cold = _agree(through_nsjail, program, collect=["out.txt"])
+    assert _seen(hot) == _seen(cold)
+
+
+def test_a_writer_kept_in_another_module(through_nsjail) -> None:
+    # HOLE (verdict, minor; in the manual exit of the working tree after e76f6d3): module teardown clears every
+    # module, not only __main__, so a writer the program parked in another module's namespace (or in a module of its
+    # own that it imported) is flushed at exit through nsjail and lost warm. Fix: at exit also clear the dicts of the
+    # modules the run imported, and drop the names the run added to the template's preloaded modules (a snapshot of
+    # their names taken at template start), then gc.collect().
+    program = "import json\njson.keep = open('out.txt', 'w')\njson.keep.write('42')\nprint('done')\n"
+    hot, cold = _agree(through_nsjail, program, collect=["out.txt"])
+    assert _seen(hot) == _seen(cold)
