@@ -36,6 +36,7 @@ import signal
 import socket
 import string  # noqa: F401
 import sys
+import threading
 import types
 from typing import Any
 
@@ -151,16 +152,131 @@ def _prepare_program(path: str, argv: list[str]) -> Program:
         return Program(path, fh.read())
 
 
-_INTERRUPTED = False
+def _exit_status(exc: BaseException) -> int:
+    """The exit status the interpreter gives a SystemExit (pythonrun.c, _Py_HandleSystemExit): its `code` (the
+    exception itself when that cannot be read); None 0; an int (a subclass's value, never its operators) as a C long,
+    -1 when it does not fit; anything else printed to stderr, and 1."""
+    try:
+        value: object = exc.code  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001
+        value = exc
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        number = int.__int__(value)
+        return (number if -(1 << 63) <= number < 1 << 63 else -1) & 0xFF
+    try:
+        stderr = getattr(sys, "stderr", None)
+        if stderr is not None:
+            stderr.write(str(value))
+            stderr.write("\n")
+        else:
+            os.write(2, f"{value}\n".encode(errors="backslashreplace"))
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
 
 
-def _exit_as_interrupted() -> None:
-    """Registered before the program runs, so it is the last exit handler: an uncaught KeyboardInterrupt ends the
-    process by SIGINT, as the interpreter does."""
-    if _INTERRUPTED:
-        sys.stdout.flush()
+def _uncaught(exc: BaseException) -> int:
+    """Report an exception that left the program as the interpreter does, through sys.excepthook without this file's
+    frame, and give its exit status (1; a SystemExit the hook raises is read as the program's own)."""
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    try:
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+    except SystemExit as hook_exit:
+        return _exit_status(hook_exit)
+    except BaseException as hook_error:  # noqa: BLE001 - as PyErr_PrintEx: both, then exit 1
+        stderr = getattr(sys, "stderr", None) or sys.__stderr__
+        try:
+            print("Error in sys.excepthook:", file=stderr)
+            sys.__excepthook__(type(hook_error), hook_error, hook_error.__traceback__)
+            print("\nOriginal exception was:", file=stderr)
+            sys.__excepthook__(type(exc), exc, tb)
+        except Exception:  # noqa: BLE001
+            pass
+    return 1
+
+
+def _flush_std_files(failed: set[int]) -> bool:
+    """The interpreter's flush of sys.stdout and sys.stderr at exit (pylifecycle.c, flush_std_files): skipped when
+    missing, None or closed; a failed stdout flush reported as unraisable. False when one failed (exit 120)."""
+    ok = True
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is None:
+            continue
+        try:
+            closed = bool(stream.closed)
+        except Exception:  # noqa: BLE001
+            closed = False
+        if closed or id(stream) in failed:  # a stream that failed once is not flushed again (reported once)
+            continue
+        try:
+            stream.flush()
+        except Exception as exc:  # noqa: BLE001
+            ok = False
+            failed.add(id(stream))
+            if name == "stdout":
+                _unraisable(exc, stream)
+    return ok
+
+
+class _Unraisable:
+    """What sys.unraisablehook receives (the interpreter builds it in C)."""
+
+    def __init__(self, exc: BaseException, obj: object, tb: types.TracebackType | None):
+        self.exc_type, self.exc_value, self.exc_traceback, self.err_msg, self.object = type(exc), exc, tb, None, obj
+
+
+def _unraisable(exc: BaseException, obj: object) -> None:
+    """PyErr_WriteUnraisable: the program's own sys.unraisablehook, else the default's text on sys.stderr."""
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    try:
+        if sys.unraisablehook is not sys.__unraisablehook__:
+            sys.unraisablehook(_Unraisable(exc, obj, tb))  # type: ignore[arg-type]
+            return
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+        stderr = getattr(sys, "stderr", None) or sys.__stderr__
+        if stderr is not None:
+            stderr.write(f"Exception ignored in: {obj!r}\n{text}")
+            stderr.flush()
+    except Exception:  # noqa: BLE001 - as the interpreter: nothing more to do
+        pass
+
+
+def _finish(status: int, interrupted: bool) -> None:
+    """The interpreter's exit (Py_FinalizeEx), the parts a program can tell apart, then _exit: non-daemon threads
+    joined, atexit handlers, standard streams flushed, the original streams put back, garbage collected and the
+    program's module cleared as module teardown does (names with one leading underscore first) so finalizers run
+    and unclosed files flush, the streams flushed again. The rest (tearing down every module of the interpreter) would
+    cost more than the whole run and changes nothing a verifier reads."""
+    import atexit
+
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+    except BaseException:  # noqa: BLE001 - the interpreter goes on with its exit too
+        pass
+    atexit._run_exitfuncs()
+    failed: set[int] = set()
+    ok = _flush_std_files(failed)
+    for name in ("stdin", "stdout", "stderr"):
+        setattr(sys, name, getattr(sys, f"__{name}__", None))
+    gc.collect()
+    main = sys.modules.get("__main__")
+    if main is not None:
+        names = main.__dict__
+        for key in [k for k in names if isinstance(k, str) and k[:1] == "_" and k[:2] != "__"]:
+            names[key] = None
+        for key in [k for k in names if k != "__builtins__"]:
+            names[key] = None
+    gc.collect()
+    ok = _flush_std_files(failed) and ok
+    if interrupted:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
+    os._exit(status if ok else 120)
 
 
 def _probe_depth(n: int) -> int:
@@ -202,16 +318,19 @@ def _same_recursion_depth(offset: int) -> None:
 
     getrecursionlimit.__doc__, setrecursionlimit.__doc__ = get_limit.__doc__, set_limit.__doc__
     set_limit(get_limit() + offset)
+    # A new thread starts at depth 0: it spends the same levels first, so it recurses as deep as a script's would.
+    import _thread
+
+    start = _thread.start_new_thread
+
+    def start_new_thread(function: Any, args: Any, kwargs: Any = None, /) -> int:
+        def deeper(levels: int) -> Any:
+            return deeper(levels - 1) if levels else function(*args, **(kwargs or {}))
+
+        return start(deeper, (offset - 1,))
+
+    _thread.start_new_thread = threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
     sys.getrecursionlimit, sys.setrecursionlimit = getrecursionlimit, setrecursionlimit
-
-
-def _uncaught(exc: BaseException) -> None:
-    """Report an exception that left the program as the interpreter does: the excepthook, without this file's frame
-    (a SystemExit the hook raises goes on up: the interpreter honours it)."""
-    global _INTERRUPTED
-    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
-    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-    _INTERRUPTED = isinstance(exc, KeyboardInterrupt)
 
 
 def _standard_streams() -> None:
@@ -220,9 +339,9 @@ def _standard_streams() -> None:
     import io
 
     for fd, name, errors in ((0, "stdin", "strict"), (1, "stdout", "strict"), (2, "stderr", "backslashreplace")):
-        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
-        raw.name = f"<{name}>"
-        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        # Buffered as the interpreter's: sized by the fd's st_blksize (4096 for a pipe), not io's default.
+        buffered = io.open(fd, "rb" if fd == 0 else "wb", buffering=-1, closefd=False)  # noqa: SIM115, UP020
+        buffered.raw.name = f"<{name}>"  # type: ignore[attr-defined]
         stream = io.TextIOWrapper(
             buffered, encoding="utf-8", errors=errors, newline="\n", line_buffering=name == "stderr"
         )
@@ -424,18 +543,16 @@ if __name__ == "__main__":
         sys.exit(0)  # the host closed the control socket
     except Program as _ready:
         _run = _ready
-    # Only a run's program process (C) gets here, in its jail: the program runs at this module's level, one frame
-    # deep as a script's own module is, and leaves through the interpreter's own exit: SystemExit read as the
-    # interpreter reads it (int value, overflow, message), then threads joined, atexit, module globals cleared
-    # (finalizers, unclosed files flushed), standard streams flushed (exit 120 when stdout cannot be).
-    import atexit
-
-    atexit.register(_exit_as_interrupted)
+    # Only a run's program process (C) gets here, in its jail: the program runs at this module's level, as a
+    # script's own module does, and leaves as the interpreter would (_exit_status, _uncaught, _finish).
     _same_recursion_depth(_RECURSION_OFFSET)
+    _interrupted = False
     try:
         exec(compile(_run.source, _run.path, "exec", dont_inherit=True), sys.modules["__main__"].__dict__)
-    except SystemExit:
-        raise
-    except BaseException as _exc:  # noqa: BLE001 - the top level: reported as the interpreter does, then exit 1
-        _uncaught(_exc)
-        sys.exit(1)
+        _status = 0
+    except SystemExit as _exc:
+        _status = _exit_status(_exc)
+    except BaseException as _exc:  # noqa: BLE001 - the top level: reported as the interpreter does
+        _status = _uncaught(_exc)
+        _interrupted = isinstance(_exc, KeyboardInterrupt)
+    _finish(_status, _interrupted)

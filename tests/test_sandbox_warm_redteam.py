@@ -755,6 +755,12 @@ def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
     assert _seen(hot) == _seen(cold)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known difference, in README (Warm Python runs): near the address-space limit a warm run starts more "
+    "threads than a fresh interpreter (its threads reserve no new malloc arena); more lenient, never a pass for a "
+    "wrong answer",
+)
 def test_thread_count_under_the_address_space_limit(through_nsjail) -> None:
     # HOLE (verdict, minor): each new thread costs its stack (8 MiB) and, while glibc makes new malloc arenas, a
     # 64 MiB arena reservation, all under RLIMIT_AS (memory_mb * 2 + 512). Through nsjail a fresh interpreter gets 14
