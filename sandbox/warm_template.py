@@ -246,6 +246,17 @@ def _unraisable(exc: BaseException, obj: object) -> None:
         pass
 
 
+_MODULE_NAMES: dict[str, frozenset[str]] = {}  # each module's names when the template was ready
+
+
+def _clear_names(names: dict[str, Any], keys: list[str]) -> None:
+    """Set `keys` of a module dict to None as module teardown does: one leading underscore first, __builtins__ kept."""
+    for key in [k for k in keys if isinstance(k, str) and k[:1] == "_" and k[:2] != "__"]:
+        names[key] = None
+    for key in [k for k in keys if k != "__builtins__"]:
+        names[key] = None
+
+
 def _finish(status: int, interrupted: bool) -> None:
     """The interpreter's exit (Py_FinalizeEx), the parts a program can tell apart, then _exit: non-daemon threads
     joined, atexit handlers, standard streams flushed, the original streams put back, garbage collected and the
@@ -266,11 +277,15 @@ def _finish(status: int, interrupted: bool) -> None:
     gc.collect()
     main = sys.modules.get("__main__")
     if main is not None:
-        names = main.__dict__
-        for key in [k for k in names if isinstance(k, str) and k[:1] == "_" and k[:2] != "__"]:
-            names[key] = None
-        for key in [k for k in names if k != "__builtins__"]:
-            names[key] = None
+        _clear_names(main.__dict__, list(main.__dict__))
+    # Then every module the run imported, and what the run put into the template's own (a writer parked there is
+    # flushed as teardown would flush it); the template's modules as they were are left alone.
+    for name, module in reversed(list(sys.modules.items())):
+        names = getattr(module, "__dict__", None)
+        if module is main or not isinstance(names, dict):
+            continue
+        before = _MODULE_NAMES.get(name)
+        _clear_names(names, list(names) if before is None else [k for k in list(names) if k not in before])
     gc.collect()
     ok = _flush_std_files(failed) and ok
     if interrupted:
@@ -536,6 +551,7 @@ if __name__ == "__main__":
     # Objects made so far live as long as the template: out of the collector's reach, a run's collections do not
     # touch (and so copy) every page of them.
     _RECURSION_OFFSET = _depth() - _exec_depth()
+    _MODULE_NAMES.update({name: frozenset(vars(m)) for name, m in list(sys.modules.items()) if hasattr(m, "__dict__")})
     gc.freeze()
     _ctl.send(b"ready")
     try:
