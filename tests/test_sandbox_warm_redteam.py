@@ -5,9 +5,10 @@ Two kinds of test. Attacks on the jail (another run's files, stdin or request; t
 run; the template; the cgroup slot; the host): each pins that the attack is blocked. Verdict fidelity: the same
 program through nsjail (GROUPSCORE_SANDBOX_WARM=0) and warm must get the same verdict, since a GRPO policy finds any
 exit path that pays more on one of them. A test marked HOLE failed on the code it was written against (44c72fa and
-its follow-ups up to 0ce341d); its comment names the hole and the fix proposed. "HOLE, fixed in e76f6d3" ones pass
-since then and stay as regression tests; the others still fail. One file because each test is one attack and its
-proof, read together as the warm path's red-team record.
+its follow-ups up to 0ce341d, or the commit it names); its comment names the hole and the fix proposed. Those marked
+"HOLE, fixed in <commit>" pass since then and stay as regression tests; one known difference is an xfail (the thread
+count near RLIMIT_AS). One file because each test is one attack and its proof, read together as the warm path's
+red-team record.
 """
 
 from __future__ import annotations
@@ -440,7 +441,7 @@ def test_a_slow_start_does_not_kill_the_runs_in_flight(monkeypatch: pytest.Monke
 
 
 def test_limits_do_not_multiply_templates() -> None:
-    # HOLE (host resources; a caller of run() or of the service picks the limits): template_for keys templates on
+    # HOLE, fixed in 6dfa76e (host resources; a caller of run() or of the service picks the limits): template_for keys templates on
     # policy.mounts, which hold the work tmpfs's size (limits.tmpfs_mb), though a template never mounts it (the run's
     # request carries it): every distinct tmpfs_mb starts one more template (an nsjail, an interpreter, a host id),
     # and none is ever closed before the process exits. Fix: key on the mounts without the work dir's tmpfs.
@@ -731,7 +732,7 @@ def test_undecodable_stdin(through_nsjail) -> None:
 
 
 def test_recursion_depth_in_a_thread(through_nsjail) -> None:
-    # HOLE (verdict, minor; from e76f6d3's fix for the test above): a thread starts at depth 0, so the limit
+    # HOLE, fixed in 6dfa76e (verdict, minor; from e76f6d3's fix for the test above): a thread starts at depth 0, so the limit
     # raised by the template's 2 frames gives every thread 2 more levels than through nsjail (997 against 995). Fix:
     # have new threads spend the offset too (wrap _thread.start_new_thread so the target runs `offset` frames deep).
     program = (
@@ -744,7 +745,7 @@ def test_recursion_depth_in_a_thread(through_nsjail) -> None:
 
 
 def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
-    # HOLE (verdict, honest programs lose output): the interpreter sizes its standard streams' buffers from the fd's
+    # HOLE, fixed in 6dfa76e (verdict, honest programs lose output): the interpreter sizes its standard streams' buffers from the fd's
     # st_blksize (4096 for a pipe); the template's new streams take io's default 8192. An answer of 4097..8192 bytes
     # written to sys.stdout.buffer before os._exit(0) (a fast-output idiom) arrives through nsjail (it passed the
     # buffer and was written at once) and is lost warm. Fix: io.open(fd, mode, buffering=-1, closefd=False) or
@@ -797,7 +798,7 @@ def test_a_writer_held_by_the_uncaught_exception(through_nsjail) -> None:
 
 
 def test_a_writer_kept_in_another_module(through_nsjail) -> None:
-    # HOLE (verdict, minor; in the manual exit of the working tree after e76f6d3): module teardown clears every
+    # HOLE, fixed after 6dfa76e (verdict, minor; in the manual exit of 6dfa76e): module teardown clears every
     # module, not only __main__, so a writer the program parked in another module's namespace (or in a module of its
     # own that it imported) is flushed at exit through nsjail and lost warm. Fix: at exit also clear the dicts of the
     # modules the run imported, and drop the names the run added to the template's preloaded modules (a snapshot of
