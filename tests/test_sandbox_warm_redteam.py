@@ -757,10 +757,10 @@ def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
 
 
 @pytest.mark.xfail(
-    strict=True,
+    strict=False,  # nsjail's own count varies between runs (14 or 22 threads seen), so it may match now and then
     reason="known difference, in README (Warm Python runs): near the address-space limit a warm run starts more "
-    "threads than a fresh interpreter (its threads reserve no new malloc arena); more lenient, never a pass for a "
-    "wrong answer",
+    "threads than a fresh interpreter usually does (its threads reserve no new malloc arena); more lenient, never a "
+    "pass for a wrong answer",
 )
 def test_thread_count_under_the_address_space_limit(through_nsjail) -> None:
     # HOLE (verdict, minor): each new thread costs its stack (8 MiB) and, while glibc makes new malloc arenas, a
