@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run
+from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run, warm
 from groupscore.sandbox.jail import cgroup_note
 from groupscore.sandbox.languages import SPECS
 
@@ -71,6 +71,9 @@ def show_policy(language: str = "python") -> int:
         if SPECS[language].compiled:
             policies["compile"] = policy_for(language, compile_step=True).model_dump(mode="json")
         policies["cgroup_on_this_host"] = cgroup_note()
+        if language == "python":
+            # Said before any run: the template starts at the first warm run (a failure then shows in warm.note()).
+            policies["warm_python_runs"] = warm.note()
     except SandboxUnavailable as exc:
         print(f"sandbox unavailable: {exc}", file=sys.stderr)
         return 2
