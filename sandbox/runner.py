@@ -12,7 +12,7 @@ import subprocess
 import threading
 from pathlib import PurePosixPath
 
-from groupscore.sandbox import jail, warm
+from groupscore.sandbox import jail, warm, warm_run
 from groupscore.sandbox.classify import classify
 from groupscore.sandbox.compiler import compile_program
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
@@ -134,7 +134,7 @@ def run(
     if language == "python" and command is None and not as_init and warm.enabled():
         template = warm.template_for(tool, policy, limits)
     if template is not None:
-        out, got, truncated = warm.execute_warm(template, policy, data, list(argv), stdin_bytes, limits, collect)
+        out, got, truncated = warm_run.execute_warm(template, policy, data, list(argv), stdin_bytes, limits, collect)
     else:
         out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)
     status, note = classify(out, limits)

@@ -8,6 +8,7 @@ files bound in, a fresh /proc of its own pid namespace, the host's cgroup slot f
 unprivileged uid and gid of its own (mapped to the run's host id), no capabilities, no_new_privs and the same
 seccomp-bpf program nsjail installs (read from a nsjail jail by the host). What it saves is the interpreter's start:
 the program runs in a copy of an interpreter that has already started, as `python3 -s -B main.py` would run it.
+It is one file because the template jail runs exactly this file, where no package of ours can be imported.
 
 Processes: the template (pid 1 of the template jail) forks B as pid 1 of a new pid namespace; B unshares the run's
 other namespaces, stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps. C drops

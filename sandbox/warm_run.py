@@ -1,0 +1,191 @@
+"""One warm run from the host's side: its run dir in the template's spool, its request, its cgroup slot, its output,
+its wall clock, and what its init reported (see warm.py for the template, warm_template.py for the jail's side)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import time
+
+from groupscore.sandbox import jail, warm
+from groupscore.sandbox.jail import RawRun, await_pidfd, collect_output
+from groupscore.sandbox.limits import Limits
+from groupscore.sandbox.policy import Policy
+from groupscore.sandbox.uids import id_pool
+from groupscore.sandbox.warm import INSIDE_BASE, Template
+from groupscore.sandbox.workdir import RunDir, read_collected
+
+
+def _creds_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(data) >= 12:
+            pid: int = struct.unpack("3i", data[:12])[0]
+            return pid
+    return None
+
+
+def execute_warm(
+    template: Template,
+    policy: Policy,
+    files: dict[str, bytes],
+    argv: list[str],
+    stdin: bytes,
+    limits: Limits,
+    collect: list[str],
+) -> tuple[RawRun, dict[str, bytes], list[str]]:
+    """Run the script argv[3] (argv = [python, -s, -B, script, args...]) as a warm run; returns as jail.execute."""
+    host_id = id_pool().acquire()
+    try:
+        rundir = RunDir(host_id, host_id, parent=template.spool, owner=template.host_id)
+    except BaseException:
+        id_pool().release(host_id)
+        raise
+    try:
+        for name, data in files.items():
+            rundir.add_input(name, data)
+        for name in collect:
+            if name not in files:
+                rundir.add_collect(name)
+        inside = INSIDE_BASE + host_id - template.base
+        r = policy.rlimits
+        request = {
+            "binds": [[f"{rundir.path.name}/{src}", dst, rw] for src, dst, rw in rundir.binds],
+            "uid": inside,
+            "gid": inside,
+            "hostname": policy.hostname,
+            "tmpfs": next(m.options for m in policy.mounts if m.kind == "tmpfs" and m.target == policy.work_dir),
+            "rlimits": {
+                "RLIMIT_AS": [r.address_space_mb << 20] * 2,
+                "RLIMIT_CPU": [r.cpu_s, r.cpu_hard_s],
+                "RLIMIT_FSIZE": [r.file_size_mb << 20] * 2,
+                "RLIMIT_NOFILE": [r.open_files] * 2,
+                "RLIMIT_NPROC": [r.processes] * 2,
+                "RLIMIT_CORE": [r.core_mb << 20] * 2,
+                "RLIMIT_STACK": [r.stack_mb << 20] * 2,
+            },
+            "env": dict(e.split("=", 1) for e in (*policy.env, "PWD=/work")),
+            "script": f"{policy.work_dir}/{argv[3]}",
+            "argv": argv[3:],
+            "seccomp": template.seccomp_hex,
+        }
+        with jail._jails():
+            template.begin()
+            try:
+                out = _run(template, rundir, request, stdin, limits)
+            finally:
+                template.end()
+        got, truncated = read_collected(rundir, limits.max_file_bytes)
+        return out, got, truncated
+    finally:
+        rundir.remove()
+        id_pool().release(host_id)
+
+
+def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: bytes, limits: Limits) -> RawRun:
+    out = RawRun()
+    stdin_fd = os.open(rundir.write("stdin", stdin), os.O_RDONLY | os.O_CLOEXEC)
+    # The slot holds the run's init besides the program: the program and its children get as many processes as
+    # through nsjail (where its init shell counts in RLIMIT_NPROC, which the warm init, the template's root, does not).
+    slot = jail._prepared_slot(limits, own_tasks=1)
+    host_sock, run_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pidfd = -1
+    start = time.monotonic()
+    try:
+        cgroup_fds = [] if slot is None else [os.open(f, os.O_WRONLY | os.O_CLOEXEC) for f in slot.join_files]
+        try:
+            template.submit(request, [stdin_fd, out_w, err_w, run_sock.fileno(), *cgroup_fds])
+        finally:
+            for fd in (stdin_fd, out_w, err_w, *cgroup_fds):
+                os.close(fd)
+            run_sock.close()
+        host_sock.settimeout(warm._READY_TIMEOUT_S)
+        try:
+            msg, ancillary, _, _ = host_sock.recvmsg(4096, socket.CMSG_SPACE(12))
+        except TimeoutError:
+            template.retire()  # replaced at the next run; closed once the runs in flight on it have returned
+            raise
+        pid = _creds_pid(ancillary)
+        if msg != b"ready" or pid is None:
+            return _failed(out, msg, start)
+        pidfd = os.pidfd_open(pid)
+        host_sock.sendall(b"go")
+
+        def kill() -> float:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return time.monotonic()
+
+        with os.fdopen(out_r, "rb", buffering=0) as stdout, os.fdopen(err_r, "rb", buffering=0) as stderr:
+            out_r = err_r = -1
+            collect_output(stdout, stderr, out, limits, start, kill)
+        if not (out.timed_out or out.output_limit):
+            await_pidfd(pidfd, out, start + limits.wall_time_s)
+        if out.timed_out or out.output_limit:
+            kill()
+        host_sock.settimeout(2.0)
+        try:
+            report = host_sock.recv(65536)
+        except OSError:
+            report = b""
+        _read_report(out, report)
+        out.wall_time_s = time.monotonic() - start
+        return out
+    except OSError as exc:
+        return _failed(out, json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}).encode(), start)
+    finally:
+        for fd in (out_r, err_r, pidfd):
+            if fd >= 0:
+                os.close(fd)
+        host_sock.close()
+        if slot is not None:
+            stats = slot.finish()
+            out.peak_memory_bytes, out.oom_killed = stats.peak_memory_bytes, stats.oom_killed
+            out.pids_limit_hit, out.survivors_killed = stats.pids_limit_hit, stats.survivors_killed
+            jail.slot_pool().release(slot)
+
+
+def _failed(out: RawRun, message: bytes, start: float) -> RawRun:
+    try:
+        why = json.loads(message).get("setup_error", "") if message.startswith(b"{") else message.decode()
+    except ValueError:
+        why = repr(message[:200])
+    out.setup_failed = True
+    out.log = f"[E] warm run: {why or 'the template gave no answer'}"
+    out.wall_time_s = time.monotonic() - start
+    return out
+
+
+def _read_report(out: RawRun, report: bytes) -> None:
+    if out.timed_out or out.output_limit:
+        if report.startswith(b"{"):
+            _fill(out, json.loads(report))
+        if out.exit_code is None and out.signal is None:
+            out.signal = signal.SIGKILL
+        return
+    if not report.startswith(b"{"):
+        out.setup_failed = True
+        out.log = "[E] warm run: the jail's init ended without a report"
+        return
+    data = json.loads(report)
+    if "setup_error" in data:
+        out.setup_failed = True
+        out.log = f"[E] warm run: {data['setup_error']}"
+        return
+    _fill(out, data)
+
+
+def _fill(out: RawRun, data: dict[str, object]) -> None:
+    exit_code, sig = data.get("exit"), data.get("signal")
+    out.exit_code = exit_code if isinstance(exit_code, int) else None
+    out.signal = sig if isinstance(sig, int) else None
+    cpu, rss = data.get("cpu"), data.get("maxrss")
+    out.cpu_time_s = float(cpu) if isinstance(cpu, (int, float)) else 0.0
+    out.maxrss_kb = int(rss) if isinstance(rss, int) else 0
