@@ -151,7 +151,7 @@ def main() -> int:
         # processes (nice 0) would then take the replicas' CPU, and Serve's "overhead" would be that: the replicas
         # run at the plain service's priority here. (On a node of its own the niceness changes nothing.)
         os.environ.setdefault(RAY_NICENESS, "0")
-        ray.init(num_cpus=5, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=5, include_dashboard=False, log_to_driver=False)  # never a stray cluster
         try:
             port = free_port()
             start_proxy(RayTarget(http_port=port))  # the ingress RAY_SERVE_ENABLE_HA_PROXY says (HAProxy if unset)

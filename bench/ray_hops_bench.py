@@ -58,7 +58,7 @@ def main() -> int:
     load_start = loadavg()
     with start_embedded(workers=2) as plain_url:
         os.environ.setdefault(RAY_NICENESS, "0")  # as bench/ray_bench.py: the replica at the plain service's priority
-        ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=3, include_dashboard=False, log_to_driver=False)  # never a stray cluster
         try:
             port = free_port()
             start_proxy(RayTarget(http_port=port))  # the ingress RAY_SERVE_ENABLE_HA_PROXY says (HAProxy if unset)
@@ -78,7 +78,8 @@ def main() -> int:
         if "handle" not in t:
             cells.append("")
         diffs = [statistics.median(s - p for s, p in zip(t[k], t["plain"])) * 1e3 for k in ("http", "handle") if k in t]
-        print(f"| {label} | {' | '.join(cells)} | " + " | ".join(f"{d:+.1f} ms" for d in diffs) + " |")
+        diff_cells = [f"{d:+.1f} ms" for d in diffs] + [""] * (2 - len(diffs))
+        print(f"| {label} | {' | '.join(cells)} | {' | '.join(diff_cells)} |")
     if replica:  # the warm-up requests come first: the last ones are the rounds', one-item and 256-item alternating
         ones, batches = replica[-2 * args.rounds :: 2], replica[-2 * args.rounds + 1 :: 2]
         print()
