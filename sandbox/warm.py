@@ -264,7 +264,10 @@ def _seccomp_program(tool: Toolchain, policy: Policy, limits: Limits) -> bytes:
 def template_for(tool: Toolchain, policy: Policy, limits: Limits) -> Template | None:
     """This process's template for `tool` (started on first use), or None where warm runs cannot be had."""
     # Not the work dir's tmpfs: its size is the run's (in the request), and every size would start a template.
-    key = (tool, tuple(m for m in policy.mounts if m.target != policy.work_dir), policy.env)
+    # The nsjail binary as configured now: a bad GROUPSCORE_NSJAIL fails this run as it fails an nsjail run (the
+    # sandbox is misconfigured, warm template or not), and a new one starts a new template.
+    binary = nsjail_binary()
+    key = (binary, tool, tuple(m for m in policy.mounts if m.target != policy.work_dir), policy.env)
     with _LOCK:
         template = _TEMPLATES.get(key)
         if template is not None and template.alive():
