@@ -444,6 +444,13 @@ def test_the_ingress_is_haproxy_where_found_the_proxy_actor_on_request_or_withou
     assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="ingress must be one of haproxy, proxy"):
         controller_env("nginx")
+    from pydantic import ValidationError
+
+    from groupscore.train.ray_service import RayServiceConfig
+
+    assert RayServiceConfig(ingress="proxy").ingress == "proxy" and RayServiceConfig().ingress is None
+    with pytest.raises(ValidationError, match="ingress"):
+        RayServiceConfig(ingress="nginx")
     # the shipped config asks for HAProxy; without a binary, a one-line error before anything starts
     from importlib import resources
 
