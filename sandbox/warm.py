@@ -57,7 +57,8 @@ class Template:
         self.tool, self.seccomp_hex = tool, seccomp.hex()
         self.host_id = id_pool().acquire()  # the template's own root maps here, for its whole life
         self.base = id_pool().base
-        self.spool = tempfile.mkdtemp(prefix="groupscore-warm-", dir=run_base())
+        _remove_stale_spools(run_base())
+        self.spool = tempfile.mkdtemp(prefix=f"groupscore-warm-{os.getpid()}-", dir=run_base())
         os.chown(self.spool, self.host_id, self.host_id)
         os.chmod(self.spool, 0o700)
         script = os.path.join(self.spool, os.path.basename(_TEMPLATE_AT))
@@ -174,7 +175,8 @@ class Template:
         return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
     def alive(self) -> bool:
-        return not (self.closed or self.retired) and self.proc.poll() is None
+        # A spool removed under it (a temp-dir cleaner) retires it too: no run could be set up there.
+        return not (self.closed or self.retired) and self.proc.poll() is None and os.path.isdir(self.spool)
 
     def begin(self) -> None:
         with self._lock:
@@ -210,6 +212,16 @@ class Template:
                 pass
             shutil.rmtree(self.spool, ignore_errors=True)
             id_pool().release(self.host_id)
+
+
+def _remove_stale_spools(base: str) -> None:
+    """Spools of processes that died without closing their templates (a worker killed outright): the template ended
+    with its control socket, its spool stayed."""
+    for name in os.listdir(base):
+        parts = name.split("-")
+        mine = name.startswith("groupscore-warm-") and len(parts) > 3 and parts[2].isdigit()
+        if mine and not os.path.exists(f"/proc/{parts[2]}"):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
 _TEMPLATES: dict[tuple[object, ...], Template] = {}
