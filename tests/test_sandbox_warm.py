@@ -253,3 +253,13 @@ def test_a_run_cannot_signal_or_read_its_init_or_the_template(no_nsjail) -> None
     r = run({"main.py": code}, limits=LIMITS)
     assert r.status is RunStatus.OK, r
     assert "sent" not in r.stdout and "read" not in r.stdout, r.stdout
+
+
+def test_spools_of_dead_processes_are_removed(tmp_path) -> None:
+    dead, alive, other = (
+        tmp_path / n for n in ("groupscore-warm-999999999-ab", f"groupscore-warm-{os.getpid()}-cd", "x")
+    )
+    for d in (dead, alive, other):
+        d.mkdir()
+    warm._remove_stale_spools(str(tmp_path))
+    assert not dead.exists() and alive.exists() and other.exists()
