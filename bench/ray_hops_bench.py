@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import re
 import statistics
@@ -53,6 +54,13 @@ def replica_log_ms(app: str, path: str) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument(
+        "--replica-env",
+        type=json.loads,
+        default=None,
+        metavar="JSON",
+        help="environment for the replica (its runtime_env's env_vars), a JSON object",
+    )
     args = parser.parse_args()
     haproxy = os.environ.get(HAPROXY_FLAG, "1" if haproxy_binary() else "0") == "1"  # as start_proxy decides
     load_start = loadavg()
@@ -62,14 +70,17 @@ def main() -> int:
         try:
             port = free_port()
             start_proxy(RayTarget(http_port=port))  # the ingress RAY_SERVE_ENABLE_HA_PROXY says (HAProxy if unset)
-            serve.run(application(num_replicas=1, num_cpus=2), name="w2", route_prefix="/w2")
+            runtime_env = {"env_vars": args.replica_env} if args.replica_env else None
+            serve.run(application(num_replicas=1, num_cpus=2, runtime_env=runtime_env), name="w2", route_prefix="/w2")
             rows = measure(plain_url, f"http://127.0.0.1:{port}/w2", ServeHandleClient("w2", shards=1), args.rounds)
             replica = replica_log_ms("w2", "/v1/score")
         finally:
             serve.shutdown()
             ray.shutdown()
     ingress = "HAProxy (RAY_SERVE_ENABLE_HA_PROXY=1)" if haproxy else "Serve's proxy actor"
-    print(f"`bench/ray_hops_bench.py --rounds {args.rounds}`, ingress: {ingress}; load {load_start} -> {loadavg()}")
+    extra = f", replica env {json.dumps(args.replica_env)}" if args.replica_env else ""
+    load = f"load {load_start} -> {loadavg()}"
+    print(f"`bench/ray_hops_bench.py --rounds {args.rounds}`, ingress: {ingress}{extra}; {load}")
     print()
     print("| request | plain HTTP | Serve HTTP | Serve handle | Serve HTTP - plain (per round) | handle - plain |")
     print("| --- | --- | --- | --- | --- | --- |")
