@@ -86,7 +86,7 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
 
 
-def _prctl(option: int, arg: int | ctypes._Pointer | ctypes._CArgObject = 0) -> None:
+def _prctl(option: int, arg: Any = 0) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), f"prctl {option}")
 
 
