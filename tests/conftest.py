@@ -138,3 +138,21 @@ def _destructive_tests_need_a_proven_jail(request: pytest.FixtureRequest) -> Non
     """The `destructive` mark's promise, kept wherever the mark is used: the jail probe first."""
     if request.node.get_closest_marker("destructive") is not None:
         request.getfixturevalue("jail_proven")
+
+
+@pytest.fixture
+def through_nsjail(monkeypatch: pytest.MonkeyPatch):
+    """A switch: runs inside its `with` go through nsjail, not the warm Python template (GROUPSCORE_SANDBOX_WARM=0),
+    for tests that compare the two paths."""
+    from groupscore.sandbox import settings as sandbox_settings
+
+    class Switch:
+        def __enter__(self) -> None:
+            monkeypatch.setenv("GROUPSCORE_SANDBOX_WARM", "0")
+            sandbox_settings.reload()
+
+        def __exit__(self, *exc: object) -> None:
+            monkeypatch.delenv("GROUPSCORE_SANDBOX_WARM")
+            sandbox_settings.reload()
+
+    return Switch()

@@ -18,7 +18,6 @@ import pytest
 from helpers import host_pids_with
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, jail, run, warm
-from groupscore.sandbox import settings as sandbox_settings
 
 pytestmark = [
     pytest.mark.usefixtures("jail_available"),
@@ -28,22 +27,6 @@ pytestmark = [
 ]
 
 LIMITS = Limits(wall_time_s=8, memory_mb=256, cpu_time_s=2)
-
-
-@pytest.fixture
-def through_nsjail(monkeypatch: pytest.MonkeyPatch):
-    """Runs inside the `with` go through nsjail."""
-
-    class Switch:
-        def __enter__(self) -> None:
-            monkeypatch.setenv("GROUPSCORE_SANDBOX_WARM", "0")
-            sandbox_settings.reload()
-
-        def __exit__(self, *exc: object) -> None:
-            monkeypatch.delenv("GROUPSCORE_SANDBOX_WARM")
-            sandbox_settings.reload()
-
-    return Switch()
 
 
 @pytest.fixture

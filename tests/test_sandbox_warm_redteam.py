@@ -35,22 +35,6 @@ pytestmark = [
 LIMITS = Limits(wall_time_s=6, memory_mb=256, cpu_time_s=2)
 
 
-@pytest.fixture
-def through_nsjail(monkeypatch: pytest.MonkeyPatch):
-    """Runs inside the `with` go through nsjail."""
-
-    class Switch:
-        def __enter__(self) -> None:
-            monkeypatch.setenv("GROUPSCORE_SANDBOX_WARM", "0")
-            sandbox_settings.reload()
-
-        def __exit__(self, *exc: object) -> None:
-            monkeypatch.delenv("GROUPSCORE_SANDBOX_WARM")
-            sandbox_settings.reload()
-
-    return Switch()
-
-
 @pytest.fixture(autouse=True)
 def _warm_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GROUPSCORE_SANDBOX_WARM", raising=False)
