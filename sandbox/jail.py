@@ -7,6 +7,7 @@ and returns what happened as a `RawRun`; `classify` turns that into a status.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -401,11 +402,31 @@ def execute(
 
     Returns the outcome, the collected files and the names of those cut at the size cap.
     """
-    # Every jail alive at once has host ids of its own (as root); they go back to the pool once nsjail is reaped,
-    # when no process of the jail is left (its pid namespace dies with it).
+    with run_dir(policy, files, collect, executable) as (rundir, _):
+        with _jails():
+            out = run_jail(policy, rundir, argv, stdin, limits, as_init)
+        got, truncated = read_collected(rundir, limits.max_file_bytes)
+        return out, got, truncated
+
+
+@contextlib.contextmanager
+def run_dir(
+    policy: Policy,
+    files: dict[str, bytes],
+    collect: list[str],
+    executable: frozenset[str] = frozenset(),
+    *,
+    parent: str | None = None,
+    owner: int = 0,
+) -> Iterator[tuple[RunDir, int | None]]:
+    """A run's host dir holding `files` and empty `collect` files, and the run's own host id (as root; else None).
+
+    Every jail alive at once has host ids of its own; they go back to the pool, and the dir is removed, once the run is
+    over (its jail reaped: no process of it is left, its pid namespace died with it). parent, owner: as RunDir's.
+    """
     host_id = id_pool().acquire() if per_jail_ids() else None
     try:
-        rundir = RunDir(host_id or policy.uid_outside, host_id or policy.gid_outside)
+        rundir = RunDir(host_id or policy.uid_outside, host_id or policy.gid_outside, parent=parent, owner=owner)
     except BaseException:
         if host_id is not None:
             id_pool().release(host_id)
@@ -416,10 +437,7 @@ def execute(
         for name in collect:
             if name not in files:
                 rundir.add_collect(name)
-        with _jails():
-            out = run_jail(policy, rundir, argv, stdin, limits, as_init)
-        got, truncated = read_collected(rundir, limits.max_file_bytes)
-        return out, got, truncated
+        yield rundir, host_id
     finally:
         rundir.remove()
         if host_id is not None:

@@ -11,10 +11,10 @@ import struct
 import time
 
 from groupscore.sandbox import jail, warm
+from groupscore.sandbox.errors import SandboxUnavailable
 from groupscore.sandbox.jail import RawRun, await_pidfd, collect_output
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.policy import Policy
-from groupscore.sandbox.uids import id_pool
 from groupscore.sandbox.warm import INSIDE_BASE, Template
 from groupscore.sandbox.workdir import RunDir, read_collected
 
@@ -37,18 +37,10 @@ def execute_warm(
     collect: list[str],
 ) -> tuple[RawRun, dict[str, bytes], list[str]]:
     """Run the script argv[3] (argv = [python, -s, -B, script, args...]) as a warm run; returns as jail.execute."""
-    host_id = id_pool().acquire()
-    try:
-        rundir = RunDir(host_id, host_id, parent=template.spool, owner=template.host_id)
-    except BaseException:
-        id_pool().release(host_id)
-        raise
-    try:
-        for name, data in files.items():
-            rundir.add_input(name, data)
-        for name in collect:
-            if name not in files:
-                rundir.add_collect(name)
+    # Warm runs are made only as root (warm.enabled), so the run always has a host id of its own.
+    with jail.run_dir(policy, files, collect, parent=template.spool, owner=template.host_id) as (rundir, host_id):
+        if host_id is None:
+            raise SandboxUnavailable("warm runs need a host id per run (root)")
         inside = INSIDE_BASE + host_id - template.base
         r = policy.rlimits
         request = {
@@ -79,9 +71,6 @@ def execute_warm(
                 template.end()
         got, truncated = read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
-    finally:
-        rundir.remove()
-        id_pool().release(host_id)
 
 
 def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: bytes, limits: Limits) -> RawRun:

@@ -665,7 +665,7 @@ def test_standard_streams_are_the_runs(through_nsjail) -> None:
 def test_process_limit_is_the_same(through_nsjail) -> None:
     # HOLE, fixed in e76f6d3 (minor, limit): through nsjail the init shell runs as the run's uid and counts in RLIMIT_NPROC (and the
     # slot); warm, B is the template's root, so the program gets more processes than through nsjail (32 against 30
-    # with the defaults). Fix: RLIMIT_NPROC one lower in the warm request (processes - 1), so the same count fits.
+    # with the defaults). Fixed by giving the warm run's slot one task for its init (nsjail's takes three), RLIMIT_NPROC unchanged.
     bomb = (
         "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(3)\n"
         "            os._exit(0)\n        n += 1\nexcept OSError:\n    print(n)\n"
