@@ -32,13 +32,13 @@ from pathlib import Path
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import SandboxUnavailable
-from groupscore.sandbox.jail import nsjail_binary, run_jail
+from groupscore.sandbox.jail import nsjail_binary, run_dir, run_jail
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.policy import Policy, _mount_pt, render_exec
 from groupscore.sandbox.seccomp_capture import capture
 from groupscore.sandbox.toolchains import Toolchain
 from groupscore.sandbox.uids import ID_COUNT, id_pool, per_jail_ids
-from groupscore.sandbox.workdir import RunDir, run_base
+from groupscore.sandbox.workdir import run_base
 
 log = logging.getLogger(__name__)
 
@@ -262,12 +262,10 @@ def _seccomp_program(tool: Toolchain, policy: Policy, limits: Limits) -> bytes:
     if _SECCOMP is None:
 
         def sleeper(marker: str) -> None:
-            rundir = RunDir(policy.uid_outside, policy.gid_outside)
-            try:
+            # A host id of its own, as every jail's (run_dir): the base id may be another live jail's.
+            with run_dir(policy, {}, []) as (rundir, _):
                 argv = [tool.executable, "-S", "-c", "import time; time.sleep(30)", marker]
                 run_jail(policy, rundir, argv, b"", limits, as_init=True)
-            finally:
-                rundir.remove()
 
         _SECCOMP = capture(sleeper)
     return _SECCOMP
