@@ -207,6 +207,11 @@ class Slot:
         self.found_empty = False  # set by finish() when nothing of the run was left in the slot
 
     @property
+    def parked_tasks(self) -> int:
+        """Tasks of ours in the slot now (its launcher thread, once a run has used it), which count in pids.max."""
+        return int(self._launcher is not None)
+
+    @property
     def procs_files(self) -> list[str]:
         return self._procs_files
 

@@ -156,9 +156,10 @@ def cgroup_note() -> str:
     return f"none: {pool.broken}" if pool.broken else pool.support.describe()
 
 
-def _prepared_slot(limits: Limits, own_tasks: int = 2 + Slot.OWN_TASKS) -> Slot | None:
-    """A cgroup slot with this run's limits set (None when the host has no usable cgroups). own_tasks: tasks of ours
-    the slot holds besides the program's (default: nsjail, the init shell, the slot's own thread where it has one).
+def _prepared_slot(limits: Limits, own_tasks: int | None = None) -> Slot | None:
+    """A cgroup slot with this run's limits set (None when the host has no usable cgroups). own_tasks: processes of
+    ours the run has besides the program's, to which the slot's own parked thread is added where it has one (default:
+    nsjail and the init shell, and the thread nsjail is launched from).
 
     A slot whose limits cannot be set is dropped and a fresh one tried; if that fails too the run
     does not start: it would otherwise run without the limits the policy promises.
@@ -169,7 +170,8 @@ def _prepared_slot(limits: Limits, own_tasks: int = 2 + Slot.OWN_TASKS) -> Slot 
         if slot is None:
             return None
         try:
-            slot.prepare(limits.memory_mb << 20, limits.max_processes + own_tasks)
+            ours = 2 + Slot.OWN_TASKS if own_tasks is None else own_tasks + slot.parked_tasks
+            slot.prepare(limits.memory_mb << 20, limits.max_processes + ours)
             return slot
         except OSError as exc:
             error = exc
@@ -304,10 +306,18 @@ def _send_config(fd: int, config: bytes) -> None:
 
 
 def collect_output(
-    stdout: IO[bytes], stderr: IO[bytes], out: RawRun, limits: Limits, start: float, kill: Callable[[], float]
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    out: RawRun,
+    limits: Limits,
+    start: float,
+    kill: Callable[[], float],
+    loader_noise: bool = True,
 ) -> None:
-    """Read both pipes into `out` up to their caps until both close; `kill` ends the run (wall clock, output cap)."""
-    caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + len(_loader_noise)}
+    """Read both pipes into `out` up to their caps until both close; `kill` ends the run (wall clock, output cap).
+    loader_noise: stderr starts with nsjail's loader noise (stripped later), which the cap leaves room for."""
+    noise = len(_loader_noise) if loader_noise else 0
+    caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + noise}
     sel = selectors.DefaultSelector()
     sel.register(stdout, selectors.EVENT_READ, "stdout")
     sel.register(stderr, selectors.EVENT_READ, "stderr")

@@ -131,10 +131,12 @@ def run(
         a.encode("utf-8")  # surrogates raise UnicodeEncodeError, a ValueError
     policy = build_policy(tool, limits)
     template = None
-    if language == "python" and command is None and not as_init and warm.enabled():
-        template = warm.template_for(tool, policy, limits)
+    if language == "python" and warm.enabled() and warm.warm_argv(tool, argv, data):
+        template = warm.template_for(tool, policy, limits, argv[1])
     if template is not None:
-        out, got, truncated = warm_run.execute_warm(template, policy, data, list(argv), stdin_bytes, limits, collect)
+        out, got, truncated = warm_run.execute_warm(
+            template, policy, data, list(argv), stdin_bytes, limits, collect, as_init
+        )
     else:
         out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)
     status, note = classify(out, limits)

@@ -12,9 +12,11 @@ still runs as a host id of its own; the host moves the run's pid 1 into the run'
 and kills it (so its whole pid namespace) at the wall clock. The seccomp program is the one nsjail installs, read
 back from a jail (seccomp_capture.py).
 
-Used for Python runs of a script with the default command (`python3 -s -B main.py args...`), as root (per-jail ids),
+Used for Python runs of a script (`python3 -s|-S -B main.py args...`, one template per flag), as root (per-jail ids),
 where the filter can be read; anything else, and any failure to start the template, goes through nsjail as before.
-GROUPSCORE_SANDBOX_WARM=0 turns it off. This module holds the templates; warm_run.py runs one program on one.
+A run with as_init (the code verifier's call runner) is the jail's pid 1 itself: the run's init becomes the program
+after building the jail, and the template reports its exit status. GROUPSCORE_SANDBOX_WARM=0 turns warm runs off.
+This module holds the templates; warm_run.py runs one program on one.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ _START_TIMEOUT_S = 20.0
 class Template:
     """One warm template jail: nsjail running warm_template.py under `tool`'s interpreter, and its control socket."""
 
-    def __init__(self, tool: Toolchain, policy: Policy, seccomp: bytes):
-        self.tool, self.seccomp_hex = tool, seccomp.hex()
+    def __init__(self, tool: Toolchain, policy: Policy, seccomp: bytes, site_flag: str = "-s"):
+        self.tool, self.seccomp_hex, self.site_flag = tool, seccomp.hex(), site_flag
         self.host_id = id_pool().acquire()  # the template's own root maps here, for its whole life
         self.base = id_pool().base
         _remove_stale_spools(run_base())
@@ -145,7 +147,7 @@ class Template:
             time_limit=0,
             exec_bin=None,
         )
-        argv = [self.tool.executable, "-s", "-B", _TEMPLATE_AT, str(ctl_fd)]
+        argv = [self.tool.executable, self.site_flag, "-B", _TEMPLATE_AT, str(ctl_fd)]
         return str(to_textproto(cfg)) + "\n" + render_exec(argv) + "\n"
 
     def _idmaps(self, idmap: type) -> list[object]:
@@ -158,9 +160,10 @@ class Template:
                 maps.append(idmap(inside_id=str(INSIDE_BASE + first), outside_id=str(self.base + first), count=count))
         return maps
 
-    def submit(self, request: dict[str, object], fds: list[int]) -> None:
+    def submit(self, request: dict[str, object], fds: list[int], as_init: bool = False) -> None:
+        """Start a run: the program as pid 2 under an init of ours, or (as_init) as its jail's pid 1."""
         with self._lock:
-            socket.send_fds(self.ctl, [json.dumps(request).encode()], fds)
+            socket.send_fds(self.ctl, [b"I" if as_init else b"P", json.dumps(request).encode()], fds)
 
     def cpu_seconds(self) -> float:
         """CPU time of the template and of every run it forked and reaped (for benchmarks: the harness's own
@@ -271,13 +274,26 @@ def _seccomp_program(tool: Toolchain, policy: Policy, limits: Limits) -> bytes:
     return _SECCOMP
 
 
-def template_for(tool: Toolchain, policy: Policy, limits: Limits) -> Template | None:
-    """This process's template for `tool` (started on first use), or None where warm runs cannot be had."""
+def warm_argv(tool: Toolchain, argv: list[str], files: dict[str, bytes]) -> bool:
+    """Whether argv runs a script as a warm template can: `python -s|-S -B script args...`, the script one of the
+    run's files (no -c, -m or other flags: those go through nsjail)."""
+    return (
+        len(argv) > 3
+        and argv[0] == tool.executable
+        and argv[1] in ("-s", "-S")
+        and argv[2] == "-B"
+        and (argv[3] in files and not argv[3].startswith("-"))
+    )
+
+
+def template_for(tool: Toolchain, policy: Policy, limits: Limits, site_flag: str = "-s") -> Template | None:
+    """This process's template for `tool` started with `site_flag` (-s, or -S: no site module, whose names such as
+    exit() a program could tell apart), started on first use; None where warm runs cannot be had."""
     # Not the work dir's tmpfs: its size is the run's (in the request), and every size would start a template.
     # The nsjail binary as configured now: a bad GROUPSCORE_NSJAIL fails this run as it fails an nsjail run (the
     # sandbox is misconfigured, warm template or not), and a new one starts a new template.
     binary = nsjail_binary()
-    key = (binary, tool, tuple(m for m in policy.mounts if m.target != policy.work_dir), policy.env)
+    key = (binary, tool, site_flag, tuple(m for m in policy.mounts if m.target != policy.work_dir), policy.env)
     with _LOCK:
         template = _TEMPLATES.get(key)
         if template is not None and template.alive():
@@ -288,7 +304,7 @@ def template_for(tool: Toolchain, policy: Policy, limits: Limits) -> Template | 
         if key in _BROKEN:
             return None
         try:
-            template = Template(tool, policy, _seccomp_program(tool, policy, limits))
+            template = Template(tool, policy, _seccomp_program(tool, policy, limits), site_flag)
         except (SandboxUnavailable, OSError) as exc:
             _BROKEN[key] = str(exc)
             log.warning("warm Python runs are off for %s (runs go through nsjail): %s", tool.executable, exc)

@@ -35,8 +35,10 @@ def execute_warm(
     stdin: bytes,
     limits: Limits,
     collect: list[str],
+    as_init: bool = False,
 ) -> tuple[RawRun, dict[str, bytes], list[str]]:
-    """Run the script argv[3] (argv = [python, -s, -B, script, args...]) as a warm run; returns as jail.execute."""
+    """Run the script argv[3] (argv = [python, -s|-S, -B, script, args...]) as a warm run; returns as jail.execute.
+    as_init: the program is the jail's pid 1, as through nsjail (see runner.run)."""
     # Warm runs are made only as root (warm.enabled), so the run always has a host id of its own.
     with jail.run_dir(policy, files, collect, parent=template.spool, owner=template.host_id) as (rundir, host_id):
         if host_id is None:
@@ -51,7 +53,8 @@ def execute_warm(
             "tmpfs": next(m.options for m in policy.mounts if m.kind == "tmpfs" and m.target == policy.work_dir),
             "rlimits": {
                 "RLIMIT_AS": [r.address_space_mb << 20] * 2,
-                "RLIMIT_CPU": [r.cpu_s, r.cpu_hard_s],
+                # A pid-1 program has no init shell to set the soft limit: the hard one alone, as through nsjail.
+                "RLIMIT_CPU": [r.cpu_hard_s if as_init else r.cpu_s, r.cpu_hard_s],
                 "RLIMIT_FSIZE": [r.file_size_mb << 20] * 2,
                 "RLIMIT_NOFILE": [r.open_files] * 2,
                 "RLIMIT_NPROC": [r.processes] * 2,
@@ -66,18 +69,21 @@ def execute_warm(
         with jail._jails():
             template.begin()
             try:
-                out = _run(template, rundir, request, stdin, limits)
+                out = _run(template, rundir, request, stdin, limits, as_init)
             finally:
                 template.end()
         got, truncated = read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
 
 
-def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: bytes, limits: Limits) -> RawRun:
+def _run(
+    template: Template, rundir: RunDir, request: dict[str, object], stdin: bytes, limits: Limits, as_init: bool
+) -> RawRun:
     out = RawRun()
     stdin_fd = os.open(rundir.write("stdin", stdin), os.O_RDONLY | os.O_CLOEXEC)
     # The slot holds the run's init besides the program: the program and its children get as many processes as
     # through nsjail (where its init shell counts in RLIMIT_NPROC, which the warm init, the template's root, does not).
+    # A pid-1 program is the init: its tree gets one more, as through nsjail, whose slot keeps the unused shell's.
     slot = jail._prepared_slot(limits, own_tasks=1)
     host_sock, run_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
@@ -88,7 +94,7 @@ def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: 
     try:
         cgroup_fds = [] if slot is None else [os.open(f, os.O_WRONLY | os.O_CLOEXEC) for f in slot.join_files]
         try:
-            template.submit(request, [stdin_fd, out_w, err_w, run_sock.fileno(), *cgroup_fds])
+            template.submit(request, [stdin_fd, out_w, err_w, run_sock.fileno(), *cgroup_fds], as_init)
         finally:
             for fd in (stdin_fd, out_w, err_w, *cgroup_fds):
                 os.close(fd)
@@ -114,7 +120,7 @@ def _run(template: Template, rundir: RunDir, request: dict[str, object], stdin: 
 
         with os.fdopen(out_r, "rb", buffering=0) as stdout, os.fdopen(err_r, "rb", buffering=0) as stderr:
             out_r = err_r = -1
-            collect_output(stdout, stderr, out, limits, start, kill)
+            collect_output(stdout, stderr, out, limits, start, kill, loader_noise=False)
         if not (out.timed_out or out.output_limit):
             await_pidfd(pidfd, out, start + limits.wall_time_s)
         if out.timed_out or out.output_limit:

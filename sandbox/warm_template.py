@@ -27,12 +27,15 @@ import functools  # noqa: F401
 import gc
 import heapq  # noqa: F401
 import importlib.machinery
+import importlib.util
 import itertools  # noqa: F401
 import json
+import marshal
 import math  # noqa: F401
 import os
 import re  # noqa: F401
 import resource
+import select
 import signal
 import socket
 import string  # noqa: F401
@@ -125,11 +128,22 @@ def _seccomp(program: bytes) -> None:
 
 
 class Program(BaseException):
-    """Raised in C once its jail is set up: unwinds to the module's top level, where the program runs (see there)."""
+    """Raised in the program's process once its jail is set up: unwinds to the module's top level, where the program
+    runs (see there)."""
 
     def __init__(self, path: str, source: bytes):
         super().__init__()
         self.path, self.source = path, source
+
+    def pyc_code(self) -> types.CodeType:
+        """A .pyc program's code, as the interpreter reads one: marshalled after the 16-byte header, whose magic must
+        be this interpreter's."""
+        if self.source[:4] != importlib.util.MAGIC_NUMBER:
+            raise RuntimeError("Bad magic number in .pyc file")
+        code = marshal.loads(self.source[16:])
+        if not isinstance(code, types.CodeType):
+            raise RuntimeError("Bad code object in .pyc file")
+        return code
 
 
 def _prepare_program(path: str, argv: list[str]) -> Program:
@@ -137,10 +151,11 @@ def _prepare_program(path: str, argv: list[str]) -> Program:
     import builtins
 
     main = types.ModuleType("__main__")
+    loader = importlib.machinery.SourcelessFileLoader if path.endswith(".pyc") else importlib.machinery.SourceFileLoader
     main.__dict__.update(
         __file__=path,
         __cached__=None,
-        __loader__=importlib.machinery.SourceFileLoader("__main__", path),
+        __loader__=loader("__main__", path),
         __spec__=None,
         __package__=None,
         __annotations__={},
@@ -292,6 +307,7 @@ def _finish(status: int, interrupted: bool) -> None:
     if interrupted:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
+        os._exit(128 + signal.SIGINT)  # as the interpreter, where that signal is dropped: a pid 1 program's
     os._exit(status if ok else 120)
 
 
@@ -366,17 +382,20 @@ def _standard_streams() -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def _program(request: dict[str, Any], fds: list[int], setup_w: int) -> None:
-    """C: pid 2 of the run's jail. Sets it up, then raises Program (never returns).
+def _program(request: dict[str, Any], fds: list[int], setup_w: int, as_init: bool = False) -> None:
+    """The program's process: sets it up, then raises Program (never returns). Usually C, pid 2 of the run's jail;
+    B itself for a program that must be its jail's pid 1 (as_init).
 
-    A failed setup is written to `setup_w`, which B alone reads; it is closed before the program's first line, so the
-    program can never pass for a failed setup (an infra error, masked, instead of its own zero).
+    A failed setup is written to `setup_w`: for C the pipe B alone reads, for B the run's socket (as its report to the
+    host). It is closed before the program's first line, so the program can never pass for a failed setup (an infra
+    error, masked, instead of its own zero), nor, as B, write its own report (the template reports B's exit).
     """
     try:
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target, inheritable=True)
         if setup_w != 3:
             os.dup2(setup_w, 3, inheritable=False)  # kept by the closerange below
+            os.close(setup_w)
             setup_w = 3
         os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         for name, (soft, hard) in request["rlimits"].items():
@@ -391,8 +410,9 @@ def _program(request: dict[str, Any], fds: list[int], setup_w: int) -> None:
         _seccomp(bytes.fromhex(request["seccomp"]))
         program = _prepare_program(request["script"], request["argv"])  # read as the run's uid, as nsjail's run does
         os.close(setup_w)
-    except BaseException as exc:  # noqa: BLE001 - setup failed: tell B, never run the program
-        os.write(setup_w, f"{type(exc).__name__}: {exc}".encode(errors="replace")[:2000])
+    except BaseException as exc:  # noqa: BLE001 - setup failed: tell B (or the host), never run the program
+        why = f"{type(exc).__name__}: {exc}"[:2000]
+        os.write(setup_w, json.dumps({"setup_error": why}).encode() if as_init else why.encode(errors="replace"))
         os._exit(127)
     raise program
 
@@ -435,6 +455,10 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
     # On top of the template's /proc (the kernel lets a user namespace mount proc only where one is already in view);
     # the program, without capabilities, cannot take it off.
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "subset=pid")
+    if request.get("init"):
+        # A supervisor that must be its jail's pid 1 (the kernel drops the signals its children send it; it reaps their
+        # orphans): this process becomes the program. The template reports its exit status to the host.
+        _program(request, fds, sock.detach(), as_init=True)
     setup_r, setup_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -479,13 +503,14 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
 def _start_run(request: dict[str, Any], fds: list[int], ctl: socket.socket) -> None:
     """B, just forked as pid 1 of a new pid namespace: the run's other namespaces, then its jail. Never returns."""
     ctl.close()
+    _forget_template_state()
     sock = socket.socket(fileno=fds[3])
     try:
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _jail_init(request, fds[:3], fds[4:], sock)
     except Program:
-        raise  # C, set up: on to the top level
+        raise  # the program's process, set up: on to the top level
     except BaseException as exc:  # noqa: BLE001 - report a failed setup to the host, never run the program
         try:
             _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
@@ -509,19 +534,56 @@ def _fork_in_new_pid_namespace(own_pid_ns: int) -> int:
     return pid
 
 
+# Runs whose program is B (as_init): B's pid -> the run's socket, where the template reports B's exit status (B no
+# longer holds it once the program runs). And the pipe SIGCHLD wakes the loop through, so that report goes out at once.
+_INIT_RUNS: dict[int, socket.socket] = {}
+_WAKE: tuple[int, int] = (-1, -1)
+
+
+def _forget_template_state() -> None:
+    """In B: nothing of the template's loop stays open or installed (other runs' sockets above all)."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd in _WAKE:
+        os.close(fd)
+    for sock in _INIT_RUNS.values():
+        sock.close()
+    _INIT_RUNS.clear()
+
+
 def _reap() -> None:
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        sock = _INIT_RUNS.pop(pid, None)
+        if sock is None:
+            continue
+        report = {
+            "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "cpu": usage.ru_utime + usage.ru_stime,  # B's own and its reaped descendants'
+            "maxrss": usage.ru_maxrss,
+        }
+        try:
+            _send(sock, report)
+        except OSError:  # the host gave up on the run
+            pass
+        sock.close()
 
 
 def serve(ctl: socket.socket) -> None:
-    """Read run requests (JSON; fds: stdin, stdout, stderr, the run socket, the slot files) until the host closes."""
-    ctl.settimeout(1.0)
+    """Read run requests until the host closes: a mode byte (P: the program is pid 2; I: it is B, pid 1) and JSON;
+    fds: stdin, stdout, stderr, the run socket, the slot files."""
+    global _WAKE
+    _WAKE = os.pipe()
+    for fd in _WAKE:
+        os.set_blocking(fd, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # a handler, so the wakeup fd is written
+    signal.set_wakeup_fd(_WAKE[1], warn_on_full_buffer=False)
     # Requests are read into one buffer, parsed only in the fork and zeroed after it: every run starts from a copy
     # of this process, so nothing of an earlier run's request (names, arguments) may linger in its memory.
     buf = bytearray(1 << 20)
@@ -529,21 +591,33 @@ def serve(ctl: socket.socket) -> None:
     fd_space = socket.CMSG_SPACE(8 * array.array("i").itemsize)
     while True:
         _reap()
-        try:
-            size, ancillary, _, _ = ctl.recvmsg_into([buf], fd_space)
-        except TimeoutError:
+        ready, _, _ = select.select([ctl.fileno(), _WAKE[0]], [], [], 5.0)
+        if _WAKE[0] in ready:
+            while True:
+                try:
+                    if not os.read(_WAKE[0], 4096):
+                        break
+                except BlockingIOError:
+                    break
+        if ctl.fileno() not in ready:
             continue
+        size, ancillary, _, _ = ctl.recvmsg_into([buf], fd_space)
         if not size:
             return
         fds = array.array("i")
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-        if len(fds) >= 4 and _fork_in_new_pid_namespace(own_pid_ns) == 0:
-            _start_run(json.loads(bytes(buf[:size])), list(fds), ctl)
+        as_init = buf[:1] == b"I"
+        pid = _fork_in_new_pid_namespace(own_pid_ns) if len(fds) >= 4 else -1
+        if pid == 0:
+            _start_run({**json.loads(bytes(buf[1:size])), "init": as_init}, list(fds), ctl)
         buf[:size] = bytes(size)
-        for fd in fds:
-            os.close(fd)
+        for index, fd in enumerate(fds):
+            if index == 3 and as_init and pid > 0:
+                _INIT_RUNS[pid] = socket.socket(fileno=fd)
+            else:
+                os.close(fd)
 
 
 if __name__ == "__main__":
@@ -565,7 +639,12 @@ if __name__ == "__main__":
     _same_recursion_depth(_RECURSION_OFFSET)
     _interrupted = False
     try:
-        exec(compile(_run.source, _run.path, "exec", dont_inherit=True), sys.modules["__main__"].__dict__)
+        # Compiled here, at the top level: a SyntaxError's traceback has no frame of this file, as the interpreter's.
+        if _run.path.endswith(".pyc"):
+            _code = _run.pyc_code()
+        else:
+            _code = compile(_run.source, _run.path, "exec", dont_inherit=True)
+        exec(_code, sys.modules["__main__"].__dict__)
         _status = 0
     except SystemExit as _exc:
         _status = _exit_status(_exc)
