@@ -61,7 +61,8 @@ def execute_warm(
                 "RLIMIT_CORE": [r.core_mb << 20] * 2,
                 "RLIMIT_STACK": [r.stack_mb << 20] * 2,
             },
-            "env": dict(e.split("=", 1) for e in (*policy.env, "PWD=/work")),
+            # PWD as the init shell of an nsjail run sets it; a pid-1 program has none there, so none here either.
+            "env": dict(e.split("=", 1) for e in (*policy.env, *(() if as_init else ("PWD=/work",)))),
             "script": f"{policy.work_dir}/{argv[3]}",
             "argv": argv[3:],
             "seccomp": template.seccomp_hex,
