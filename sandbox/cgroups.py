@@ -14,6 +14,7 @@ runs of the machine. A v1 slot's thread joins it once, when the slot is made.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import threading
@@ -207,8 +208,7 @@ class Slot:
         self.found_empty = False  # set by finish() when nothing of the run was left in the slot
 
     @property
-    def parked_tasks(self) -> int:
-        """Tasks of ours in the slot now (its launcher thread, once a run has used it), which count in pids.max."""
+    def parked_tasks(self) -> int:  # ours in the slot now (its launcher, once used), counted in pids.max
         return int(self._launcher is not None)
 
     @property
@@ -343,10 +343,8 @@ class Slot:
             self._launcher.stop()
             self._launcher = None
         for d in self.dirs.values():
-            try:
+            with contextlib.suppress(OSError):
                 d.rmdir()
-            except OSError:
-                pass
 
 
 def _parent_name(pid: int | None = None) -> str:
@@ -367,14 +365,10 @@ def _remove_stale(root: Path) -> None:
         if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
             continue
         for slot in parent.glob("slot-*"):
-            try:
-                slot.rmdir()  # fails (and is kept) while it still holds processes
-            except OSError:
-                pass
-        try:
+            with contextlib.suppress(OSError):  # fails (and is kept) while it still holds processes
+                slot.rmdir()
+        with contextlib.suppress(OSError):
             parent.rmdir()
-        except OSError:
-            pass
 
 
 class SlotPool:

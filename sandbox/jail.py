@@ -29,6 +29,8 @@ from groupscore.sandbox.uids import id_pool, per_jail_ids
 from groupscore.sandbox.workdir import RunDir, read_collected
 
 _DRAIN_AFTER_KILL_S = 2.0
+Pipe = IO[bytes]
+Kill = Callable[[], float]  # ends a run (its whole jail) and says when
 # nsjail log lines are "[L][time]([pid]) text"; anchoring on that prefix keeps file names, which
 # appear inside mount lines, from passing for a status line.
 _STATUS_RE = re.compile(
@@ -157,9 +159,8 @@ def cgroup_note() -> str:
 
 
 def _prepared_slot(limits: Limits, own_tasks: int | None = None) -> Slot | None:
-    """A cgroup slot with this run's limits set (None when the host has no usable cgroups). own_tasks: processes of
-    ours the run has besides the program's, to which the slot's own parked thread is added where it has one (default:
-    nsjail and the init shell, and the thread nsjail is launched from).
+    """A cgroup slot with this run's limits set (None when the host has no usable cgroups). own_tasks: our processes
+    besides the program's, plus the slot's parked thread if any (default: nsjail, the init shell, the launcher).
 
     A slot whose limits cannot be set is dropped and a fresh one tried; if that fails too the run
     does not start: it would otherwise run without the limits the policy promises.
@@ -306,18 +307,11 @@ def _send_config(fd: int, config: bytes) -> None:
 
 
 def collect_output(
-    stdout: IO[bytes],
-    stderr: IO[bytes],
-    out: RawRun,
-    limits: Limits,
-    start: float,
-    kill: Callable[[], float],
-    loader_noise: bool = True,
+    stdout: Pipe, stderr: Pipe, out: RawRun, limits: Limits, start: float, kill: Kill, nsjail: bool = True
 ) -> None:
     """Read both pipes into `out` up to their caps until both close; `kill` ends the run (wall clock, output cap).
-    loader_noise: stderr starts with nsjail's loader noise (stripped later), which the cap leaves room for."""
-    noise = len(_loader_noise) if loader_noise else 0
-    caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + noise}
+    nsjail: stderr starts with nsjail's loader noise (stripped later), which its cap leaves room for."""
+    caps = {"stdout": limits.max_output_bytes, "stderr": limits.max_output_bytes + nsjail * len(_loader_noise)}
     sel = selectors.DefaultSelector()
     sel.register(stdout, selectors.EVENT_READ, "stdout")
     sel.register(stderr, selectors.EVENT_READ, "stderr")

@@ -121,7 +121,7 @@ def _run(
 
         with os.fdopen(out_r, "rb", buffering=0) as stdout, os.fdopen(err_r, "rb", buffering=0) as stderr:
             out_r = err_r = -1
-            collect_output(stdout, stderr, out, limits, start, kill, loader_noise=False)
+            collect_output(stdout, stderr, out, limits, start, kill, nsjail=False)
         if not (out.timed_out or out.output_limit):
             await_pidfd(pidfd, out, start + limits.wall_time_s)
         if out.timed_out or out.output_limit:
