@@ -13,7 +13,9 @@ It is one file because the template jail runs exactly this file, where no packag
 Processes: the template (pid 1 of the template jail) forks B as pid 1 of a new pid namespace; B unshares the run's
 other namespaces, stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps. C drops
 to the run's uid and runs the program. B reports C's exit status to the host over the run's own socket, which C never
-holds; the host kills B (and so the whole pid namespace) at the wall clock.
+holds; the host kills B (and so the whole pid namespace) at the wall clock. A program that must be pid 1 (as_init: a
+supervisor such as the code verifier's call runner) is B itself: B sets the jail up, drops to the run's uid, closes
+the run's socket and runs the program; the template reaps B and reports its exit status on its own copy of the socket.
 """
 
 from __future__ import annotations
