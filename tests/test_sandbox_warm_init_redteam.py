@@ -297,6 +297,8 @@ ODD_EXITS = {
         "def later():\n    time.sleep(0.3)\n    print('thread', flush=True)\n    os._exit(7)\n"
         "threading.Thread(target=later).start()\nctypes.CDLL(None).syscall(60, 0)\n"
     ),
+    # abort() as pid 1: its own SIGABRT is dropped, glibc falls back to a fault of its own.
+    "abort": "import os\nprint('a', flush=True)\nos.abort()\n",
     # pid 1 execs another program: the report is that program's status.
     "exec": "import os, sys\nos.execv(sys.executable, [sys.executable, '-S', '-c', 'print(\"execd\"); exit(9)'])\n",
     # Its output closed early, it lives on, then exits: the host waits for the exit, the template reports it.
@@ -337,3 +339,117 @@ def test_concurrent_init_runs_each_get_their_own_report() -> None:
     for code, r in results.items():
         assert _is_warm(r) and (r.status, r.exit_code, r.signal) == (RunStatus.RUNTIME_ERROR, code, None), r
     assert _init_run("print('next')").stdout == "WARM next\n"
+
+
+def _template_pids() -> list[int]:
+    from groupscore.sandbox import warm
+
+    return sorted(t.proc.pid for t in warm._TEMPLATES.values() if t.alive())
+
+
+def test_hostile_init_runs_leave_the_template_serving() -> None:
+    """A pid-1 program (the runner's place) that kills, stops, exhausts and leaves early: the template that served
+    the first run serves the next (a template that dies takes its runs in flight with it: group-mates' infra errors)."""
+    assert _init_run("print(1)").stdout == "WARM 1\n"
+    before = _template_pids()
+    hostile = [
+        "import os, signal\nfor s in (9, 15, 19):\n    try:\n        os.kill(-1, s)\n    except OSError:\n        pass\n",
+        "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.2)\n        break\n",
+        "import os\nfs = []\ntry:\n    while True:\n        fs.append(os.open('/dev/null', 0))\nexcept OSError:\n    pass\n",
+        "import os, signal\nos.kill(0, signal.SIGSTOP)\nos.kill(os.getpid(), signal.SIGSTOP)\nos._exit(0)\n",
+        "import os\nos.close(0)\nos.close(1)\nos.close(2)\nwhile True:\n    pass\n",
+    ]
+    for program in hostile:
+        r = _init_run(program, limits=Limits(wall_time_s=2, memory_mb=128, cpu_time_s=1))
+        assert r.status is not RunStatus.SANDBOX_ERROR, (program, r)
+    assert _template_pids() == before
+    assert _init_run("print(2)").stdout == "WARM 2\n"
+
+
+def test_a_pid_1_program_reaches_no_other_runs_plan_nor_the_spool() -> None:
+    """As pid 1, B's own process: it built the jail as root over the template's tree, where every run's files and
+    stdin (a runner's plan) are in the spool. A receiver run beside a sender walks all it can reach for the sender's
+    secret (its stdin and input file), and finds its own files alone in /work."""
+    secret = secrets.token_hex(16)
+    sender = "import sys, time\nsys.stdin.buffer.read(1)\nprint('READ', flush=True)\ntime.sleep(2.5)\n"
+    box: dict[str, RunResult] = {}
+    thread = threading.Thread(
+        target=lambda: box.setdefault("s", _init_run(sender, files={"secret.txt": secret}, stdin=f"PLAN {secret}"))
+    )
+    thread.start()
+    receiver = f"""
+import os, stat, time
+time.sleep(0.8)
+secret = bytes.fromhex('{secret.encode().hex()[::-1]}'[::-1])
+found, seen = [], 0
+def look(path):
+    global seen
+    try:
+        st = os.stat(path)
+        if stat.S_ISREG(st.st_mode) and st.st_size < 1 << 22:
+            seen += 1
+            if secret in open(path, 'rb').read():
+                found.append(path)
+    except OSError:
+        pass
+for root, dirs, files in os.walk('/', followlinks=False):
+    if root.startswith(('/usr', '/lib', '/lib64', '/bin', '/sbin', '/proc')):
+        dirs[:] = []
+        continue
+    for name in files:
+        look(os.path.join(root, name))
+for pid in os.listdir('/proc'):
+    for leaf in ('environ', 'cmdline', 'cwd/secret.txt', 'root/work/secret.txt'):
+        look(f'/proc/{{pid}}/{{leaf}}')
+    for fd in range(64):
+        look(f'/proc/{{pid}}/fd/{{fd}}')
+print(found, seen > 3, sorted(os.listdir('/work')), sorted(p for p in os.listdir('/proc') if p.isdigit()))
+"""
+    r = _init_run(receiver)
+    thread.join(30)
+    assert box["s"].stdout == "WARM READ\n", box["s"]
+    assert r.stdout == "WARM [] True ['main.py'] ['1']\n", r
+
+
+def test_earlier_runs_reports_are_not_in_a_later_runs_memory() -> None:
+    """The template now builds each as_init run's report (exit, signal, CPU, peak memory) in its own memory, of which
+    every later run is a copy: an earlier run's report, whose exit status a program chooses, must not be readable
+    there (a channel between runs, and between the completions of a group)."""
+    for _ in range(3):
+        assert _init_run("import os\nos._exit(173)\n").exit_code == 173
+    scan = r"""
+import re
+hits = 0
+mem = open('/proc/self/mem', 'rb', 0)
+for line in open('/proc/self/maps').read().splitlines():
+    span, perms = line.split()[:2]
+    start, end = (int(x, 16) for x in span.split('-'))
+    if 'r' not in perms or end - start > 1 << 28:
+        continue
+    try:
+        mem.seek(start)
+        chunk = mem.read(end - start)
+    except OSError:
+        continue
+    hits += sum(int(m.group(1)) == 173 for m in re.finditer(rb'"exit": ([0-9]+)', chunk))
+print(hits)
+"""
+    assert _init_run(scan).stdout == "WARM 0\n"
+
+
+def test_a_worker_gets_as_much_memory_as_through_nsjail(through_nsjail) -> None:
+    """Warm, the runner's interpreter pages are the template's (charged to the template, shared until written), so a
+    worker could get the slot's memory that a fresh interpreter uses through nsjail: a lenient limit on one path is a
+    verdict that differs. A child of pid 1 allocates MiB by MiB until the slot's OOM kill; the two counts stay close."""
+    program = (
+        "import os\nr, w = os.pipe()\npid = os.fork()\nif pid == 0:\n    os.close(r)\n    keep = []\n"
+        "    while True:\n        keep.append(bytearray(1 << 20))\n        os.write(w, b'x')\nos.close(w)\nn = 0\n"
+        "while os.read(r, 1):\n    n += 1\nos.waitpid(pid, 0)\nprint(n)\n"
+    )
+    limits = Limits(wall_time_s=8, memory_mb=96, cpu_time_s=4)
+    hot = _init_run(program, limits=limits)
+    with through_nsjail:
+        cold = _init_run(program, limits=limits)
+    assert _is_warm(hot) and hot.status is cold.status is RunStatus.MEMORY_LIMIT, (hot, cold)
+    got = [int(r.stdout.split()[-1]) for r in (hot, cold)]
+    assert 60 < got[1] < 96 and abs(got[0] - got[1]) <= 6, got
