@@ -54,13 +54,8 @@ def _runner(program: str, units: list[dict], marker: str) -> list[dict]:
     files, argv = runner_files(RUNNER_SOURCE)
     tool = toolchain("python")
     plan = {"marker": marker, "import_limit_s": 4.0, "stop_on_failure": False, "units": units}
-    r = run(
-        {**files, "solution.py": program},
-        [tool.executable, "-S", "-B", *argv, *tool.site_dirs],
-        stdin=marshal.dumps(plan, MARSHAL_VERSION),
-        as_init=True,
-        limits=LIMITS,
-    )
+    command, stdin = [tool.executable, "-S", "-B", *argv, *tool.site_dirs], marshal.dumps(plan, MARSHAL_VERSION)
+    r = run({**files, "solution.py": program}, command, stdin=stdin, as_init=True, limits=LIMITS)
     assert r.status is RunStatus.OK, r
     prefix = marker + " "
     return [json.loads(line[len(prefix) :]) for line in r.stdout.splitlines() if line.startswith(prefix)]
@@ -278,12 +273,8 @@ def test_a_worker_attacking_the_runner_and_the_template_changes_no_verdict(
     warm_verdict = score_code(item)
     with through_nsjail:
         cold_verdict = score_code(item)
-    assert (warm_verdict.reward, warm_verdict.status, warm_verdict.reason) == (
-        reward,
-        cold_verdict.status,
-        cold_verdict.reason,
-    )
-    assert cold_verdict.reward == reward
+    seen = [(v.reward, v.status, v.reason) for v in (warm_verdict, cold_verdict)]
+    assert seen[0] == seen[1] and seen[1][0] == reward, seen
 
 
 # ----------------------------------------------------------------- the template's report: each run its own, always
