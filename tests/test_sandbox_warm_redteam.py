@@ -16,13 +16,14 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import socket
 import threading
 import time
 
 import pytest
 from helpers import host_pids_with
 
-from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm
+from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm, warm_run
 from groupscore.sandbox import settings as sandbox_settings
 
 pytestmark = [
@@ -406,19 +407,31 @@ def test_a_slow_start_does_not_kill_the_runs_in_flight(monkeypatch: pytest.Monke
     # _READY_TIMEOUT_S (10 s: a loaded host, or every warm run's threads sharing the template's one session and so
     # one autogroup), warm.py closes the template, which kills its pid namespace and with it every other run in
     # flight: each ends as sandbox_error ("the jail's init ended without a report"), masked instead of scored. Here
-    # the timeout is made to expire at once for one run while another is in flight. Fix: retire the template (no new
-    # runs, a fresh one started) and close it when its last run has returned, instead of killing it at once.
+    # the wait for one run's ready times out while another is in flight. Fix: retire the template (no new runs, a
+    # fresh one started) and close it when its last run has returned, instead of killing it at once.
     box: dict[str, RunResult] = {}
     thread = threading.Thread(
         target=lambda: box.setdefault("r", _warm("import time\ntime.sleep(1.5)\nprint('done')\n"))
     )
     thread.start()
     time.sleep(0.7)
-    monkeypatch.setattr(warm, "_READY_TIMEOUT_S", 1e-6)
+
+    class LateReady(socket.socket):
+        def recvmsg(self, *args: object) -> tuple:  # the ready wait times out, whenever B's ready comes
+            raise TimeoutError("timed out")
+
+    real_socketpair = socket.socketpair
+
+    def socketpair(*args: object) -> tuple[socket.socket, socket.socket]:
+        host, jail = real_socketpair(*args)  # type: ignore[arg-type]
+        return LateReady(host.family, host.type, host.proto, host.detach()), jail
+
+    # Only this run's host socket: a tiny _READY_TIMEOUT_S raced B's ready, which a fast host had already queued.
+    monkeypatch.setattr(warm_run.socket, "socketpair", socketpair)
     try:
         slow = run({"main.py": "print(1)"}, limits=LIMITS)
     finally:
-        monkeypatch.setattr(warm, "_READY_TIMEOUT_S", 10.0)
+        monkeypatch.setattr(warm_run.socket, "socketpair", real_socketpair)
     thread.join(30)
     assert slow.status is RunStatus.SANDBOX_ERROR  # the run that timed out is the harness's own failure
     assert box["r"].status is RunStatus.OK and box["r"].stdout == "done\n", box["r"]
