@@ -141,6 +141,16 @@ def _destructive_tests_need_a_proven_jail(request: pytest.FixtureRequest) -> Non
 
 
 @pytest.fixture
+def no_nsjail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any run that would start nsjail: the warm path must carry it."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("this run went through nsjail, not the warm template")
+
+    monkeypatch.setattr("groupscore.sandbox.runner.execute", refuse)
+
+
+@pytest.fixture
 def through_nsjail(monkeypatch: pytest.MonkeyPatch):
     """A switch: runs inside its `with` go through nsjail, not the warm Python template (GROUPSCORE_SANDBOX_WARM=0),
     for tests that compare the two paths."""

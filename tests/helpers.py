@@ -1,5 +1,6 @@
 """Plain functions that test modules share (fixtures are in conftest.py): a program as a model's fenced answer, JSONL
-files, the `groupscore` command in a subprocess, and the host's processes a sandboxed run may have left behind."""
+files, the `groupscore` command in a subprocess, the host's processes a sandboxed run may have left behind, a jailed
+program's reader of its own memory, and a call made warm and then through nsjail."""
 
 from __future__ import annotations
 
@@ -42,3 +43,28 @@ def host_pids_with(marker: str) -> list[int]:
             except OSError:
                 pass  # the process ended while we looked
     return found
+
+
+# Jailed code (prepend it to a program): `readable_memory()` yields each readable mapping of the process in turn, for
+# scans that look for data which must not be there (an earlier run's request, the plan a runner read).
+READABLE_MEMORY = """
+def readable_memory():
+    mem = open('/proc/self/mem', 'rb', 0)
+    for line in open('/proc/self/maps').read().splitlines():
+        span, perms = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split('-'))
+        if 'r' not in perms or end - start > 1 << 28:
+            continue
+        try:
+            mem.seek(start)
+            yield mem.read(end - start)
+        except OSError:
+            continue
+"""
+
+
+def warm_then_nsjail(call, through_nsjail):
+    """call() on the warm path, then again with every run through nsjail (conftest's `through_nsjail` switch)."""
+    first = call()
+    with through_nsjail:
+        return first, call()

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import host_pids_with
+from helpers import host_pids_with, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, jail, run, warm
 
@@ -29,23 +29,10 @@ pytestmark = [
 LIMITS = Limits(wall_time_s=8, memory_mb=256, cpu_time_s=2)
 
 
-@pytest.fixture
-def no_nsjail(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any run that would start nsjail: the warm path must carry it."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("this run went through nsjail, not the warm template")
-
-    monkeypatch.setattr("groupscore.sandbox.runner.execute", refuse)
-
-
 def _both(through_nsjail, program: str, **kw) -> tuple[RunResult, RunResult]:
     kw.setdefault("limits", LIMITS)
     files = {"main.py": program, **kw.pop("files", {})}
-    warm_result = run(files, **kw)
-    with through_nsjail:
-        plain_result = run(files, **kw)
-    return warm_result, plain_result
+    return warm_then_nsjail(lambda: run(files, **kw), through_nsjail)
 
 
 def _seen(r: RunResult) -> tuple:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from helpers import warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm
 from groupscore.sandbox.toolchains import toolchain
@@ -29,16 +30,6 @@ pytestmark = [
 LIMITS = Limits(wall_time_s=8, memory_mb=256, cpu_time_s=2)
 
 
-@pytest.fixture
-def no_nsjail(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail any run that would start nsjail: the warm path must carry it."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("this run went through nsjail, not the warm template")
-
-    monkeypatch.setattr("groupscore.sandbox.runner.execute", refuse)
-
-
 def _init_run(program: str | bytes, *, name: str = "main.py", flag: str = "-S", **kw) -> RunResult:
     kw.setdefault("limits", LIMITS)
     argv = [toolchain("python").executable, flag, "-B", name, *kw.pop("args", ["arg1"])]
@@ -46,10 +37,7 @@ def _init_run(program: str | bytes, *, name: str = "main.py", flag: str = "-S", 
 
 
 def _both(through_nsjail, program: str | bytes, **kw) -> tuple[RunResult, RunResult]:
-    warm_result = _init_run(program, **dict(kw))
-    with through_nsjail:
-        plain_result = _init_run(program, **dict(kw))
-    return warm_result, plain_result
+    return warm_then_nsjail(lambda: _init_run(program, **dict(kw)), through_nsjail)
 
 
 def _seen(r: RunResult) -> tuple:
@@ -204,9 +192,7 @@ def test_code_verdicts_agree_warm_and_through_nsjail(name: str, through_nsjail) 
         tests=[{"type": "call", "fn": "add", "args": [2, 3], "expected": 5}],
         hidden_tests=[{"type": "assert", "code": "assert add(-1, 1) == 0"}],
     )
-    warm_verdict = score_code(item)
-    with through_nsjail:
-        plain_verdict = score_code(item)
+    warm_verdict, plain_verdict = warm_then_nsjail(lambda: score_code(item), through_nsjail)
     assert (warm_verdict.status, warm_verdict.reward) == (plain_verdict.status, plain_verdict.reward)
     assert warm_verdict.reason == plain_verdict.reason
     # A correct add passes whatever else it tries: the kernel drops its signal to the runner (pid 1).

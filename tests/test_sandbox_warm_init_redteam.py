@@ -19,6 +19,7 @@ import secrets
 import threading
 
 import pytest
+from helpers import READABLE_MEMORY, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run
 from groupscore.sandbox.toolchains import toolchain
@@ -151,7 +152,9 @@ def test_what_a_worker_and_the_runner_see_is_the_same_warm_and_through_nsjail(th
 
 # ----------------------------------------------------------------- the plan (marker, hidden code) never in a worker
 
-SCANNER = r'''
+SCANNER = (
+    READABLE_MEMORY
+    + r'''
 import hashlib, os, re
 
 def crash():
@@ -162,22 +165,13 @@ def scan(digests, control):
     import ctypes
     ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again (the runner made workers not), so /proc/self/mem opens
     hits, seen = 0, 0
-    mem = open("/proc/self/mem", "rb", 0)
-    for line in open("/proc/self/maps").read().splitlines():
-        span, perms = line.split()[:2]
-        start, end = (int(x, 16) for x in span.split("-"))
-        if "r" not in perms or end - start > 1 << 28:
-            continue
-        try:
-            mem.seek(start)
-            chunk = mem.read(end - start)
-        except OSError:
-            continue
+    for chunk in readable_memory():
         for m in re.finditer(rb"(?:MARK|HIDDEN|CALL)-[0-9a-f]{16}", chunk):
             hits += hashlib.sha256(m.group()).hexdigest() in digests
             seen += m.group().decode() == control  # the scan's own argument: it must find that
     return [hits, seen > 0]
 '''
+)
 
 
 def test_the_plan_never_reaches_a_worker_warm_or_cold(through_nsjail) -> None:
@@ -270,10 +264,7 @@ def test_a_worker_attacking_the_runner_and_the_template_changes_no_verdict(
         tests=[{"type": "call", "fn": "add", "args": [2, 3], "expected": 5}],
         hidden_tests=[{"type": "assert", "code": "assert add(-1, 1) == 0\nassert add(4, 4) == 8"}],
     )
-    warm_verdict = score_code(item)
-    with through_nsjail:
-        cold_verdict = score_code(item)
-    seen = [(v.reward, v.status, v.reason) for v in (warm_verdict, cold_verdict)]
+    seen = [(v.reward, v.status, v.reason) for v in warm_then_nsjail(lambda: score_code(item), through_nsjail)]
     assert seen[0] == seen[1] and seen[1][0] == reward, seen
 
 
@@ -408,23 +399,16 @@ def test_earlier_runs_reports_are_not_in_a_later_runs_memory() -> None:
     there (a channel between runs, and between the completions of a group)."""
     for _ in range(3):
         assert _init_run("import os\nos._exit(173)\n").exit_code == 173
-    scan = r"""
+    scan = (
+        READABLE_MEMORY
+        + r"""
 import re
 hits = 0
-mem = open('/proc/self/mem', 'rb', 0)
-for line in open('/proc/self/maps').read().splitlines():
-    span, perms = line.split()[:2]
-    start, end = (int(x, 16) for x in span.split('-'))
-    if 'r' not in perms or end - start > 1 << 28:
-        continue
-    try:
-        mem.seek(start)
-        chunk = mem.read(end - start)
-    except OSError:
-        continue
+for chunk in readable_memory():
     hits += sum(int(m.group(1)) == 173 for m in re.finditer(rb'"exit": ([0-9]+)', chunk))
 print(hits)
 """
+    )
     assert _init_run(scan).stdout == "WARM 0\n"
 
 

@@ -21,7 +21,7 @@ import threading
 import time
 
 import pytest
-from helpers import host_pids_with
+from helpers import READABLE_MEMORY, host_pids_with
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm, warm_run
 from groupscore.sandbox import settings as sandbox_settings
@@ -88,27 +88,20 @@ def test_no_earlier_request_left_in_the_inherited_memory() -> None:
     # The scanner holds only digests of the marked strings: a hit is a copy of the earlier run's own bytes.
     argv_digest = hashlib.sha256(f'ARGV-{mark}"'.encode()).hexdigest()
     stdin_digest = hashlib.sha256(f"STDIN-{mark}\n".encode()).hexdigest()
-    scan = f"""
+    scan = (
+        READABLE_MEMORY
+        + f"""
 import hashlib, re
 own = re.search(r'groupscore-run-[a-z0-9_]{{8}}', open('/proc/self/mountinfo').read()).group()
 hits, others = 0, set()
-mem = open('/proc/self/mem', 'rb', 0)
-for line in open('/proc/self/maps').read().splitlines():
-    span, perms = line.split()[:2]
-    start, end = (int(x, 16) for x in span.split('-'))
-    if 'r' not in perms or end - start > 1 << 28:
-        continue
-    try:
-        mem.seek(start)
-        chunk = mem.read(end - start)
-    except OSError:
-        continue
+for chunk in readable_memory():
     for m in re.finditer(rb'(?s)(?:ARGV|STDIN)-[0-9a-f]{{16}}.', chunk):
         if hashlib.sha256(m.group()).hexdigest() in ('{argv_digest}', '{stdin_digest}'):
             hits += 1
     others |= {{m.decode() for m in re.findall(rb'groupscore-run-[a-z0-9_]{{8}}', chunk)}} - {{own}}
 print(hits, sorted(others))
 """
+    )
     r = _warm(scan)
     assert r.status is RunStatus.OK, r
     assert r.stdout == "0 []\n", r.stdout
