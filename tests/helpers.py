@@ -1,6 +1,6 @@
 """Plain functions that test modules share (fixtures are in conftest.py): a program as a model's fenced answer, JSONL
-files, the `groupscore` command in a subprocess, the host's processes a sandboxed run may have left behind, a jailed
-program's reader of its own memory, and a call made warm and then through nsjail."""
+files, the `groupscore` command in a subprocess, the host's processes a sandboxed run may have left behind, jailed
+programs' searches of their own memory and of all they can reach, and a call made warm and then through nsjail."""
 
 from __future__ import annotations
 
@@ -60,6 +60,42 @@ def readable_memory():
             yield mem.read(end - start)
         except OSError:
             continue
+"""
+
+
+# Jailed code: `search(secret)` reads every file the program can reach for `secret` (the tree but the system dirs, and
+# the /proc files, work files and open fds, followed, of every process it can see); the paths holding it, and how many
+# files it read.
+FIND_SECRET = """
+import os, stat
+def search(secret):
+    found, seen = [], 0
+    def look(path):
+        nonlocal seen
+        try:
+            st = os.stat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size < 1 << 22:
+                seen += 1
+                if secret in open(path, 'rb').read():
+                    found.append(path)
+        except OSError:
+            pass
+    for root, dirs, files in os.walk('/', followlinks=False):
+        if root.startswith(('/usr', '/lib', '/lib64', '/bin', '/sbin', '/proc')):
+            dirs[:] = []
+            continue
+        for name in files + dirs:
+            look(os.path.join(root, name))
+    for pid in os.listdir('/proc'):
+        for leaf in ('environ', 'cmdline', 'mountinfo', 'cwd/secret.txt', 'root/work/secret.txt', 'root/work/out.txt'):
+            look(f'/proc/{pid}/{leaf}')
+        try:
+            fds = os.listdir(f'/proc/{pid}/fd')
+        except OSError:
+            fds = []
+        for fd in fds:
+            look(f'/proc/{pid}/fd/{fd}')
+    return found, seen
 """
 
 

@@ -19,7 +19,7 @@ import secrets
 import threading
 
 import pytest
-from helpers import READABLE_MEMORY, warm_then_nsjail
+from helpers import FIND_SECRET, READABLE_MEMORY, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run
 from groupscore.sandbox.toolchains import toolchain
@@ -359,34 +359,15 @@ def test_a_pid_1_program_reaches_no_other_runs_plan_nor_the_spool() -> None:
         target=lambda: box.setdefault("s", _init_run(sender, files={"secret.txt": secret}, stdin=f"PLAN {secret}"))
     )
     thread.start()
-    receiver = f"""
-import os, stat, time
+    receiver = (
+        FIND_SECRET
+        + f"""
+import os, time
 time.sleep(0.8)
-secret = bytes.fromhex('{secret.encode().hex()[::-1]}'[::-1])
-found, seen = [], 0
-def look(path):
-    global seen
-    try:
-        st = os.stat(path)
-        if stat.S_ISREG(st.st_mode) and st.st_size < 1 << 22:
-            seen += 1
-            if secret in open(path, 'rb').read():
-                found.append(path)
-    except OSError:
-        pass
-for root, dirs, files in os.walk('/', followlinks=False):
-    if root.startswith(('/usr', '/lib', '/lib64', '/bin', '/sbin', '/proc')):
-        dirs[:] = []
-        continue
-    for name in files:
-        look(os.path.join(root, name))
-for pid in os.listdir('/proc'):
-    for leaf in ('environ', 'cmdline', 'cwd/secret.txt', 'root/work/secret.txt'):
-        look(f'/proc/{{pid}}/{{leaf}}')
-    for fd in range(64):
-        look(f'/proc/{{pid}}/fd/{{fd}}')
+found, seen = search(bytes.fromhex('{secret.encode().hex()[::-1]}'[::-1]))
 print(found, seen > 3, sorted(os.listdir('/work')), sorted(p for p in os.listdir('/proc') if p.isdigit()))
 """
+    )
     r = _init_run(receiver)
     thread.join(30)
     assert box["s"].stdout == "WARM READ\n", box["s"]

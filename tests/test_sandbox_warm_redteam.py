@@ -21,7 +21,7 @@ import threading
 import time
 
 import pytest
-from helpers import READABLE_MEMORY, host_pids_with
+from helpers import FIND_SECRET, READABLE_MEMORY, host_pids_with
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm, warm_run
 from groupscore.sandbox import settings as sandbox_settings
@@ -127,38 +127,13 @@ def test_concurrent_runs_files_and_stdin_are_out_of_reach() -> None:
     )
     thread.start()
     time.sleep(0.6)
-    receiver = f"""
-import os, stat
-secret = bytes.fromhex('{secret.encode().hex()[::-1]}'[::-1])
-found, seen = [], 0
-def look(path):
-    global seen
-    try:
-        st = os.lstat(path)
-        if stat.S_ISREG(st.st_mode) and st.st_size < 1 << 22:
-            seen += 1
-            if secret in open(path, 'rb').read():
-                found.append(path)
-    except OSError:
-        pass
-skip = ('/usr', '/lib', '/lib64', '/bin', '/sbin', '/proc')
-for root, dirs, files in os.walk('/', followlinks=False):
-    if root.startswith(skip):
-        dirs[:] = []
-        continue
-    for name in files + dirs:
-        look(os.path.join(root, name))
-for pid in os.listdir('/proc'):
-    for leaf in ('environ', 'cmdline', 'mountinfo', 'cwd/secret.txt', 'root/work/secret.txt', 'root/work/out.txt'):
-        look(f'/proc/{{pid}}/{{leaf}}')
-    try:
-        fds = os.listdir(f'/proc/{{pid}}/fd')
-    except OSError:
-        fds = []
-    for fd in fds:
-        look(f'/proc/{{pid}}/fd/{{fd}}')
+    receiver = (
+        FIND_SECRET
+        + f"""
+found, seen = search(bytes.fromhex('{secret.encode().hex()[::-1]}'[::-1]))
 print(found, seen > 0)
 """
+    )
     r = _warm(receiver)
     thread.join(30)
     assert box["s"].status is RunStatus.OK and "SENT" in box["s"].stdout, box["s"]
