@@ -18,6 +18,7 @@ import pytest
 from helpers import host_pids_with, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, jail, run, warm
+from groupscore.sandbox.toolchains import toolchain
 
 pytestmark = [
     pytest.mark.usefixtures("jail_available"),
@@ -116,6 +117,20 @@ def test_runs_take_the_warm_path(no_nsjail) -> None:
     r = run({"main.py": "print(input()[::-1])"}, stdin="olleh", limits=LIMITS)
     assert (r.status, r.stdout) == (RunStatus.OK, "hello\n")
     assert warm.note().startswith("on")
+
+
+def test_explicit_script_commands_run_warm_and_other_commands_through_nsjail(monkeypatch, through_nsjail) -> None:
+    exe = toolchain("python").executable
+    probe = "import sys, builtins\nprint(hasattr(builtins, 'exit'), '/work/.template.py' in sys.orig_argv, sys.argv)\n"
+    for flag, has_site in (("-s", True), ("-S", False)):
+        argv = [exe, flag, "-B", "p.py", "x"]
+        got = warm_then_nsjail(lambda: run({"p.py": probe}, argv, limits=LIMITS), through_nsjail)  # noqa: B023
+        assert [r.stdout for r in got] == [f"{has_site} {is_warm} ['p.py', 'x']\n" for is_warm in (True, False)]
+    # Not of the form `python -s|-S -B script`: the template could not run it as the interpreter would.
+    monkeypatch.setattr(warm, "template_for", lambda *a, **k: pytest.fail("a template for a non-script command"))
+    for argv in ([exe, "-c", probe], [exe, "-I", "p.py"], [exe, "-S", "-B", "-c", probe], [exe, "-S", "-B", "nope.py"]):
+        r = run({"p.py": probe}, argv, limits=LIMITS)
+        assert "True True" not in r.stdout and r.status is not RunStatus.SANDBOX_ERROR, (argv, r)
 
 
 def test_a_warm_run_is_pid_2_of_its_own_namespace_as_a_host_uid_of_its_own(no_nsjail) -> None:
