@@ -79,6 +79,7 @@ class RawRun:
     exit_code: int | None = None
     signal: int | None = None
     setup_failed: bool = False
+    never_started: bool = False  # the setup failed before the program's first line: nothing of it ran (warm runs)
     log: str = ""
     peak_memory_bytes: int | None = None
     oom_killed: bool = False

@@ -137,7 +137,9 @@ def run(
         out, got, truncated = warm_run.execute_warm(
             template, policy, data, list(argv), stdin_bytes, limits, collect, as_init
         )
-    else:
+        if out.never_started:  # the warm jail could not be set up, and nothing of the program ran: through nsjail
+            template = None
+    if template is None:
         out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)
     status, note = classify(out, limits)
     return RunResult(

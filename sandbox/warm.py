@@ -49,6 +49,7 @@ _SPOOL_AT = "/work"  # the template's work dir is the spool; each run's own tmpf
 _TEMPLATE_AT = "/work/.template.py"
 INSIDE_BASE = 1000  # a run with host id h runs as uid/gid INSIDE_BASE + (h - id base) in the template's namespace
 _READY_TIMEOUT_S = 10.0
+_FAILED_STARTS_LIMIT = 2
 _START_TIMEOUT_S = 20.0
 
 
@@ -70,6 +71,8 @@ class Template:
         self._lock = threading.Lock()
         self.closed = self.retired = False
         self.in_flight = 0
+        self.key: tuple[object, ...] = ()  # its key in _TEMPLATES, set by template_for
+        self.failed_starts = 0  # runs in a row whose jail could not be set up
         ctl_host, ctl_jail = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = ctl_host
         config = self._config(policy, ctl_jail.fileno()).encode()
@@ -192,6 +195,19 @@ class Template:
         if last:
             self.close()
 
+    def count_start(self, failed: bool, why: str) -> None:
+        """A run's setup succeeded, or failed before the program's first line (the run then goes through nsjail).
+        Failing twice in a row with no success between, this host cannot make warm jails this way (a cgroup it may not
+        join, a kernel that refuses a step): the template is given up and later runs go through nsjail, said once."""
+        with self._lock:
+            self.failed_starts = self.failed_starts + 1 if failed else 0
+            give_up = self.failed_starts >= _FAILED_STARTS_LIMIT and not self.retired
+        if give_up:
+            with _LOCK:
+                _BROKEN[self.key] = f"runs could not be set up: {why[-300:]}"
+            log.warning("warm Python runs are off for %s (runs go through nsjail): %s", self.tool.executable, why)
+            self.retire()
+
     def retire(self) -> None:
         """Take no more runs (the next run starts a fresh template); close once the runs in flight have returned:
         closing now would end their jails with it."""
@@ -309,6 +325,7 @@ def template_for(tool: Toolchain, policy: Policy, limits: Limits, site_flag: str
             _BROKEN[key] = str(exc)
             log.warning("warm Python runs are off for %s (runs go through nsjail): %s", tool.executable, exc)
             return None
+        template.key = key
         _TEMPLATES[key] = template
         return template
 

@@ -73,6 +73,8 @@ def execute_warm(
                 out = _run(template, rundir, request, stdin, limits, as_init)
             finally:
                 template.end()
+        if out.never_started or not out.setup_failed:
+            template.count_start(out.never_started, out.log)
         got, truncated = read_collected(rundir, limits.max_file_bytes)
         return out, got, truncated
 
@@ -90,7 +92,7 @@ def _run(
     host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    pidfd = -1
+    pidfd, started = -1, False
     start = time.monotonic()
     try:
         cgroup_fds = [] if slot is None else [os.open(f, os.O_WRONLY | os.O_CLOEXEC) for f in slot.join_files]
@@ -108,8 +110,9 @@ def _run(
             raise
         pid = _creds_pid(ancillary)
         if msg != b"ready" or pid is None:
-            return _failed(out, msg, start)
+            return _failed(out, msg, start, never_started=True)
         pidfd = os.pidfd_open(pid)
+        started = True  # from the go on the program may run: set before it, so a failed send counts as a start
         host_sock.sendall(b"go")
 
         def kill() -> float:
@@ -135,7 +138,8 @@ def _run(
         out.wall_time_s = time.monotonic() - start
         return out
     except OSError as exc:
-        return _failed(out, json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}).encode(), start)
+        why = json.dumps({"setup_error": f"{type(exc).__name__}: {exc}"}).encode()
+        return _failed(out, why, start, never_started=not started)
     finally:
         for fd in (out_r, err_r, pidfd):
             if fd >= 0:
@@ -148,12 +152,12 @@ def _run(
             jail.slot_pool().release(slot)
 
 
-def _failed(out: RawRun, message: bytes, start: float) -> RawRun:
+def _failed(out: RawRun, message: bytes, start: float, never_started: bool) -> RawRun:
     try:
         why = json.loads(message).get("setup_error", "") if message.startswith(b"{") else message.decode()
     except ValueError:
         why = repr(message[:200])
-    out.setup_failed = True
+    out.setup_failed, out.never_started = True, never_started
     out.log = f"[E] warm run: {why or 'the template gave no answer'}"
     out.wall_time_s = time.monotonic() - start
     return out
@@ -171,9 +175,10 @@ def _read_report(out: RawRun, report: bytes) -> None:
         out.log = "[E] warm run: the jail's init ended without a report"
         return
     data = json.loads(report)
-    if "setup_error" in data:
-        out.setup_failed = True
-        out.log = f"[E] warm run: {data['setup_error']}"
+    if "setup_error" in data or "init_error" in data:
+        # A setup error is told before the program's first line, on a socket (or pipe) the program never holds.
+        out.setup_failed, out.never_started = True, "setup_error" in data
+        out.log = f"[E] warm run: {data.get('setup_error') or data['init_error']}"
         return
     _fill(out, data)
 

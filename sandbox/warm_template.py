@@ -474,6 +474,19 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
         setup_error = fh.read(4096).decode(errors="replace")  # EOF when the program starts
     if setup_error:
         raise OSError(f"run setup: {setup_error}")
+    # The program runs: a failure from here on is no setup error (the host reruns a run whose setup failed through
+    # nsjail, which must never give a program that has run a second try).
+    try:
+        _await_program(pid, sock)
+    except BaseException as exc:  # noqa: BLE001
+        try:
+            _send(sock, {"init_error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            os._exit(1)
+
+
+def _await_program(pid: int, sock: socket.socket) -> None:
+    """B, once the program (C, `pid`) runs: reap it, end what is left of the jail, report C's exit. Never returns."""
     status, usage = 0, None
     while True:
         try:

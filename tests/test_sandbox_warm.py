@@ -207,6 +207,46 @@ def test_a_template_that_cannot_start_sends_runs_through_nsjail(monkeypatch: pyt
     assert "not available: warm template did not start" in warm.note()
 
 
+def test_a_run_whose_jail_cannot_be_set_up_goes_through_nsjail_and_a_host_that_cannot_is_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A host where a warm run's setup always fails (here: a tmpfs option the kernel refuses) before the program's
+    # first line, e.g. a cgroup the run's init may not join: each such run is rerun through nsjail (nothing of it
+    # ran), and after two in a row the template is given up, said in warm.note(), later runs straight through nsjail.
+    monkeypatch.setattr(warm, "_TEMPLATES", {})
+    monkeypatch.setattr(warm, "_BROKEN", {})
+    real_submit = warm.Template.submit
+
+    def bad_tmpfs(self, request, fds, as_init=False):
+        real_submit(self, {**request, "tmpfs": "size=nonsense"}, fds, as_init)
+
+    monkeypatch.setattr(warm.Template, "submit", bad_tmpfs)
+    calls = []
+    real = jail.execute
+    monkeypatch.setattr("groupscore.sandbox.runner.execute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    probe = "import sys\nprint('/work/.template.py' in sys.orig_argv)\n"
+    for expected_calls in (1, 2, 3):
+        r = run({"main.py": probe}, limits=LIMITS)
+        assert (r.status, r.stdout, len(calls)) == (RunStatus.OK, "False\n", expected_calls), r
+    assert "not available: runs could not be set up" in warm.note() and "mount /work" in warm.note()
+    assert not any(t.alive() for t in warm._TEMPLATES.values())
+
+
+def test_a_run_that_may_have_started_is_never_run_twice(no_nsjail) -> None:
+    # Its template dies under it (no report): a sandbox error, not a rerun through nsjail, which would give a program
+    # that chooses how its warm run ends a second try.
+    box: dict[str, RunResult] = {}
+    thread = threading.Thread(
+        target=lambda: box.setdefault("r", run({"main.py": "import time\ntime.sleep(2)\n"}, limits=LIMITS))
+    )
+    thread.start()
+    time.sleep(0.8)
+    for template in [t for t in warm._TEMPLATES.values() if t.alive()]:
+        os.kill(template.proc.pid, 9)
+    thread.join(30)
+    assert box["r"].status is RunStatus.SANDBOX_ERROR, box["r"]
+
+
 def test_the_setting_turns_it_off(through_nsjail, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
     real = jail.execute
