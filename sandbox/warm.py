@@ -15,8 +15,8 @@ back from a jail (seccomp_capture.py).
 Used for Python runs of a script (`python3 -s|-S -B main.py args...`, one template per flag), as root (per-jail ids),
 where the filter can be read; anything else, and any failure to start the template, goes through nsjail as before.
 A run with as_init (the code verifier's call runner) is the jail's pid 1 itself: the run's init becomes the program
-after building the jail, and the template reports its exit status. GROUPSCORE_SANDBOX_WARM=0 turns warm runs off.
-This module holds the templates; warm_run.py runs one program on one.
+after building the jail, and its parent (a short-lived fork of the template) reports its exit status.
+GROUPSCORE_SANDBOX_WARM=0 turns warm runs off. This module holds the templates; warm_run.py runs one program on one.
 """
 
 from __future__ import annotations

@@ -84,10 +84,10 @@ def _run(
 ) -> RawRun:
     out = RawRun()
     stdin_fd = os.open(rundir.write("stdin", stdin), os.O_RDONLY | os.O_CLOEXEC)
-    # The slot holds the run's init besides the program: the program and its children get as many processes as
-    # through nsjail (where its init shell counts in RLIMIT_NPROC, which the warm init, the template's root, does not).
-    # A pid-1 program is the init: its tree gets one more, as through nsjail, whose slot keeps the unused shell's.
-    slot = jail._prepared_slot(limits, own_tasks=1)
+    # The slot holds the program's processes alone (the run's init, outside it, reaps them all before it reports): as
+    # many as through nsjail, whose slot holds nsjail and its init shell besides. A pid-1 program's tree gets one more,
+    # as through nsjail, whose slot keeps the unused shell's place.
+    slot = jail._prepared_slot(limits, own_tasks=1 if as_init else 0)
     host_sock, run_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     out_r, out_w = os.pipe()
@@ -130,10 +130,9 @@ def _run(
         if out.timed_out or out.output_limit:
             kill()
         host_sock.settimeout(2.0)
-        try:
-            report = host_sock.recv(65536)
-        except OSError:
-            report = b""
+        report = _receive(host_sock)
+        if as_init and report and not _reaped(report):
+            _receive(host_sock)  # B, in the slot, is reaped (what it said came first): the slot is free
         _read_report(out, report)
         out.wall_time_s = time.monotonic() - start
         return out
@@ -150,6 +149,21 @@ def _run(
             out.peak_memory_bytes, out.oom_killed = stats.peak_memory_bytes, stats.oom_killed
             out.pids_limit_hit, out.survivors_killed = stats.pids_limit_hit, stats.survivors_killed
             jail.slot_pool().release(slot)
+
+
+def _receive(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(65536)
+    except OSError:
+        return b""
+
+
+def _reaped(message: bytes) -> bool:
+    """Whether this is the reaper's word that the run's init is gone (for an as_init run, the program's exit)."""
+    try:
+        return message.startswith(b"{") and json.loads(message).get("reaped") is True
+    except ValueError:
+        return False
 
 
 def _failed(out: RawRun, message: bytes, start: float, never_started: bool) -> RawRun:

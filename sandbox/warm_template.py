@@ -11,11 +11,12 @@ the program runs in a copy of an interpreter that has already started, as `pytho
 It is one file because the template jail runs exactly this file, where no package of ours can be imported.
 
 Processes: the template (pid 1 of the template jail) forks B as pid 1 of a new pid namespace; B unshares the run's
-other namespaces, stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps. C drops
-to the run's uid and runs the program. B reports C's exit status to the host over the run's own socket, which C never
-holds; the host kills B (and so the whole pid namespace) at the wall clock. A program that must be pid 1 (as_init: a
-supervisor such as the code verifier's call runner) is B itself: B sets the jail up, drops to the run's uid, closes
-the run's socket and runs the program; the template reaps B and reports its exit status on its own copy of the socket.
+other namespaces, stays root in the template's user namespace, sets the jail up, forks C (pid 2) and reaps. C joins
+the run's cgroup slot, drops to the run's uid and runs the program. B reaps every process of the run, then reports C's
+exit status to the host over the run's own socket, which C never holds; the host kills B (and so the whole pid
+namespace) at the wall clock. A program that must be pid 1 (as_init: a supervisor such as the code verifier's call
+runner) is B itself, forked by R, a short-lived fork of the template: B joins the slot, sets the jail up, drops to the
+run's uid, closes the run's socket and runs the program; R reaps B and reports its exit status.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import math  # noqa: F401
 import os
 import re  # noqa: F401
 import resource
-import select
 import signal
 import socket
 import string  # noqa: F401
@@ -384,15 +384,19 @@ def _standard_streams() -> None:
         setattr(sys, f"__{name}__", stream)
 
 
-def _program(request: dict[str, Any], fds: list[int], setup_w: int, as_init: bool = False) -> None:
+def _program(
+    request: dict[str, Any], fds: list[int], setup_w: int, as_init: bool = False, cgroup_fds: list[int] | None = None
+) -> None:
     """The program's process: sets it up, then raises Program (never returns). Usually C, pid 2 of the run's jail;
     B itself for a program that must be its jail's pid 1 (as_init).
 
     A failed setup is written to `setup_w`: for C the pipe B alone reads, for B the run's socket (as its report to the
     host). It is closed before the program's first line, so the program can never pass for a failed setup (an infra
-    error, masked, instead of its own zero), nor, as B, write its own report (the template reports B's exit).
+    error, masked, instead of its own zero), nor, as B, write its own report (its parent R reports B's exit).
     """
     try:
+        if not as_init:  # C: first of all, so all the program does is charged to its slot (B, as_init, has joined)
+            _join_slot(cgroup_fds or [])
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target, inheritable=True)
         if setup_w != 3:
@@ -428,17 +432,28 @@ def _make_dirs(path: str, uid: int, gid: int) -> None:
     os.chown(path, uid, gid)
 
 
+def _join_slot(cgroup_fds: list[int]) -> None:
+    """Into the run's cgroup slot, whose root becomes this process's cgroup namespace's: the slot's tasks files (v1;
+    cgroup.procs on v2), opened by the host. A task moving itself skips the kernel's global lock that moving another
+    one takes. Done by the program's own process, so the slot holds the program's processes alone, reaped before its
+    run is reported (a zombie still counts in the slot's pids)."""
+    for fd in cgroup_fds:
+        os.write(fd, b"0")
+        os.close(fd)
+    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
+
+
 def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], sock: socket.socket) -> None:
-    """B: pid 1 of the run's pid namespace. Joins the slot (the host moves it), builds the jail, reaps, reports."""
+    """B: pid 1 of the run's pid namespace. Builds the jail, forks the program (which joins the slot), reaps, reports;
+    or (as_init) joins the slot, builds the jail and becomes the program."""
     os.setsid()  # the run's own session and process group, as each nsjail jail's (signals to a group, autogroups)
     _prctl(PR_SET_DUMPABLE, 0)  # the program runs as another uid; this keeps its /proc files root's too
-    for fd in cgroup_fds:  # the slot's tasks files (v1; cgroup.procs on v2), opened by the host: we move ourselves
-        os.write(fd, b"0")  # (a task moving itself skips the kernel's global lock that moving another one takes)
-        os.close(fd)
+    if request.get("init"):
+        _join_slot(cgroup_fds)
+        cgroup_fds = []
     sock.send(b"ready")  # the host reads our pid from the message's credentials (to kill the run at the wall clock)
     if sock.recv(16) != b"go":
         os._exit(0)
-    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
     socket.sethostname(request["hostname"])
     # The template's /work is the spool (this script and every run's files). The run's files are held open, then the
     # run's own tmpfs goes over /work: the spool is out of sight (and out of reach: nothing of it stays open) before
@@ -459,16 +474,16 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "subset=pid")
     if request.get("init"):
         # A supervisor that must be its jail's pid 1 (the kernel drops the signals its children send it; it reaps their
-        # orphans): this process becomes the program. The template reports its exit status to the host.
+        # orphans): this process becomes the program. Its parent R reports its exit status to the host.
         _program(request, fds, sock.detach(), as_init=True)
     setup_r, setup_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         sock.close()
         os.close(setup_r)
-        _program(request, fds, setup_w)
+        _program(request, fds, setup_w, cgroup_fds=cgroup_fds)
     os.close(setup_w)
-    for fd in fds:
+    for fd in fds + cgroup_fds:
         os.close(fd)
     with os.fdopen(setup_r, "rb") as fh:
         setup_error = fh.read(4096).decode(errors="replace")  # EOF when the program starts
@@ -515,10 +530,10 @@ def _await_program(pid: int, sock: socket.socket) -> None:
     os._exit(0)
 
 
-def _start_run(request: dict[str, Any], fds: list[int], ctl: socket.socket) -> None:
+def _start_run(request: dict[str, Any], fds: list[int], ctl: socket.socket | None) -> None:
     """B, just forked as pid 1 of a new pid namespace: the run's other namespaces, then its jail. Never returns."""
-    ctl.close()
-    _forget_template_state()
+    if ctl is not None:
+        ctl.close()
     sock = socket.socket(fileno=fds[3])
     try:
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces")
@@ -549,56 +564,58 @@ def _fork_in_new_pid_namespace(own_pid_ns: int) -> int:
     return pid
 
 
-# Runs whose program is B (as_init): B's pid -> the run's socket, where the template reports B's exit status (B no
-# longer holds it once the program runs). And the pipe SIGCHLD wakes the loop through, so that report goes out at once.
-_INIT_RUNS: dict[int, socket.socket] = {}
-_WAKE: tuple[int, int] = (-1, -1)
-
-
-def _forget_template_state() -> None:
-    """In B: nothing of the template's loop stays open or installed (other runs' sockets above all)."""
-    signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for fd in _WAKE:
-        os.close(fd)
-    for sock in _INIT_RUNS.values():
-        sock.close()
-    _INIT_RUNS.clear()
-
-
 def _reap() -> None:
     while True:
         try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
+            pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
-        sock = _INIT_RUNS.pop(pid, None)
-        if sock is None:
-            continue
-        report = {
-            "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "cpu": usage.ru_utime + usage.ru_stime,  # B's own and its reaped descendants'
-            "maxrss": usage.ru_maxrss,
-        }
+
+
+def _reaper(request: bytes, fds: list[int], ctl: socket.socket, own_pid_ns: int) -> None:
+    """R, the template's fork for a run whose program is B (as_init): forks B as pid 1 of a new pid namespace, reaps it
+    and reports its exit status on the run's socket ("reaped"), after whatever B said there. Never returns (B goes on to
+    the program).
+
+    The host releases the run's cgroup slot only then: B is in it, and a zombie still counts in the slot's pids. And R,
+    not the template, reaps B: what the report holds (an exit status, CPU time and peak memory a program may choose)
+    is never in the memory that later runs are copies of; R's ends with it."""
+    ctl.close()
+    sock = socket.socket(fileno=fds[3])
+    try:
+        pid = _fork_in_new_pid_namespace(own_pid_ns)
+    except BaseException as exc:  # noqa: BLE001 - no B: the run's setup failed
         try:
-            _send(sock, report)
-        except OSError:  # the host gave up on the run
-            pass
-        sock.close()
+            _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            os._exit(1)
+    if pid == 0:  # B: the program, or its setup's failure
+        _start_run({**json.loads(request), "init": True}, fds, None)
+    os.close(own_pid_ns)
+    for fd in fds[:3] + fds[4:]:
+        os.close(fd)
+    try:
+        _, status, usage = os.wait4(pid, 0)
+        _send(
+            sock,
+            {
+                "reaped": True,
+                "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                "cpu": usage.ru_utime + usage.ru_stime,  # B's own and its reaped descendants'
+                "maxrss": usage.ru_maxrss,
+            },
+        )
+    finally:
+        os._exit(0)
 
 
 def serve(ctl: socket.socket) -> None:
-    """Read run requests until the host closes: a mode byte (P: the program is pid 2; I: it is B, pid 1) and JSON;
-    fds: stdin, stdout, stderr, the run socket, the slot files."""
-    global _WAKE
-    _WAKE = os.pipe()
-    for fd in _WAKE:
-        os.set_blocking(fd, False)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: None)  # a handler, so the wakeup fd is written
-    signal.set_wakeup_fd(_WAKE[1], warn_on_full_buffer=False)
+    """Read run requests until the host closes: a mode byte (P: the program is pid 2 under B; I: it is B, pid 1) and
+    JSON; fds: stdin, stdout, stderr, the run socket, the slot files."""
+    ctl.settimeout(1.0)
     # Requests are read into one buffer, parsed only in the fork and zeroed after it: every run starts from a copy
     # of this process, so nothing of an earlier run's request (names, arguments) may linger in its memory.
     buf = bytearray(1 << 20)
@@ -606,33 +623,28 @@ def serve(ctl: socket.socket) -> None:
     fd_space = socket.CMSG_SPACE(8 * array.array("i").itemsize)
     while True:
         _reap()
-        ready, _, _ = select.select([ctl.fileno(), _WAKE[0]], [], [], 5.0)
-        if _WAKE[0] in ready:
-            while True:
-                try:
-                    if not os.read(_WAKE[0], 4096):
-                        break
-                except BlockingIOError:
-                    break
-        if ctl.fileno() not in ready:
+        try:
+            size, ancillary, _, _ = ctl.recvmsg_into([buf], fd_space)
+        except TimeoutError:
             continue
-        size, ancillary, _, _ = ctl.recvmsg_into([buf], fd_space)
         if not size:
             return
         fds = array.array("i")
         for level, kind, data in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-        as_init = buf[:1] == b"I"
-        pid = _fork_in_new_pid_namespace(own_pid_ns) if len(fds) >= 4 else -1
-        if pid == 0:
-            _start_run({**json.loads(bytes(buf[1:size])), "init": as_init}, list(fds), ctl)
+        try:
+            if len(fds) >= 4 and buf[:1] == b"I":
+                if os.fork() == 0:
+                    _reaper(bytes(buf[1:size]), list(fds), ctl, own_pid_ns)
+            elif len(fds) >= 4 and _fork_in_new_pid_namespace(own_pid_ns) == 0:
+                _start_run(json.loads(bytes(buf[1:size])), list(fds), ctl)
+        except OSError as exc:  # no fork (the host's process limit): this run's setup failed, the template goes on
+            with socket.socket(fileno=os.dup(fds[3])) as sock:
+                _send(sock, {"setup_error": f"{type(exc).__name__}: {exc}"})
         buf[:size] = bytes(size)
-        for index, fd in enumerate(fds):
-            if index == 3 and as_init and pid > 0:
-                _INIT_RUNS[pid] = socket.socket(fileno=fd)
-            else:
-                os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
 if __name__ == "__main__":

@@ -232,6 +232,21 @@ def test_a_run_whose_jail_cannot_be_set_up_goes_through_nsjail_and_a_host_that_c
     assert not any(t.alive() for t in warm._TEMPLATES.values())
 
 
+@pytest.mark.parametrize("as_init", [False, True])
+def test_a_warm_run_leaves_nothing_charged_in_its_slot(as_init: bool, no_nsjail) -> None:
+    # The run's init (B) lives in the slot: until it is reaped its zombie still counts in the slot's pids.current, and
+    # the next run there (warm or through nsjail) would get one process less. The host returns only once B is reaped.
+    exe = toolchain("python").executable
+    for _ in range(5):
+        r = run({"p.py": "print(1)"}, [exe, "-S", "-B", "p.py"], limits=LIMITS, as_init=as_init)
+        assert r.stdout == "1\n"
+        pool = jail.slot_pool()
+        for slot in list(pool._free):
+            if "pids" in slot.dirs:
+                charged = int((slot.dirs["pids"] / "pids.current").read_text())
+                assert charged == slot.parked_tasks, (charged, slot.dirs)
+
+
 def test_a_run_that_may_have_started_is_never_run_twice(no_nsjail) -> None:
     # Its template dies under it (no report): a sandbox error, not a rerun through nsjail, which would give a program
     # that chooses how its warm run ends a second try.
