@@ -22,6 +22,7 @@ GROUPSCORE_SANDBOX_WARM=0 turns warm runs off. This module holds the templates; 
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import zipfile
 from pathlib import Path
 
 from groupscore.sandbox import settings as sandbox_settings
@@ -292,13 +294,15 @@ def _seccomp_program(tool: Toolchain, policy: Policy, limits: Limits) -> bytes:
 
 def warm_argv(tool: Toolchain, argv: list[str], files: dict[str, bytes]) -> bool:
     """Whether argv runs a script as a warm template can: `python -s|-S -B script args...`, the script one of the
-    run's files (no -c, -m or other flags: those go through nsjail)."""
+    run's files (no -c, -m or other flags: those go through nsjail), and no zip archive: the interpreter runs a zip's
+    __main__.py whatever the file is named, where the template would compile the file as source."""
     return (
         len(argv) > 3
         and argv[0] == tool.executable
         and argv[1] in ("-s", "-S")
         and argv[2] == "-B"
         and (argv[3] in files and not argv[3].startswith("-"))
+        and not zipfile.is_zipfile(io.BytesIO(files[argv[3]]))
     )
 
 

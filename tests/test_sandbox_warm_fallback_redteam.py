@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import host_pids_with
+from helpers import host_pids_with, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm
 from groupscore.sandbox import settings as sandbox_settings
@@ -255,3 +255,21 @@ def test_no_reaper_or_init_outlives_its_run() -> None:
     while any(kids().values()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(kids().values()), kids()
+
+
+def test_a_script_that_is_a_zip_archive_runs_as_the_interpreter_runs_it(through_nsjail) -> None:
+    """HOLE (a verdict that differs), fixed with this test: CPython runs a script file that is a zip archive (by its
+    content, whatever its name: an end-of-directory record near its end) as a zip application, its __main__.py; the
+    template compiled the file as source. A text-only polyglot (ASCII: a model can write it) got RUNTIME_ERROR warm
+    (NUL bytes in source) and OK through nsjail. Such a script now goes through nsjail (warm.warm_argv)."""
+    import io
+    import zipfile
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(zipfile.ZipInfo("__main__.py", date_time=(1980, 1, 1, 0, 0, 0)), "print('from the zip')\n")
+    # Bytes above 0x7f (a CRC, file attributes) zeroed: zipimport checks neither, and the file stays ASCII text.
+    text = "print('from the source')\n'''\n" + bytes(b if b < 0x80 else 0 for b in archive.getvalue()).decode()
+    hot, cold = warm_then_nsjail(lambda: run({"main.py": text}, limits=LIMITS), through_nsjail)
+    assert cold.status is RunStatus.OK and cold.stdout == "from the zip\n", cold
+    assert (hot.status, hot.stdout) == (cold.status, cold.stdout), hot
