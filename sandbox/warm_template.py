@@ -136,6 +136,8 @@ class Program(BaseException):
     def __init__(self, path: str, source: bytes):
         super().__init__()
         self.path, self.source = path, source
+        # As the interpreter (maybe_pyc_file): bytecode by its .pyc name, or by its magic number's first half.
+        self.pyc = path.endswith(".pyc") or source[:2] == importlib.util.MAGIC_NUMBER[:2]
 
     def pyc_code(self) -> types.CodeType:
         """A .pyc program's code, as the interpreter reads one: marshalled after the 16-byte header, whose magic must
@@ -152,8 +154,10 @@ def _prepare_program(path: str, argv: list[str]) -> Program:
     """The program's __main__, sys.argv and sys.path as `python3 -s -B path` has them, and its source."""
     import builtins
 
+    with open(path, "rb") as fh:
+        program = Program(path, fh.read())
     main = types.ModuleType("__main__")
-    loader = importlib.machinery.SourcelessFileLoader if path.endswith(".pyc") else importlib.machinery.SourceFileLoader
+    loader = importlib.machinery.SourcelessFileLoader if program.pyc else importlib.machinery.SourceFileLoader
     main.__dict__.update(
         __file__=path,
         __cached__=None,
@@ -166,8 +170,7 @@ def _prepare_program(path: str, argv: list[str]) -> Program:
     sys.modules["__main__"] = main
     sys.argv = argv
     sys.path[0] = os.path.dirname(path)
-    with open(path, "rb") as fh:
-        return Program(path, fh.read())
+    return program
 
 
 def _exit_status(exc: BaseException) -> int:
@@ -667,7 +670,7 @@ if __name__ == "__main__":
     _interrupted = False
     try:
         # Compiled here, at the top level: a SyntaxError's traceback has no frame of this file, as the interpreter's.
-        if _run.path.endswith(".pyc"):
+        if _run.pyc:
             _code = _run.pyc_code()
         else:
             _code = compile(_run.source, _run.path, "exec", dont_inherit=True)

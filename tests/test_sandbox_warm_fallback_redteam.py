@@ -273,3 +273,19 @@ def test_a_script_that_is_a_zip_archive_runs_as_the_interpreter_runs_it(through_
     hot, cold = warm_then_nsjail(lambda: run({"main.py": text}, limits=LIMITS), through_nsjail)
     assert cold.status is RunStatus.OK and cold.stdout == "from the zip\n", cold
     assert (hot.status, hot.stdout) == (cold.status, cold.stdout), hot
+
+
+def test_bytecode_under_a_source_name_runs_as_the_interpreter_runs_it(through_nsjail) -> None:
+    """HOLE (a verdict that differs), fixed with this test: CPython runs a script as bytecode when its first two bytes
+    are its magic number's, whatever the name (maybe_pyc_file); the template did so for a .pyc name only, so a main.py
+    of bytecode (bytes files from a caller: UTF-8 text cannot start with those two bytes) failed warm and ran through
+    nsjail. The template now tells bytecode as the interpreter does."""
+    import subprocess
+
+    tool = toolchain("python").executable
+    dump = "import importlib.util, marshal, sys; sys.stdout.buffer.write(importlib.util.MAGIC_NUMBER + bytes(12) + "
+    dump += "marshal.dumps(compile('print(\"bytecode ran\")', 'main.py', 'exec')))"
+    data = subprocess.run([tool, "-c", dump], capture_output=True, check=True).stdout
+    hot, cold = warm_then_nsjail(lambda: run({"main.py": data}, limits=LIMITS), through_nsjail)
+    assert (cold.status, cold.stdout) == (RunStatus.OK, "bytecode ran\n"), cold
+    assert (hot.status, hot.stdout) == (cold.status, cold.stdout), hot
