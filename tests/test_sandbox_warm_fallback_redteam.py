@@ -6,8 +6,11 @@ its "reaped" report.
 A GRPO policy would want: a second try through nsjail for a program that has already run (a nondeterministic answer
 drawn twice), a sandbox error instead of its own failing verdict, a slot that holds less than its processes (more
 memory or processes than through nsjail), group-mates' runs failed or pushed onto the slow path (the template given
-up), a forged report. Each test pins the secure outcome; all passed on 0f299af (no hole found: the report says what
-was tried). One file: the fallback's red-team record, read together.
+up), a forged report. Each test pins the secure outcome. What held on 0f299af: no program that has run can make its
+run a `never_started` one or a sandbox error, every process it makes is in its slot, tmpfs and memfd OOMs, forks and
+memory are nsjail's, hostile group-mates push no run onto nsjail. Holes: two verdicts that differed (a zip-archive
+script, bytecode under a source name; fixed, see each test), and a passing fork shortage turning warm runs off for
+good (strict xfail). One file: the fallback's red-team record, read together.
 """
 
 from __future__ import annotations
