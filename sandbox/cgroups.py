@@ -135,8 +135,7 @@ class SlotStats:
 
 
 def _write(path: Path | str, value: str) -> None:
-    with open(path, "w") as fh:
-        fh.write(value)
+    Path(path).write_text(value)
 
 
 def _read(path: Path | str) -> str:
@@ -321,13 +320,15 @@ class Slot:
 
     def kill_all(self, deadline_s: float = 5.0) -> int:
         killed, end = 0, time.monotonic() + deadline_s
+        # A run's SysV shared memory stays charged until its IPC namespace is freed, after its last process (MiB).
+        stat = self._file("memory", "memory.stat") if self.support.version == "v1" and "memory" in self.dirs else ""
         # cgroup.kill ends every task of the cgroup: never with a thread of ours in it (only v1 slots have one).
         if self.support.version == "v2" and self._launcher is None:
             kill_file = next(iter(self.dirs.values())) / "cgroup.kill"
             if kill_file.exists() and (pids := self.pids()):
                 _write(kill_file, "1")  # v2 (Linux >= 5.14): the kernel kills the whole cgroup at once
                 killed = len(pids)
-        while (pids := self.pids()) and time.monotonic() < end:
+        while ((pids := self.pids()) or (stat and _counter(_read(stat), "shmem") >> 20)) and time.monotonic() < end:
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -335,7 +336,7 @@ class Slot:
                 except ProcessLookupError:
                     pass
             time.sleep(0.01)
-        self.found_empty = not pids
+        self.found_empty = not pids and not (stat and _counter(_read(stat), "shmem") >> 20)
         return killed
 
     def remove(self) -> None:
