@@ -8,9 +8,10 @@ drawn twice), a sandbox error instead of its own failing verdict, a slot that ho
 memory or processes than through nsjail), group-mates' runs failed or pushed onto the slow path (the template given
 up), a forged report. Each test pins the secure outcome. What held on 0f299af: no program that has run can make its
 run a `never_started` one or a sandbox error, every process it makes is in its slot, tmpfs and memfd OOMs, forks and
-memory are nsjail's, hostile group-mates push no run onto nsjail. Holes: two verdicts that differed (a zip-archive
-script, bytecode under a source name; fixed, see each test), and a passing fork shortage turning warm runs off for
-good (strict xfail). One file: the fallback's red-team record, read together.
+memory are nsjail's, hostile group-mates push no run onto nsjail. Holes: SysV shared memory a run left shrinking the
+next run in its slot (both paths; fixed), two verdicts that differed (a zip-archive script, bytecode under a source
+name; fixed, see each test), and a passing fork shortage turning warm runs off for good (strict xfail). One file: the
+fallback's red-team record, read together.
 """
 
 from __future__ import annotations
