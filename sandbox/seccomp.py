@@ -110,6 +110,16 @@ DENIED_ENOSYS = (
     "io_destroy",
     "cachestat",
     "process_madvise",
+    # SysV message queues and semaphores (shared memory stays, for programs that use it): a run's objects outlive
+    # it, charged to its cgroup slot until the kernel frees its IPC namespace, after the slot may be a group-mate's.
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semctl",
 )
 
 

@@ -52,6 +52,9 @@ _TEMPLATE_AT = "/work/.template.py"
 INSIDE_BASE = 1000  # a run with host id h runs as uid/gid INSIDE_BASE + (h - id base) in the template's namespace
 _READY_TIMEOUT_S = 10.0
 _FAILED_STARTS_LIMIT = 2
+# A shortage (no process or memory to spare just now: EAGAIN, ENOMEM) fails a run's setup but says nothing of whether
+# this host can make warm jails: it never counts toward giving the template up.
+_SHORTAGE = ("[Errno 11]", "[Errno 12]")
 _START_TIMEOUT_S = 20.0
 
 
@@ -201,6 +204,8 @@ class Template:
         """A run's setup succeeded, or failed before the program's first line (the run then goes through nsjail).
         Failing twice in a row with no success between, this host cannot make warm jails this way (a cgroup it may not
         join, a kernel that refuses a step): the template is given up and later runs go through nsjail, said once."""
+        if failed and any(mark in why for mark in _SHORTAGE):
+            return
         with self._lock:
             self.failed_starts = self.failed_starts + 1 if failed else 0
             give_up = self.failed_starts >= _FAILED_STARTS_LIMIT and not self.retired

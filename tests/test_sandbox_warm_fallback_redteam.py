@@ -10,9 +10,9 @@ up), a forged report. Each test pins the secure outcome. What held on 0f299af: n
 run a `never_started` one or a sandbox error, every process it makes is in its slot, tmpfs and memfd OOMs, forks and
 memory are nsjail's, hostile group-mates push no run onto nsjail. Holes: SysV shared memory a run left shrinking the
 next run in its slot (both paths; fixed), two verdicts that differed (a zip-archive script, bytecode under a source
-name; fixed, see each test); strict xfails: SysV message queues a run left (kernel memory) still charged to its slot
-when it is reused, and a passing fork shortage turning warm runs off for good. One file: the fallback's red-team
-record, read together.
+name; fixed, see each test), SysV message queues a run left (kernel memory) still charged to its slot when it is
+reused (fixed: they and semaphores fail with ENOSYS), and a passing fork shortage turning warm runs off for good
+(fixed: a shortage never counts toward giving up). One file: the fallback's red-team record, read together.
 """
 
 from __future__ import annotations
@@ -304,19 +304,13 @@ PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 
 
 @pytest.mark.skipif(not (PIDS_ROOT / "cgroup.procs").exists(), reason="needs the v1 pids hierarchy to starve a fork")
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE (performance DoS, low): two fork failures in a row in the template (EAGAIN: the worker's pids or "
-    "memory cgroup full, as group-mates' fork bombs and hogs can make it where slots nest under a container's limits) "
-    "give the template up for the process's life (warm._BROKEN), though the shortage passes. Proposed fix: a fork "
-    "failure (a resource shortage, told apart by the template) reruns the run through nsjail without counting "
-    "toward giving up, or _BROKEN entries from count_start expire",
-)
 def test_a_passing_fork_shortage_does_not_turn_warm_runs_off_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The template's process alone in a pids cgroup of its own, limited to itself: its forks fail (EAGAIN) as they
-    would with the worker's cgroup full. Those runs rerun through nsjail (as they should: nothing of them ran); once
-    the shortage has passed, Python runs must go warm again."""
+    """HOLE (performance DoS, low), fixed with this test: two fork failures in a row in the template (EAGAIN: the
+    worker's pids or memory cgroup full, as group-mates' fork bombs and hogs can make it where slots nest under a
+    container's limits) gave the template up for the process's life (warm._BROKEN), though the shortage passes. Now a
+    shortage (EAGAIN, ENOMEM) never counts toward giving up. Here the template's process is alone in a pids cgroup of
+    its own, limited to itself: its forks fail as they would with the worker's cgroup full. Those runs rerun through
+    nsjail (nothing of them ran); once the shortage has passed, Python runs go warm again."""
     monkeypatch.setattr(warm, "_BROKEN", {})
     template = next(t for t in _templates() if t.site_flag == "-s")
     inner = int(Path(f"/proc/{template.proc.pid}/task/{template.proc.pid}/children").read_text().split()[0])
@@ -379,20 +373,17 @@ print('queued', queued >> 20, flush=True)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE (a group-mate's memory, both paths; racy, so low): SysV message queues a run leaves (kernel memory, "
-    "not shmem) stay charged to its v1 slot until its IPC namespace is freed after the run; the slot is released with "
-    "~100 MiB charged. Waiting on kernel memory as on shmem would wait out reclaimable slab (negative dentries) too. "
-    "Proposed fix: memory.force_empty on the emptied slot, then wait for kmem under a few MiB; or set the IPC "
-    "namespace's msgmni/shm_rmid_forced in the warm init and refuse SysV IPC in the seccomp policy",
-)
-def test_message_queues_a_run_leaves_are_gone_before_its_slot_is_reused() -> None:
+@pytest.mark.parametrize("path", ["warm", "nsjail"])
+def test_message_queues_a_run_leaves_are_gone_before_its_slot_is_reused(path: str, through_nsjail) -> None:
+    """HOLE (a group-mate's memory, both paths; racy, so low), fixed with this test: SysV message queues a run leaves
+    (kernel memory, not shmem) stayed charged to its v1 slot until its IPC namespace was freed after the run: the slot
+    was released with ~100 MiB charged. Waiting on kernel memory as on shmem would wait out reclaimable slab (negative
+    dentries) too; instead SysV message queues and semaphores fail with ENOSYS in the jail (seccomp.DENIED_ENOSYS)."""
     from groupscore.sandbox import jail
 
-    left = _run(LEAVE_MSG_QUEUES, limits=LIMITS.model_copy(update={"memory_mb": 128}))
-    assert left.status is RunStatus.OK and "queued 100" in left.stdout, left
+    with through_nsjail if path == "nsjail" else contextlib.nullcontext():
+        left = _run(LEAVE_MSG_QUEUES, limits=LIMITS.model_copy(update={"memory_mb": 128}))
+    assert left.status is RunStatus.OK and "queued 0" in left.stdout, left
     free = [s.dirs["memory"] / "memory.kmem.usage_in_bytes" for s in jail.slot_pool()._free if "memory" in s.dirs]
     kmem = [int(f.read_text()) for f in free if f.exists()]
     assert kmem and all(b < 8 << 20 for b in kmem), kmem
