@@ -8,9 +8,9 @@ between two runs that separate nsjail jails would not share; what the runs share
 that has started and never ran untrusted code (each run's copy is its own).
 
 The template's user namespace maps the whole range of per-jail host ids (uids.py) besides its own root, so each run
-still runs as a host id of its own; the host moves the run's pid 1 into the run's cgroup slot before the jail is built
-and kills it (so its whole pid namespace) at the wall clock. The seccomp program is the one nsjail installs, read
-back from a jail (seccomp_capture.py).
+still runs as a host id of its own; the program's process moves itself into the run's cgroup slot through files the
+host opened, and the host kills the run's pid 1 (so its whole pid namespace) at the wall clock. The seccomp program
+is the one nsjail installs, read back from a jail (seccomp_capture.py).
 
 Used for Python runs of a script (`python3 -s|-S -B main.py args...`, one template per flag), as root (per-jail ids),
 where the filter can be read; anything else, and any failure to start the template, goes through nsjail as before.
