@@ -104,3 +104,8 @@ def warm_then_nsjail(call, through_nsjail):
     first = call()
     with through_nsjail:
         return first, call()
+
+
+def seen_by_a_verifier(r) -> tuple:
+    """What a verifier reads of a sandbox run: the fields a warm run and an nsjail run must agree on."""
+    return (r.status, r.exit_code, r.signal, r.stdout, r.stderr, r.files, r.stdout_truncated)

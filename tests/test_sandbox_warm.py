@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import host_pids_with, warm_then_nsjail
+from helpers import host_pids_with, seen_by_a_verifier, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, jail, run, warm
 from groupscore.sandbox.toolchains import toolchain
@@ -34,10 +34,6 @@ def _both(through_nsjail, program: str, **kw) -> tuple[RunResult, RunResult]:
     kw.setdefault("limits", LIMITS)
     files = {"main.py": program, **kw.pop("files", {})}
     return warm_then_nsjail(lambda: run(files, **kw), through_nsjail)
-
-
-def _seen(r: RunResult) -> tuple:
-    return (r.status, r.exit_code, r.signal, r.stdout, r.stderr, r.files, r.stdout_truncated)
 
 
 SCENARIOS = {
@@ -90,7 +86,7 @@ def test_warm_and_nsjail_runs_agree(name: str, through_nsjail) -> None:
     if name == "collect":
         kw["collect"] = ["out.txt"]
     warm_result, plain_result = _both(through_nsjail, SCENARIOS[name], **kw)
-    assert _seen(warm_result) == _seen(plain_result)
+    assert seen_by_a_verifier(warm_result) == seen_by_a_verifier(plain_result)
 
 
 @pytest.mark.parametrize(

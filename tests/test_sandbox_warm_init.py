@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from helpers import warm_then_nsjail
+from helpers import seen_by_a_verifier, warm_then_nsjail
 
 from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm
 from groupscore.sandbox.toolchains import toolchain
@@ -38,10 +38,6 @@ def _init_run(program: str | bytes, *, name: str = "main.py", flag: str = "-S", 
 
 def _both(through_nsjail, program: str | bytes, **kw) -> tuple[RunResult, RunResult]:
     return warm_then_nsjail(lambda: _init_run(program, **dict(kw)), through_nsjail)
-
-
-def _seen(r: RunResult) -> tuple:
-    return (r.status, r.exit_code, r.signal, r.stdout, r.stderr, r.files, r.stdout_truncated)
 
 
 SCENARIOS = {
@@ -89,7 +85,7 @@ SCENARIOS = {
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_warm_and_nsjail_init_runs_agree(name: str, through_nsjail) -> None:
     warm_result, plain_result = _both(through_nsjail, SCENARIOS[name], stdin="PLAN-bytes")
-    assert _seen(warm_result) == _seen(plain_result)
+    assert seen_by_a_verifier(warm_result) == seen_by_a_verifier(plain_result)
 
 
 def test_a_pyc_program_runs_as_the_interpreter_runs_one(through_nsjail) -> None:
@@ -99,7 +95,7 @@ def test_a_pyc_program_runs_as_the_interpreter_runs_one(through_nsjail) -> None:
     assert isinstance(pyc, bytes)
     warm_result, plain_result = _both(through_nsjail, pyc, name="runner.pyc")
     assert warm_result.stdout.startswith("pyc ['runner.pyc', 'arg1'] True")
-    assert _seen(warm_result) == _seen(plain_result)
+    assert seen_by_a_verifier(warm_result) == seen_by_a_verifier(plain_result)
     bad = _both(through_nsjail, b"\0\0\0\0" + pyc[4:], name="runner.pyc")
     assert [r.exit_code for r in bad] == [1, 1] and all("Bad magic number" in r.stderr for r in bad)
 
@@ -127,7 +123,7 @@ def test_a_fork_bomb_gets_as_many_processes(through_nsjail) -> None:
     )
     warm_result, plain_result = _both(through_nsjail, bomb, limits=Limits(wall_time_s=5, memory_mb=256))
     assert plain_result.stdout.strip().isdigit()
-    assert _seen(warm_result) == _seen(plain_result)
+    assert seen_by_a_verifier(warm_result) == seen_by_a_verifier(plain_result)
 
 
 def test_init_runs_take_the_warm_path_as_pid_1_with_a_uid_of_their_own(no_nsjail) -> None:
