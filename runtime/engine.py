@@ -13,9 +13,10 @@ scored in chunks under its deadline from an event loop, and one-off calls (a San
   killed from outside; scoring is idempotent), and then gets `infra_error` (worker_died). Only the dead worker is
   replaced, forked from the template in milliseconds; the chunks on the other workers go on undisturbed.
 - Deadline: items not answered by the request's deadline get `infra_error` verdicts (cause "service_deadline": the
-  service ran out of time, the program did not); chunks not yet started are dropped. An item that runs a program is
-  started only while the request has its whole time budget left (`tasks.fits_before`): once started it ends before the
-  deadline, so whether an item is masked never depends on what its program, or a chunk-mate's, does.
+  service ran out of time, the item did not); chunks not yet started are dropped. Every item is started only while
+  the request has its whole time budget left (`tasks.fits_before`: a program's limits, math's `timeout_s`): once
+  started it ends before the deadline, and so does its chunk, so whether an item is masked never depends on what its
+  completion, or a chunk-mate's, does (a slow symbolic step ends as its own `timeout`, never masking the chunk).
 - Stuck calls: a chunk's call is bounded by the time left to its request's deadline plus `stuck_grace_s`; a call
   still running then has a scorer ignoring its own time bound, and its worker is killed and replaced, so one
   degenerate item cannot hold a worker.

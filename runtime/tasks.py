@@ -1,5 +1,5 @@
 """What the service's scoring workers run: a task of raw items in, plain verdict dicts out; every scorer loaded up
-front; the request's deadline checked before a program is started; a SandboxFusion-style run through the verifiers.
+front; the request's deadline checked before each item is started; a SandboxFusion-style run through the verifiers.
 
 These run inside the workers of `engine.ScoringEngine` (and are plain functions, so tests call them directly).
 """
@@ -23,9 +23,13 @@ from groupscore.verifiers.scoring import raw_item_id, score_raw
 DEBUG_SLEEP_KEY = "debug_sleep_s"
 DEBUG_ALLOC_KEY = "debug_alloc_mb"
 _MAX_DEBUG_SLEEP_S = 30.0
-# Beyond an item's time budget: the host's judging of what its jails returned (the worst answers cost ~0.6 s of CPU
-# each, two per runner output: bench/RESULTS.md, family 4) on a loaded host, and the verdict's way back.
+# Beyond an item's time budget, what its scoring still needs before the verdict is back. A program: the host's judging
+# of what its jails returned (the worst answers cost ~0.6 s of CPU each, two per runner output: bench/RESULTS.md,
+# family 4) on a loaded host, and the verdict's way back. Any other item with a budget (math's symbolic step, a
+# schema's regex check): stopping the step that ran out (its bounded worker is killed and re-forked, milliseconds) and
+# the verdict's way back.
 START_MARGIN_S = 5.0
+RETURN_MARGIN_S = 1.0
 
 
 def load_scorers() -> dict[str, str | None]:
@@ -69,7 +73,8 @@ def score_task(
     """Score raw items in order; every item yields exactly one verdict dict (errors included).
 
     deadline_wall: the request's deadline on the wall clock (time.time()). An item whose own limits allow more scoring
-    time than is left is not started (see `fits_before`): it gets the deadline's infra_error at once."""
+    time than is left is not started (see `fits_before`): it gets the deadline's infra_error at once. So every item
+    this starts ends before the deadline, and the task's verdicts (a chunk's, answered together) come back in time."""
     spec = spec_of(spec_json)
     verdicts = []
     for raw in raw_items:
@@ -77,7 +82,7 @@ def score_task(
             verdicts.append(deadline_verdict(raw))  # the request has answered without it: nobody waits for this one
             continue
         if deadline_wall is not None and not fits_before(raw, spec, deadline_wall):
-            verdicts.append(deadline_verdict(raw, "its tests' limits allow more scoring time than was left"))
+            verdicts.append(deadline_verdict(raw, "its own limits allow more scoring time than was left"))
             continue
         try:
             held = _debug_hooks(raw) if debug else None
@@ -96,15 +101,18 @@ def score_task(
 
 
 def fits_before(raw: Any, spec: RewardSpec | None, deadline_wall: float) -> bool:
-    """Whether the item can be scored to the end of its own limits before the deadline, with START_MARGIN_S to spare.
+    """Whether the item can be scored to the end of its own limits before the deadline, with its margin to spare
+    (START_MARGIN_S for a program, RETURN_MARGIN_S for any other item).
 
-    An item is started only then, so a program that runs long always ends with its own `timeout` verdict (a 0 that is
-    trained on), never the deadline's infra_error (masked): whether an item is masked depends on the queue and the
-    item's limits, never on what its program does."""
-    if not runs_programs(raw, spec):
-        return True  # every other kind bounds itself to seconds (its own timeout_s); not parsed twice
+    Every item is started only then, so a program that runs long, or a math answer whose symbolic step runs to its
+    `timeout_s`, always ends with its own `timeout` verdict (a 0 that is trained on), never the deadline's infra_error
+    (masked), and never holds its chunk-mates' verdicts past the deadline: whether an item is masked depends on the
+    queue and the item's limits, never on what its completion, or a chunk-mate's, does."""
     budget = item_time_budget_s(raw, spec)
-    return budget <= 0.0 or budget + START_MARGIN_S <= deadline_wall - time.time()
+    if budget <= 0.0:
+        return True  # a kind with no time bound of its own, or a bad item (answered at once)
+    margin = START_MARGIN_S if runs_programs(raw, spec) else RETURN_MARGIN_S
+    return budget + margin <= deadline_wall - time.time()
 
 
 def deadline_verdict(raw: Any, why: str = "") -> dict[str, Any]:

@@ -6,19 +6,28 @@ The server runs with GROUPSCORE_DEBUG=1, so an item's `metadata.debug_sleep_s` h
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from groupscore.client.adapters import trl_reward_func
 
-DEADLINE_S = 1.0
-SLEEP_S = 2.5  # past the deadline, short enough to free the worker soon after
+# Every math item's timeout_s (a server default); an item is started only while the request holds it and the return
+# margin (tasks.RETURN_MARGIN_S, 1 s): the deadline leaves a second to spare.
+MATH_BUDGET_S = 0.5
+DEADLINE_S = 2.5
+SLEEP_S = 3.5  # past the deadline, short enough to free the worker soon after
 
 # the `url` and `http` fixtures (conftest.py)
 pytestmark = pytest.mark.service(
     workers=2,
-    env={"GROUPSCORE_DEBUG": "1", "GROUPSCORE_DEADLINE_S": str(DEADLINE_S), "GROUPSCORE_CHUNK_ITEMS": "1"},
+    env={
+        "GROUPSCORE_DEBUG": "1",
+        "GROUPSCORE_DEADLINE_S": str(DEADLINE_S),
+        "GROUPSCORE_CHUNK_ITEMS": "1",
+        "GROUPSCORE_MATH_DEFAULTS": json.dumps({"timeout_s": MATH_BUDGET_S}),
+    },
     http_timeout_s=60,
 )
 

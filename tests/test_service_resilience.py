@@ -17,6 +17,10 @@ from groupscore.client.http import RetryPolicy, ScoreClient
 
 QUEUE = 8
 STUCK_GRACE_S = 1.0
+ITEM_BUDGET_S = 0.5  # each item's timeout_s (the fast path decides them in microseconds)
+# A request deadline that holds an item's whole budget and the return margin (tasks.RETURN_MARGIN_S, 1 s) with a
+# second to spare: an item is started only then, so a shorter one would start none.
+SHORT_DEADLINE_S = 2.5
 
 # the `url` and `http` fixtures (conftest.py)
 pytestmark = pytest.mark.service(
@@ -36,6 +40,7 @@ def slow_math(id, boxed, answer, sleep_s):
         "verifier": "math",
         "completion": f"\\boxed{{{boxed}}}",
         "answer": answer,
+        "timeout_s": ITEM_BUDGET_S,
         "metadata": {"debug_sleep_s": sleep_s},
     }
 
@@ -110,9 +115,9 @@ def test_full_queue_answers_429_with_retry_after_and_a_retrying_client_gets_thro
 def test_items_past_the_deadline_get_infra_error_verdicts_not_a_hung_request(http):
     items = [slow_math("fast", "1", "1", 0), slow_math("slow", "1", "1", 5.0)]
     started = time.monotonic()
-    answer = http.post("/v1/score", json={"items": items, "deadline_s": 1.0})
+    answer = http.post("/v1/score", json={"items": items, "deadline_s": SHORT_DEADLINE_S})
     elapsed = time.monotonic() - started
-    assert answer.status_code == 200 and elapsed < 4.0
+    assert answer.status_code == 200 and elapsed < SHORT_DEADLINE_S + 3.0
     results = {r["id"]: r for r in answer.json()["results"]}
     # The service ran out of time, not the program: infra_error (trainers mask it), never a timeout worth 0.
     assert results["slow"]["status"] == "infra_error" and results["slow"]["reward"] == 0.0
@@ -127,7 +132,7 @@ def test_tasks_stuck_past_their_deadline_lose_their_workers_so_the_next_request_
     restarts = metric(http, "groupscore_worker_pool_restarts_total")
     # Both workers get an item that sleeps far beyond its request's deadline (a scorer ignoring its time bound).
     stuck = [slow_math("stuck-a", "1", "1", 25.0), slow_math("stuck-b", "1", "1", 25.0)]
-    answer = http.post("/v1/score", json={"items": stuck, "deadline_s": 0.5})
+    answer = http.post("/v1/score", json={"items": stuck, "deadline_s": SHORT_DEADLINE_S})
     assert [r["status"] for r in answer.json()["results"]] == ["infra_error", "infra_error"]
     assert _wait_for(lambda: metric(http, "groupscore_stuck_tasks_total") >= 1, timeout_s=10)
     started = time.monotonic()

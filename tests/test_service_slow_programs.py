@@ -66,10 +66,13 @@ def test_a_worker_starts_no_program_it_cannot_finish_before_the_deadline():
     assert verdict["id"] == "late"
 
 
-def test_items_that_run_no_program_are_always_started():
-    raw = {"verifier": "math", "id": "m", "completion": "\\boxed{4}", "answer": "4"}
+def test_items_without_a_budget_are_always_started_and_others_while_their_budget_fits():
+    raw = {"verifier": "format", "id": "f", "completion": "<a>x</a>", "tags": ["a"]}
     [verdict] = tasks.score_task([raw], None, False, time.time() + 0.5)
     assert verdict["status"] == "correct"
+    raw = {"verifier": "math", "id": "m", "completion": "\\boxed{4}", "answer": "4", "timeout_s": 0.5}
+    [verdict] = tasks.score_task([raw], None, False, time.time() + 0.5 + tasks.RETURN_MARGIN_S + 1.0)
+    assert verdict["status"] == "correct"  # math: its timeout_s, as programs (tests/test_service_slow_math.py)
 
 
 def test_an_items_budget_covers_the_runner_and_every_stdio_run():
@@ -79,5 +82,6 @@ def test_an_items_budget_covers_the_runner_and_every_stdio_run():
     assert item_time_budget_s({"verifier": "code", "completion": "", "tests": stdio, "time_limit_s": 2.0}) >= 2.0
     big = [{"type": "call", "fn": "f", "args": [i], "expected": i} for i in range(200)]
     assert item_time_budget_s({"verifier": "code", "completion": "", "tests": big}) < MAX_RUNNER_WALL_S + 60
-    assert item_time_budget_s({"verifier": "math", "completion": "", "answer": "1"}) == 0.0
+    assert item_time_budget_s({"verifier": "math", "completion": "", "answer": "1"}) == 2.0  # its default timeout_s
+    assert item_time_budget_s({"verifier": "format", "completion": "", "tags": ["a"]}) == 0.0
     assert item_time_budget_s({"verifier": "code", "tests": "not a list"}) == 0.0

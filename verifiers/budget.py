@@ -15,8 +15,9 @@ from groupscore.verifiers.registry import parse_item
 def item_time_budget_s(raw: Any, spec: RewardSpec | None = None) -> float:
     """Seconds that scoring `raw` (under `spec`) may take by the limits of the item alone, whatever its completion does.
 
-    Only kinds that run programs take long (code: compile, runs, their kills); every other kind is bounded by a few
-    seconds of its own and counts 0. A bad item counts 0 too: it is answered at once with an error verdict."""
+    Code: compile, runs, their kills (`time_budget_s`). A kind whose verdict has a wall-clock bound of its own counts
+    it (`timeout_s`: math's symbolic step, a schema's regex validation). Every other kind counts 0 (sql's per-query
+    `time_limit_s` is not counted yet); so does a bad item: it is answered at once with an error verdict."""
     if not isinstance(raw, dict):
         return 0.0
     try:
@@ -38,7 +39,8 @@ def runs_programs(raw: Any, spec: RewardSpec | None = None) -> bool:
 
 def _budget(item: ItemBase) -> float:
     if item.verifier != "code":
-        return 0.0
+        bound = getattr(item, "timeout_s", None)
+        return float(bound) if isinstance(bound, (int, float)) else 0.0
     from groupscore.verifiers.code.verify import time_budget_s  # the sandbox only where code items come
 
     return time_budget_s(item)  # type: ignore[arg-type]
