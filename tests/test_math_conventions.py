@@ -9,6 +9,7 @@ from groupscore.verifiers.math.grader import compare_answers
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
 from groupscore.verifiers.math.numeric import evaluate, rounds_to
+from groupscore.verifiers.math.verify import score_math
 
 
 def equal(pred: str, gold: str, **conventions: object) -> bool | None:
@@ -59,21 +60,45 @@ def test_percent_readings(pred, gold, percent, expected):
     assert equal(pred, gold, percent=percent) is expected
 
 
+def comma_equal(pred: str, gold: str, decimal_comma: bool) -> bool | None:
+    reading = "any" if decimal_comma else "plain"
+    return compare_answers(normalize(pred, reading), normalize(gold, reading), 1e-6, True).equal
+
+
 @pytest.mark.parametrize(
-    "pred, gold, expected",
+    "pred, gold, by_default, with_option",
     [
-        ("1,5", "1.5", True),
-        ("0,111", "0.111", True),
-        ("-0,5", "-0.5", True),
-        ("1,500", "1.5", False),
-        ("1,5", "1,5", True),
-        ("(1,5)", "(1.5)", False),  # only a whole answer is read as a decimal
+        ("1,5", "1.5", True, True),  # a comma before fewer than three digits is no digit group
+        ("1,22", "1.22", True, True),
+        ("0,111", "0.111", True, True),  # a first group of 0 is no group
+        ("-0,5", "-0.5", True, True),
+        ("1000,99", "1000.99", True, True),  # nor is a first group of four digits
+        ("1,500", "1.5", False, True),  # ambiguous: 1500 by default, 1.5 under the convention
+        ("1,500", "1500", True, False),
+        ("1,000", "1", False, True),
+        ("1,5", "1,5", True, True),
+        ("4, 5", "4.5", False, False),  # with a space it is a list
+        ("(1,5)", "(1.5)", False, False),  # only a whole answer is read as a decimal
     ],
 )
-def test_decimal_comma(pred, gold, expected):
-    assert equal(pred, gold, decimal_comma=True) is expected
-    if pred != gold:
-        assert equal(pred, gold) is False  # off by default
+def test_decimal_comma(pred, gold, by_default, with_option):
+    assert comma_equal(pred, gold, False) is by_default
+    assert comma_equal(pred, gold, True) is with_option
+
+
+@pytest.mark.parametrize(
+    "completion, answer, reward",
+    [
+        ("1,22", "1.22", 1.0),  # plain text: a decimal comma, as Math-Verify reads it
+        ("The answer is 0,111", "0.111", 1.0),
+        ("$\\boxed{1,2}$", "1.2", 0.0),  # inside LaTeX math a comma separates items
+        ("$\\boxed{1,2}$", "$\\boxed{1}\\boxed{2}$", 1.0),
+        ("1,2", "$1, 2$", 0.0),  # one reading per text: plain `1,2` is 1.2, never also the list
+        ("$1,2$", "1.2", 0.0),
+    ],
+)
+def test_a_decimal_comma_is_read_in_plain_text_only(completion, answer, reward):
+    assert score_math(MathItem(completion=completion, answer=answer)).reward == reward
 
 
 def test_order_any_makes_tuples_order_free_and_nothing_else():
@@ -101,7 +126,7 @@ def test_renaming_one_variable(pred, gold, expected):
 def test_items_resolve_their_conventions():
     assert conventions_of(MathItem(completion="", answer="1")) is PROFILES["default"]
     mv = conventions_of(MathItem(completion="", answer="1", profile="math_verify"))
-    assert mv.percent == "both" and mv.decimal_comma
-    mixed = conventions_of(MathItem(completion="", answer="1", profile="math_verify", percent="number"))
-    assert mixed.percent == "number" and mixed.decimal_comma  # an explicit field wins over the profile
+    assert mv.percent == "both" and not mv.decimal_comma and not mv.clock_12h
+    mixed = conventions_of(MathItem(completion="", answer="1", profile="math_verify", percent="number", clock_12h=True))
+    assert mixed.percent == "number" and mixed.clock_12h  # an explicit field wins over the profile
     assert conventions_of(MathItem(completion="", answer="1", question="Find the ratio of AB to BC.")).ratio_question

@@ -34,6 +34,10 @@ OPTION_KEYS = (
     "significant_digits",
     "order",
     "rename_variables",
+    "clock_12h",
+    "scale_words",
+    "scientific_tolerance",
+    "check_equations",
     "reference",
     "fallback",
 )

@@ -1,6 +1,6 @@
 """Score Math-Verify's extracted test cases with groupscore's default math API and list where the labels disagree.
 
-Usage: .venv/bin/python tools/peer_report.py [--all] [--peer] > /tmp/brief/peer_disagreements.txt
+Usage: .venv/bin/python tools/peer_report.py [--all] [--peer] [--profile math_verify] > /tmp/brief/peer_report.txt
 
 Each pair is scored as the item {verifier: math, completion: prediction, answer: gold} with every option at its
 default. Prints the agreement on the default-API cases (the peer's default extraction targets and verify options)
@@ -49,11 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--all", action="store_true", help="list agreements too")
     parser.add_argument("--peer", action="store_true", help="also run the installed math-verify's default API")
+    parser.add_argument("--profile", default="default", help="the math item's convention profile (math_verify)")
     args = parser.parse_args(argv)
     cases = load_cases()
     rows = []
     for case in cases:
-        label, verdict = groupscore_label(case)
+        label, verdict = groupscore_label(case, profile=args.profile)
         rows.append((case, label, verdict, peer_label(case) if args.peer else None))
     default = [r for r in rows if r[0]["default_api"]]
     agree = sum(r[1] == r[0]["expected"] for r in default)

@@ -37,10 +37,15 @@ from groupscore.verifiers.sql.item import SqlItem
 #   math 1  verdicts as of be62d36.
 #   math 2  issue 11: answers as real models and datasets write them (MATH thousands separators, solution-text
 #           references, multi-answer and labelled answers, relations and sets, fallback extraction, options).
+#   math 3  issue 23: no reading that gives up order, sign, a side of an equation or a word pays a hedge (labelled
+#           references ordered, alternatives never fill an ordered answer, the question-copy guard by meaning, a bare
+#           clock time on a 24-hour clock, false equations state nothing, value words, exact scientific notation,
+#           hedging sentences without a marker); a decimal comma in plain text, Indian grouping with `\\!`, solution
+#           tuples joined by `and`; options clock_12h, scale_words, scientific_tolerance, check_equations.
 #   code 1  verdicts as of be62d36.
 #   code 2  issue 10: reward-integrity fixes found by the adversarial review.
 #   format, length, json, sql 1  verdicts as of be62d36.
-VERSIONS: dict[str, int] = {"math": 2, "code": 2, "format": 1, "length": 1, "json": 1, "sql": 1}
+VERSIONS: dict[str, int] = {"math": 3, "code": 2, "format": 1, "length": 1, "json": 1, "sql": 1}
 
 
 @dataclass(frozen=True)

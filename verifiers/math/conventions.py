@@ -1,4 +1,4 @@
-"""Conventions graders disagree on (percent, decimal comma, precision, list order, variable names), as one value.
+"""Conventions graders disagree on (percent, decimal comma, precision, order, names, clocks, scales), as one value.
 
 Each is a field of the math item (README, "Math conventions"); `profile` picks a bundle and explicit fields win.
 The grader receives one frozen `Conventions`, so cached outcomes are keyed by it.
@@ -22,21 +22,36 @@ class Conventions:
     significant_digits: int | None = None  # None: exact; N: a decimal that rounds the exact value to >= N digits
     order: Order = "written"  # "written": tuples ordered, lists/sets not; "any": tuples order-free as well
     rename_variables: bool = False  # `f(y) = y^2` for `f(x) = x^2`: one variable, consistently renamed
+    clock_12h: bool = False  # a time without a.m./p.m. matches either (`9:00` for `9:00 p.m.`), not only 9 a.m.
+    scale_words: bool = False  # `3 \\text{ million}` is 3000000 (off: a scale word is part of the answer, not a unit)
+    scientific_tolerance: bool = False  # `2.000001 \\times 10^{6}` is a rounded value, matched within `rel_tol`
+    check_equations: bool = True  # `2+3=5` states 5 because it holds; off: the last side counts (`3=4` states 4)
     ratio_question: bool = False  # the question asks for a ratio: `1:15` is a ratio, not a clock time
 
 
 PROFILES: dict[str, Conventions] = {
     # For RL rewards: the value as written, nothing a policy could learn to exploit (README, "Math conventions").
     "default": Conventions(),
-    # Math-Verify's choices: a percentage is its number or its fraction (`9\\%` = 9, `10\\%` = 0.1), a decimal comma
-    # reads as a decimal point (`1,22` = 1.22).
-    "math_verify": Conventions(percent="both", decimal_comma=True),
+    # Math-Verify's choices: a percentage is its number or its fraction (`9\\%` = 9, `10\\%` = 0.1), an equation states
+    # its last side unchecked (`x = 5+5+1 = 7 = 11` states 11). Its decimal comma
+    # (plain `1,22` = 1.22, `\\boxed{1,2}` a list) is every profile's reading (normalize.decimal_comma_reading).
+    "math_verify": Conventions(percent="both", check_equations=False),
 }
 
 _RATIO_QUESTION = re.compile(r"\bratios?\b|\bproportion|:\s*\?|\bin the form\s+\$?[a-z]\s*:\s*[a-z]", re.IGNORECASE)
 
 
-_FIELDS = ("percent", "decimal_comma", "significant_digits", "order", "rename_variables")
+_FIELDS = (
+    "percent",
+    "decimal_comma",
+    "significant_digits",
+    "order",
+    "rename_variables",
+    "clock_12h",
+    "scale_words",
+    "scientific_tolerance",
+    "check_equations",
+)
 _ASKED = frozenset((*_FIELDS, "question"))
 
 

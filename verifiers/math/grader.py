@@ -63,10 +63,9 @@ def compare_answers(
 ) -> Comparison:
     """Compare two normalised answers. With symbolic=False this never imports sympy and may answer equal=None.
 
-    The conventions that rewrite a whole answer act here: the percent reading(s), a decimal comma, a renamed variable.
+    The conventions that rewrite a whole answer act here: the percent reading(s), a renamed variable (a decimal comma
+    is read by `normalize`, which sees the spaces).
     """
-    if conventions.decimal_comma:
-        pred, gold = _decimal_comma(pred), _decimal_comma(gold)
     if conventions.rename_variables:
         pred = _renamed(pred, gold)
     readings = _percent_readings(pred, gold, conventions.percent)
@@ -92,15 +91,6 @@ def _percent_readings(pred: str, gold: str, percent: str) -> list[tuple[str, str
     if percent == "fraction":
         return [fraction]  # type: ignore[list-item]
     return [number, fraction]  # type: ignore[list-item]
-
-
-_DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d{1,2}|\d{4,})|([-+]?0),(\d+)")
-
-
-def _decimal_comma(text: str) -> str:
-    """`1,5` -> `1.5` for a whole answer whose comma cannot be a thousands separator (not three digits after it, or
-    a first group of 0: `0,111`)."""
-    return text.replace(",", ".") if _DECIMAL_COMMA.fullmatch(text) else text
 
 
 _LETTER_NAME = "(?<![\\\\a-zA-Z]){}(?![a-zA-Z])"

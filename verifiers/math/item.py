@@ -24,7 +24,7 @@ class MathItem(ItemBase):
     profile: Profile = Field(
         default="default",
         description="A bundle of the conventions below: default (for RL: the value as written, no second reading), "
-        "math_verify (Math-Verify's choices: percent both, decimal comma on).",
+        "math_verify (Math-Verify's choices: percent both, equations' last side unchecked).",
     )
     percent: Percent | None = Field(
         default=None, description="`10\\%` is 10 (number, default), 0.1 (fraction), or either (both)."
@@ -49,6 +49,26 @@ class MathItem(ItemBase):
         default=None,
         description="Accept an answer in one variable under another name (`f(y) = y^2` for "
         "`f(x) = x^2`). Default false.",
+    )
+    clock_12h: bool | None = Field(
+        default=None,
+        description="A clock time without a.m./p.m. matches the same hour on a 12-hour clock (`9:00` for `9:00 p.m.`). "
+        "Default false: a bare time is read on a 24-hour clock (`9:00` is 9 a.m., `21:00` 9 p.m.).",
+    )
+    scale_words: bool | None = Field(
+        default=None,
+        description="Read scale words as their factor (`3 \\text{ million}` = 3000000, `2 \\text{ dozen}` = 24). "
+        "Default false: a scale word is part of the answer, and only the same words on the reference match it.",
+    )
+    scientific_tolerance: bool | None = Field(
+        default=None,
+        description="A decimal mantissa in scientific notation is a rounded value, matched within rel_tol "
+        "(`2.000001 \\times 10^{6}` for 2000000). Default false: it is read exactly, like the same number written out.",
+    )
+    check_equations: bool | None = Field(
+        default=None,
+        description="An answer written as an equation (`2+3=5`, `x = 5+5+1 = 11`) states its last side only if "
+        "every closed side before it equals it (default true: `3 = 4` states nothing). false: the last side counts.",
     )
     timeout_s: float = Field(default=2.0, gt=0.0, le=60.0, description="Wall-clock budget for this verdict.")
     question: str | None = Field(

@@ -5,6 +5,7 @@ gives two values of one unknown. The grader drops a label that only one side car
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from groupscore.verifiers.math.structures import Items, Node, Relation, parse_structure
 
@@ -29,20 +30,40 @@ def unlabel(node: Node) -> Node:
         return unlabel(value)
     if not isinstance(node, Items):
         return node
-    return Items(tuple(unlabel(i) for i in _by_label(node.items)), node.kind)
+    kind = "labelled" if _distinct_unknowns(node.items) else node.kind
+    return Items(tuple(unlabel(i) for i in _by_label(node.items)), kind)
+
+
+_SUBSCRIPT = re.compile(r"_\{?\w+\}?|'+")
+
+
+def _distinct_unknowns(items: tuple[Node, ...]) -> bool:
+    """`x=3, y=4`, `AB=4, CD=5`: values assigned to different unknowns, so their order is the labels' order and an
+    unlabelled answer must follow it. Not `x_1=2, x_2=3` (the roots of one unknown) nor `W(x)=1, W(x)=-1`."""
+    if len(items) < 2 or not all(isinstance(i, Relation) and i.is_assignment for i in items):
+        return False
+    bases = [_SUBSCRIPT.sub("", i.lhs.strip()) for i in items]  # type: ignore[union-attr]
+    return len(set(bases)) == len(bases)
 
 
 _LETTER_LABEL = re.compile(r"([a-zA-Z])(?:_\{?(\w{1,3})\}?)?")
 
 
 def _by_label(items: tuple[Node, ...]) -> tuple[Node, ...]:
-    """Values labelled by distinct letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in the order of their labels:
+    """Values labelled by a run of letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in the order of their labels:
     x before y, a before b, x_1 before x_2, as an unlabelled tuple lists them. Read in text order, `y=3, x=4` paid
-    against `(3, 4)`, which is (x, y) = (4, 3). Other labels (`AB`, `V_1:V_2`) keep the text's order."""
+    against `(3, 4)`, which is (x, y) = (4, 3). Other labels (`x=-5, p=\\frac{14}{3}`, `AB`, `V_1:V_2`) have no
+    order of their own and keep the text's."""
     labels = [
         _LETTER_LABEL.fullmatch(i.lhs.strip()) if isinstance(i, Relation) and i.is_assignment else None for i in items
     ]
     if len(items) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore[union-attr]
+        return items
+    keys = sorted(_label_key(m) for m in labels)  # type: ignore[arg-type]
+    letters = [ord(key[0]) for key in keys]
+    same_letter = len(set(letters)) == 1
+    consecutive = all(b - a == 1 for a, b in pairwise(letters)) and all(key[2] == (1, 0, "") for key in keys)
+    if not (same_letter or consecutive):
         return items
     return tuple(item for _, item in sorted(zip(labels, items), key=lambda pair: _label_key(pair[0])))  # type: ignore
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import cmath
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions
@@ -34,6 +35,16 @@ def cached_value(text: str) -> Number | None:
 
 
 _WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+)*")
+# A mantissa times a power of ten, as normalisation writes it (`2.000001\\times10^{6}`, from `2.000001e6` too).
+_SCIENTIFIC = re.compile(r"[-+]?\d+(?:\.\d+)?\\(?:times|cdot)10\^\{?[-+]?\d+\}?")
+
+
+def _as_written(text: str, value: Number, scientific_tolerance: bool) -> Number:
+    """A number in scientific notation is exactly what it writes: its mantissa's decimals are digits, not a rounding
+    that buys `rel_tol` (`2.000001 \\times 10^{6}` is 2000001, as `2000001.0` is), unless `scientific_tolerance`."""
+    if value.approx and value.is_exact and not scientific_tolerance and _SCIENTIFIC.fullmatch(text):
+        return replace(value, approx=False)
+    return value
 
 
 class LeafJudge:
@@ -65,6 +76,8 @@ class LeafJudge:
         pv, gv = cached_value(pred), cached_value(gold)
         if pv is not None and gv is not None:
             self.methods.add("numeric")
+            pv = _as_written(pred, pv, self.conventions.scientific_tolerance)
+            gv = _as_written(gold, gv, self.conventions.scientific_tolerance)
             if numbers_equal(pv, gv, self.rel_tol):
                 return True
             digits = self.conventions.significant_digits

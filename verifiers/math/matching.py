@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from groupscore.verifiers.math.leaves import LeafJudge, Tri, cached_value
 from groupscore.verifiers.math.numeric import free_variables
 from groupscore.verifiers.math.structures import (
+    Chain,
     Choice,
     ClockTime,
     Expr,
@@ -67,6 +68,12 @@ class Judge(LeafJudge):
     def match(self, pred: Node, gold: Node) -> Tri:
         if isinstance(gold, Choice) or isinstance(pred, Choice):
             return self._choice(pred, gold)
+        if isinstance(pred, Chain):  # what the chain claims must hold before its last member counts
+            checked = pred.closed if self.conventions.check_equations else ()
+            claims = [lambda m=m: self.leaf(m, pred.value) for m in checked]
+            return all3((*claims, lambda: self.match(parse_structure(pred.value), gold)))
+        if isinstance(gold, Chain):
+            return self.match(pred, parse_structure(gold.value))
         if isinstance(pred, Items) and len(pred.items) == 1 and _unwraps(pred, gold):
             return self.match(pred.items[0], gold)
         if isinstance(gold, Items) and len(gold.items) == 1 and _unwraps(gold, pred):
@@ -86,7 +93,12 @@ class Judge(LeafJudge):
             return self.relation(pred, gold)
         if isinstance(pred, Relation):
             value = _value_of(pred)
-            return self.match(value, gold) if value is not None else False
+            if value is None:
+                return False
+            if self.conventions.check_equations and not free_variables(pred.lhs) and not is_name(pred.rhs):
+                # `2+3 = 5` states 5 because it holds; `3 = 4` states nothing (and its last side is no answer)
+                return all3((lambda: self.leaf(pred.lhs, pred.rhs), lambda: self.match(value, gold)))
+            return self.match(value, gold)
         if isinstance(gold, Relation):
             value = _value_of(gold)
             return self.match(pred, value) if value is not None else False
@@ -112,7 +124,7 @@ class Judge(LeafJudge):
             as_ratio = [n.as_ratio() if isinstance(n, ClockTime) else n for n in (pred, gold)]
             return self._ratio(as_ratio[0], as_ratio[1])
         if isinstance(gold, ClockTime):
-            return isinstance(pred, ClockTime) and _same_time(pred, gold)
+            return isinstance(pred, ClockTime) and _same_time(pred, gold, self.conventions.clock_12h)
         return self._ratio(pred, gold) if isinstance(pred, Ratio) else False
 
     def _ratio(self, pred: Node, gold: Node) -> Tri:
@@ -146,7 +158,13 @@ class Judge(LeafJudge):
     def _items(self, pred: Items, gold: Items) -> Tri:
         if (gold.ordered and pred.kind == "set") or (pred.ordered and gold.kind == "set"):
             return False
-        ordered = (gold.ordered and pred.kind in ("tuple", "list")) or (pred.ordered and gold.kind == "list")
+        if (gold.ordered and pred.alternatives) or (pred.ordered and gold.alternatives):
+            # `4 or 3`, `\pm 3` name values without an order: read against a point or an assignment in any order,
+            # one answer would be paid against every permutation of it.
+            return False
+        ordered = (gold.ordered and pred.kind in ("tuple", "list", "labelled")) or (
+            pred.ordered and gold.kind == "list"
+        )
         if ordered and self.conventions.order == "written":
             if len(pred.items) != len(gold.items):
                 return False
@@ -217,16 +235,14 @@ def _unwraps(one: Items, other: Node) -> bool:
     return not (isinstance(element, Expr) and free_variables(element.text))
 
 
-def _same_time(pred: ClockTime, gold: ClockTime) -> bool:
-    """The same time of day. Where only one side says am/pm, the other is read on a 12-hour clock if it can be."""
+def _same_time(pred: ClockTime, gold: ClockTime, clock_12h: bool) -> bool:
+    """The same time of day. A time without am/pm is on a 24-hour clock (`9:00` is 9 a.m.): read on a 12-hour
+    clock, one bare `9:00` would be paid against `9:00 a.m.` and `9:00 p.m.` alike. `clock_12h` is that reading."""
     if (pred.minutes, pred.seconds) != (gold.minutes, gold.seconds):
         return False
-    if bool(pred.meridiem) == bool(gold.meridiem):
-        return _hour_of_day(pred) == _hour_of_day(gold)
-    bare = gold if pred.meridiem else pred
-    if bare.hours > 12:
-        return _hour_of_day(pred) == _hour_of_day(gold)
-    return pred.hours % 12 == gold.hours % 12
+    if clock_12h and bool(pred.meridiem) != bool(gold.meridiem) and (gold if pred.meridiem else pred).hours <= 12:
+        return pred.hours % 12 == gold.hours % 12
+    return _hour_of_day(pred) == _hour_of_day(gold)
 
 
 def _hour_of_day(time: ClockTime) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from typing import Literal
 
 from groupscore.verifiers.math.caching import short_key_cache
 
@@ -62,8 +63,12 @@ _THIN_GROUP = re.compile(r"\{,\}")
 # with `\!` or braced, or a thin space, before exactly three digits is a group separator wherever it stands.
 _MARKED_GROUPS = re.compile(r"(?<![\w^{}.\\])\d{1,3}(?:(?:,\s*\\!\s*|\{,\}\s*|\\[,!: ]\s*|~)\d{3})+(?!\d)")
 _GROUP_MARK = re.compile(r",\s*\\!\s*|\{,\}\s*|\\[,!: ]\s*|~")
+_MARKED_INDIAN = re.compile(r"(?<![\w^{}.\\])\d{1,2}(?:(?:,\s*\\!\s*|\{,\})\d{2})+(?:,\s*\\!\s*|\{,\})\d{3}(?!\d)")
+# One number with a decimal comma: `1,22`, `0,111`, `1000,99`, written without a space (`4, 5` is a list).
+_COMMA_DECIMAL = re.compile(r"([-+]?\d+),(\d+)")
 # Indian grouping (`1,00,000`, `12,34,56,789`), for a whole answer only.
 _INDIAN = re.compile(r"[-+]?\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?")
+_LOGICAL_OR = re.compile(r"\\(?:lor|vee)(?![a-zA-Z])")  # `x=3 \\lor x=4`: a disjunction, like `x=3 or x=4`
 _GLUED_OR = re.compile(r"(?<=[\d)}])or(?=[A-Z(\\-])")  # `W(x)=1orW(x)=-1`
 _TRAILING_BACKSLASH = re.compile(r"(?<!\\)\\+$")
 # `9:00 a.m.`, `9\text{ AM}`, `11:30pm` -> `9:00am`, `11:30pm`. A bare `2am` stays a product of a and m.
@@ -170,6 +175,36 @@ def _indian(text: str) -> bool:
     return bool(_INDIAN.fullmatch(text)) and ",0" in text
 
 
+DecimalComma = Literal["", "plain", "any"]
+
+
+def _decimal_comma(text: str, comma: DecimalComma) -> str:
+    """`1,22` -> `1.22` for a whole answer. "plain": where the comma cannot be a digit group (not three digits after
+    it, or a first group of 0 or of more than three digits: `0,111`, `1000,99`); "any" (the `decimal_comma`
+    convention): `1,000` too."""
+    match = _COMMA_DECIMAL.fullmatch(text)
+    if match is None:
+        return text
+    whole, fraction = match.groups()
+    digits = whole.lstrip("+-")
+    if comma == "any" or len(fraction) != 3 or digits == "0" or len(digits) > 3:
+        return f"{whole}.{fraction}"
+    return text
+
+
+_LATEX_MATH = re.compile(r"\$|\\[(\[]|\\boxed|\\fbox|\\begin")
+
+
+def decimal_comma_reading(source_text: str, convention: bool) -> DecimalComma:
+    """How to read a decimal comma in an answer taken from `source_text` (a completion or a reference field): in
+    plain text `1,22` is 1.22 and `1,2` is 1.2, as numbers are written in much of the world; inside LaTeX math
+    (`$1,2$`, `\\boxed{1,2}`) a comma separates list items, as LaTeX writers use it. The `decimal_comma` convention
+    reads a comma as a decimal point everywhere, `1,000` included."""
+    if convention:
+        return "any"
+    return "" if _LATEX_MATH.search(source_text) else "plain"
+
+
 def _strip_units_per_part(text: str) -> str:
     """Units after each answer of a list: `35 cm, 4` -> `35, 4` (commas inside brackets are left alone)."""
     braces = 0
@@ -254,14 +289,18 @@ def _plain_sqrt(text: str) -> str:
 
 
 @short_key_cache(maxsize=1 << 14)
-def normalize(answer: str) -> str:
-    """Canonical spelling of one answer (already extracted): same meaning, same string, for the common spellings."""
+def normalize(answer: str, decimal_comma: DecimalComma = "") -> str:
+    """Canonical spelling of one answer (already extracted): same meaning, same string, for the common spellings.
+    `decimal_comma`: how a comma in a single number reads (`decimal_comma_reading`); "" never as a decimal point."""
     text = _unicode(answer.strip())
     text = _MATH_DELIMS.sub(" ", text.replace(r"\$", " ").replace("$$", " "))
+    if decimal_comma and "," in text:
+        text = _decimal_comma(text.strip(), decimal_comma)
     text = _STYLE.sub("", text)
     text = _TRAILING_BACKSLASH.sub("", text.rstrip())
     text = _SIZING.sub("", text)
     if "," in text or "\\" in text or "~" in text:
+        text = _MARKED_INDIAN.sub(lambda m: _GROUP_MARK.sub("", m.group(0)), text)
         text = _MARKED_GROUPS.sub(lambda m: _GROUP_MARK.sub("", m.group(0)), text)
     text = _SPACING.sub(" ", text)
     text = _FRAC_CMDS.sub(r"\\frac", text)
@@ -292,6 +331,8 @@ def normalize(answer: str) -> str:
     text = _SQRT_SHORT.sub(r"\\sqrt{\1}", text)
     for pattern, repl in _RELATIONS:
         text = pattern.sub(repl, text)
+    if "\\lor" in text or "\\vee" in text:
+        text = _LOGICAL_OR.sub(" or ", text)
     text = _INFINITY.sub(lambda m: "" if m.group(0).startswith("+") else r"\infty ", text)
     text = _PLAIN_FUNCS.sub(r"\\\1", text)
     text = _EMPTY_SET.sub(r"\\emptyset ", text)

@@ -155,12 +155,16 @@ _GROUPED_NUMBER = re.compile(rf"(?<![\d.])\d{{1,3}}(?:{_GROUP_SEPARATOR}\d{{3}})
 _SEPARATOR = re.compile(_GROUP_SEPARATOR)
 # Indian grouping (`1,00,000`, `2,50,00,000`), joined only when a later group starts with 0: a list element never does.
 _INDIAN_NUMBER = re.compile(r"(?<![\d.,])\d{1,2}(?:,\d{2})+,\d{3}(?![\d,])")
+# The same with LaTeX-marked commas (`56,\\!01,\\!78,\\!95,\\!760`): the marks say they are digit groups.
+_MARKED_COMMA = r"(?:,\s*\\!\s*|\{,\})"
+_MARKED_INDIAN = re.compile(rf"(?<![\d.])\d{{1,2}}(?:{_MARKED_COMMA}\d{{2}})+{_MARKED_COMMA}\d{{3}}(?!\d)")
 
 
 def join_digit_groups(text: str) -> str:
     """Numbers written with LaTeX thousands separators (or Indian grouping) as plain digits, so `11,\\! 111` is one
     number and not a two-answer list."""
     if "\\" in text or "{,}" in text:
+        text = _MARKED_INDIAN.sub(lambda m: re.sub(_MARKED_COMMA, "", m.group(0)), text)
         text = _GROUPED_NUMBER.sub(lambda m: _SEPARATOR.sub("", m.group(0)), text)
     if text.count(",") >= 2:
         text = _INDIAN_NUMBER.sub(lambda m: m.group(0).replace(",", "") if ",0" in m.group(0) else m.group(0), text)
@@ -327,14 +331,35 @@ def _find(completion: str, config: AnswerExtraction) -> Extracted | None:
         number = _last_number(completion, config.tail_window_chars)
         if number is not None:
             start = completion.rfind(number)
-            if qualified_number(completion, start, start + len(number)):
-                return None  # "it is not 4", "less than 4", "4 is wrong": the sentence denies or bounds its number
+            if qualified_number(completion, start, start + len(number)) or _hedged(completion, start, len(number)):
+                # "it is not 4", "less than 4", "4 is wrong": the sentence denies or bounds its number; "either 6 or
+                # 7", "maybe 7": it offers several, and its last one is no more the answer than the first
+                return None
             span = _last_math_span(completion, config.tail_window_chars)
             # `... is $\frac{9}{7}$`: the last number sits in a formula, and the formula is the answer.
             if span is not None and number in span:
                 return Extracted(span, "last_math")
             return Extracted(number, "last_number")
     return None
+
+
+# A sentence that offers values rather than stating one: a hedging word anywhere in it, or `or` beside a value.
+_HEDGING = re.compile(
+    r"\b(?:either|maybe|perhaps|possibly|probably)\b|[\d$)}]\s*,?\s*or\b|\bor\s*[-$(\\]?\s*\d", re.IGNORECASE
+)
+_SENTENCE_BREAK = re.compile(r"[.;!?\n](?!\d)")
+
+
+def _hedged(text: str, start: int, length: int) -> bool:
+    """Whether the sentence holding text[start:start+length] hedges (the words after a marker are checked the same
+    way by `_sentence_value`)."""
+    head = text[max(0, start - 300) : start]
+    breaks = list(_SENTENCE_BREAK.finditer(head))
+    if breaks:
+        head = head[breaks[-1].end() :]
+    tail = text[start : start + length + 300]
+    stop = _SENTENCE_BREAK.search(tail, length)
+    return _HEDGING.search(head + (tail[: stop.start()] if stop else tail)) is not None
 
 
 def _last_math_span(text: str, window: int) -> str | None:

@@ -48,6 +48,44 @@ def unqualified_in(pred: str, gold: str) -> set[str]:
     return found - qualifiers(gold) if found else found
 
 
+# Words that change the value beside them, which normalisation would drop as a unit: `\\text{negative } 3` is -3,
+# `\\text{half of } 10` is 5, `3 \\text{ squared}` is 9, `3 \\text{ million}` is 3000000. Scale words are read as
+# their factor only under the `scale_words` convention (`SCALES`); otherwise, like the rest, they are part of the
+# answer, and only the same words on the reference match it.
+SCALES = {"hundred": "10^{2}", "thousand": "10^{3}", "million": "10^{6}", "billion": "10^{9}", "trillion": "10^{12}"}
+SCALES["dozen"] = "12"
+VALUE_WORDS = (
+    frozenset(
+        """negative minus half halves twice double doubled triple tripled thrice quadruple squared cubed reciprocal
+    inverse opposite root""".split()
+    )
+    | frozenset(SCALES)
+    | frozenset(f"{scale}s" for scale in SCALES)
+)
+
+
+def value_words_differ(pred: str, gold: str) -> set[str]:
+    """The value-changing words on one side only (either side: `3` is not `3 \\text{ million}` either)."""
+    if _PLAIN_WORD.search(pred) is None and _PLAIN_WORD.search(gold) is None:
+        return set()
+    mine = {w for w in words_of(pred) if w in VALUE_WORDS}
+    theirs = {w for w in words_of(gold) if w in VALUE_WORDS}
+    return mine ^ theirs
+
+
+_SCALED = re.compile(
+    rf"(\d+(?:\.\d+)?)\s*(\\(?:text|mathrm|textrm|mbox)\s*\{{\s*)?({'|'.join(SCALES)})s?(?![a-zA-Z])(?(2)\s*\}})",
+    re.IGNORECASE,
+)
+
+
+def scaled(text: str) -> str:
+    """Scale words as their factor, for the `scale_words` convention: `3 \\text{ million}` -> `3 \\times 10^{6}`."""
+    if _PLAIN_WORD.search(text) is None:
+        return text
+    return _SCALED.sub(lambda m: f"{m.group(1)} \\times {SCALES[m.group(3).lower()]}", text)
+
+
 # The fallback reads the last number of a text; these words close to it mean the sentence denies or bounds it
 # ("it is not 4", "less than 4", "4 is wrong"). Only the few words before the number count, so that
 # "it is not hard to see that the total is 4" still reads 4; every word after it up to the sentence end counts.

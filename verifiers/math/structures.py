@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
-from groupscore.verifiers.math.numeric import evaluate
+from groupscore.verifiers.math.numeric import evaluate, free_variables
 
 MAX_ITEMS = 64  # a longer list is compared as plain text; nobody's answer has 65 parts
 MAX_NESTING = 8
@@ -39,14 +39,29 @@ class Relation:
 
 
 @dataclass(frozen=True)
+class Chain:
+    """`2+3=5`, `x=y=5`, `AB = 2+3 = 5`: equal signs in a row state the last member, and every member before it is
+    a name or a closed expression that must equal it (`3 = 4` states nothing)."""
+
+    closed: tuple[str, ...]  # the members that are not names, each claimed equal to `value`
+    value: str
+
+
+@dataclass(frozen=True)
 class Items:
     items: tuple[Node, ...]
-    # "set" (\{..\}), "tuple" ((..) or \langle..\rangle), "list" (a, b / a and b), "or" (a or b), "pm" (a \pm b)
+    # "set" (\{..\}), "tuple" ((..) or \langle..\rangle), "list" (a, b / a and b), "or" (a or b), "pm" (a \pm b),
+    # "labelled" (`x=3, y=4` without its labels: the values of distinct unknowns, in their labels' order)
     kind: str
 
     @property
     def ordered(self) -> bool:
-        return self.kind == "tuple"
+        return self.kind in ("tuple", "labelled")
+
+    @property
+    def alternatives(self) -> bool:
+        """`a or b`, `a \\pm b`: a disjunction, whose members have no order that could fill an ordered answer."""
+        return self.kind in ("or", "pm")
 
 
 @dataclass(frozen=True)
@@ -88,7 +103,7 @@ class ClockTime:
         return Ratio(tuple(self.text.removesuffix(self.meridiem).split(":")))
 
 
-Node = Expr | Choice | Relation | Items | Interval | Union | Matrix | Ratio | ClockTime
+Node = Expr | Choice | Relation | Chain | Items | Interval | Union | Matrix | Ratio | ClockTime
 
 _VARIABLE = re.compile(r"[a-zA-Z](?:_\{?\w+\}?)?|\\(?:alpha|beta|gamma|theta|lambda|mu|phi|omega|sigma|tau)")
 # What may stand left of `=` as a label for the answer on the right: a symbol (subscripted, primed), a segment or
@@ -178,9 +193,8 @@ def _parse(text: str, depth: int) -> Node:
     if matrix:
         rows = tuple(tuple(c.strip() for c in row.split("&")) for row in matrix.group(2).split("\\\\") if row.strip())
         return Matrix(rows, determinant=matrix.group(1) == "vmatrix")
-    groups = [p.strip() for p in split_top(text, (";",))] if ";" in text else []
-    if len(groups) > 1 and all(groups) and any(_top_level(g, (",",)) for g in groups) and len(groups) <= MAX_ITEMS:
-        # `p=5,q=2;p=7,q=2`: semicolons separate solutions whose parts are separated by commas
+    groups = _solution_groups(text)
+    if groups:  # `p=5,q=2;p=7,q=2`, `p=5,q=2 and p=7,q=2`: solutions whose parts are separated by commas
         return Items(tuple(_parse(g, depth + 1) for g in groups), "list")
     for separators, kind in (((" or ",), "or"), ((",", ";", " and "), "list")):
         parts = [p.strip() for p in split_top(text, separators)]
@@ -211,6 +225,18 @@ def _parse(text: str, depth: int) -> Node:
     return _bracketed(text, depth)
 
 
+def _solution_groups(text: str) -> list[str]:
+    """The solutions of an answer that lists several, each of several parts: split at semicolons when one part holds
+    a comma, or at `and` when every part does (`3, 4 and 5` is one list)."""
+    for separator, needs in ((";", any), (" and ", all)):
+        if separator in text:
+            groups = [g.strip() for g in split_top(text, (separator,))]
+            has_comma = [bool(_top_level(g, (",",))) for g in groups]
+            if len(groups) > 1 and all(groups) and needs(has_comma) and len(groups) <= MAX_ITEMS:
+                return groups
+    return []
+
+
 def _clock_time(text: str) -> ClockTime | None:
     match = _CLOCK.fullmatch(text)
     if match is None:
@@ -231,7 +257,11 @@ def _relation(text: str, ops: list[tuple[int, str]], depth: int) -> Node:
     if len(ops) == 1:
         return Relation(pieces[0], names[0], pieces[1])
     if all(op == "=" for op in names):
-        return _parse(pieces[-1], depth + 1)  # "2+3=5" or "x=y=5": the last member is the value
+        members = [p for p in pieces[:-1] if not is_name(p)]
+        if any(free_variables(p) or not p for p in members) or not pieces[-1]:
+            # `x=3 x=4` (a `\\quad` between two assignments), `x = 3 \\text{hmm} x = 4`: no one value is stated
+            return Expr(text)
+        return Chain(tuple(members), pieces[-1])
     if len(ops) == 2 and _ABSOLUTE.fullmatch(pieces[1]):
         return _absolute_between(pieces[0], names[0], names[1], pieces[2]) or Expr(text)
     if len(ops) == 2 and is_name(pieces[1]):

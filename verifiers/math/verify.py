@@ -21,20 +21,21 @@ from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventi
 from groupscore.verifiers.math.grader import Comparison, compare_fast, symbolic_outcome
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
-from groupscore.verifiers.math.normalize import normalize
+from groupscore.verifiers.math.normalize import PERCENT_MARK, DecimalComma, decimal_comma_reading, normalize
 from groupscore.verifiers.math.parser import LENIENT, NO_FALLBACK, STRICT, STRICT_NO_FALLBACK, box_run, extract_answer
-from groupscore.verifiers.math.qualifiers import different_units, units_of, unqualified_in
+from groupscore.verifiers.math.qualifiers import different_units, scaled, units_of, unqualified_in, value_words_differ
 from groupscore.verifiers.math.reference import parse_gold
+from groupscore.verifiers.math.structures import split_top
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
 MAX_GOLD_CHARS = 4000
 
 
 @short_key_cache(maxsize=1 << 13)
-def gold_answer(answer: str, reference: str = "extract") -> str | None:
+def gold_answer(answer: str, reference: str = "extract", decimal_comma: DecimalComma = "") -> str | None:
     """The normalised reference answer, or None if it is too long to be one (cached: batches repeat golds)."""
     text = parse_gold(answer, reference)
-    return normalize(text) if len(text) <= MAX_GOLD_CHARS else None
+    return normalize(text, decimal_comma) if len(text) <= MAX_GOLD_CHARS else None
 
 
 _CONFIGS = {
@@ -135,14 +136,12 @@ def _verdict(item: MathItem, status: Status, extracted: str | None, reason: str,
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _LITERAL = re.compile(r"\d+(?:\.\d+)?|\.\d+")
-_OPERATION = re.compile(r"[-+*/^()]|\\(?:frac|cdot|times|div|sqrt)")
-# Unevaluated arithmetic on numbers: digits, operators, brackets and the arithmetic commands, nothing else.
-_ARITHMETIC = re.compile(r"(?:[\d.\s()+\-*/^{}\[\]]|\\(?:times|cdot|div|frac|sqrt)(?![a-zA-Z]))+")
 # Ways of writing one number that are not arithmetic left to do: a fraction, a mantissa times a power of ten.
 _FRACTION = re.compile(r"-?(?:\\frac\{(\d+)\}\{(\d+)\}|(\d+)/(\d+))")
 _SCIENTIFIC = re.compile(r"-?\d(?:\.\d+)?(?:\\times|\\cdot|\*)10\^\{?-?\d+\}?")
 _QUESTION_GROUPS = re.compile(r"(?<=\d)(?:,|\{,\}|\\[,!])(?=\d{3}(?!\d))")
-_NEUTRAL = frozenset({Fraction(0), Fraction(1)})  # `+ 0`, `1 \cdot (..)`: padding that changes nothing
+_GROUPING = re.compile(r"[\s{}()]")  # `(10)`, `{10}`: brackets around a number only group it
+_NEUTRAL = frozenset({Fraction(0), Fraction(1)})  # `+ 0`, `1 \cdot (..)`, `e^0`, `\log 1`: padding that changes nothing
 
 
 def _literals(text: str) -> set[Fraction]:
@@ -150,22 +149,27 @@ def _literals(text: str) -> set[Fraction]:
 
 
 def _copies_the_question(pred: str, gold: str, question: str) -> bool:
-    """For a numeric reference: the answer is unevaluated arithmetic on the question's own numbers ("3*4-2",
-    "(3 \\cdot 4) - 2 + 0", "-2 + 4 \\times 3" for "What is 3*4-2?"), which a symbolic comparison would otherwise
-    pay. Judged by meaning, not spelling: every number of the answer but 0 and 1, or two of them at least, appear in
-    the question. A fraction in lowest terms and scientific notation are ways of writing a number, not arithmetic
-    left to do."""
-    if not _NUMBER.fullmatch(gold) or not _OPERATION.search(pred.lstrip("-")) or not _ARITHMETIC.fullmatch(pred):
+    """For a numeric reference: the answer is not a number but an expression built on the question's own numbers
+    ("3*4-2", "(3 \\cdot 4) - 2 + 0", "|3*4-2|", "\\lfloor 3 \\cdot 4 - 2 \\rfloor", "(3*4-2)e^0" for "What is
+    3*4-2?"), which a symbolic comparison would otherwise pay. Judged by meaning, not spelling: whatever wraps the
+    arithmetic (a function, an absolute value, a neutral factor or term), the answer copies the question when every
+    number in it but 0 and 1, or two of them at least, appear in the question. A fraction in lowest terms and
+    scientific notation are ways of writing a number, not arithmetic left to do."""
+    if not _NUMBER.fullmatch(gold):
         return False
-    fraction = _FRACTION.fullmatch(pred)
+    written = split_top(pred.removesuffix(PERCENT_MARK), ("=",))[-1]  # `x = 10` states 10
+    if _NUMBER.fullmatch(_GROUPING.sub("", written).removeprefix("+")) or _SCIENTIFIC.fullmatch(written):
+        return False
+    fraction = _FRACTION.fullmatch(written)
     if fraction is not None:
         num, den = (int(g) for g in fraction.groups() if g is not None)
         if den and gcd(num, den) == 1:
             return False
-    if _SCIENTIFIC.fullmatch(pred):
-        return False
     asked = _literals(_QUESTION_GROUPS.sub("", question))
-    used = _literals(pred) - _NEUTRAL
+    numbers = _literals(written)
+    used = numbers - _NEUTRAL
+    if not used:  # `1+1` for "What is 1+1?"; not `e^0` for a question without a 0
+        return bool(numbers) and numbers <= asked
     # Two of the question's numbers in one expression is arithmetic on the question, even with a number of the
     # answer's own beside them (`123 \\times 457 - 90 + 1`).
     return used <= asked or len(used & asked) >= 2
@@ -198,7 +202,12 @@ def _score(item: MathItem) -> Verdict:
         return _verdict(item, Status.no_answer, None, "no final answer found")
     if extracted.too_long:
         return _verdict(item, Status.unparsable, extracted.text[:200], "answer too long", source=extracted.source)
-    gold = gold_answer(item.answer, item.reference)
+    conventions = conventions_of(item)
+    gold_comma = decimal_comma_reading(item.answer, conventions.decimal_comma)
+    gold = gold_answer(item.answer, item.reference, gold_comma)
+    if gold is not None and conventions.scale_words:
+        extracted = replace(extracted, text=scaled(extracted.text))
+        gold = normalize(scaled(parse_gold(item.answer, item.reference)), gold_comma)
     if gold is None:
         return Verdict.error(item.id, f"the reference answer is longer than {MAX_GOLD_CHARS} characters")
     if not gold:
@@ -213,7 +222,7 @@ def _score(item: MathItem) -> Verdict:
         joined = ", ".join(run)
         boxes = boxes[: max(len(boxes) - len(run), 0)] + (joined,)
         extracted = replace(extracted, text=joined)
-    pred = normalize(extracted.text)
+    pred = normalize(extracted.text, decimal_comma_reading(item.completion, conventions.decimal_comma))
     if not pred:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
     if item.strict and len(boxes) > 1 and _strict_hedge(boxes, item.rel_tol):
@@ -235,6 +244,8 @@ def _score(item: MathItem) -> Verdict:
             hedge=True,
         )
     reference = parse_gold(item.answer, item.reference)
+    if conventions.scale_words:
+        reference = scaled(reference)
     denied = unqualified_in(extracted.text, reference)
     if denied:  # `\\text{not } 3`, `less than 3`, `3 \\text{ is wrong}`: words that make the answer not the number
         return _verdict(
@@ -242,6 +253,16 @@ def _score(item: MathItem) -> Verdict:
             Status.incorrect,
             extracted.text,
             f"the answer qualifies its value ({', '.join(sorted(denied))})",
+            source=extracted.source,
+            hedge=True,
+        )
+    changed = value_words_differ(extracted.text, reference)
+    if changed:  # `\\text{negative } 3`, `\\text{half of } 10`, `3 \\text{ squared}`: the words change the value
+        return _verdict(
+            item,
+            Status.incorrect,
+            extracted.text,
+            f"words that change the value on one side only ({', '.join(sorted(changed))})",
             source=extracted.source,
             hedge=True,
         )
@@ -254,7 +275,6 @@ def _score(item: MathItem) -> Verdict:
             f"different units: {', '.join(sorted(units[0]))} against {', '.join(sorted(units[1]))}",
             source=extracted.source,
         )
-    conventions = conventions_of(item)
     outcome = compare_fast(pred, gold, item.rel_tol, conventions)
     if outcome.equal is None and not outcome.too_complex:
         try:  # refuse here what the worker would refuse, without occupying a worker
