@@ -16,28 +16,14 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from groupscore.runtime import MIN_WORKER_MEMORY_MB  # one floor for both readers
+from groupscore.schema.columns import KIND_FIELDS
 from groupscore.schema.reward import KIND_NAMES
 
 ENV_PREFIX = "GROUPSCORE_"
 
-# The math item's conventions and extraction options: what `math_defaults` may set for a whole service.
-MATH_DEFAULTABLE = (
-    "profile",
-    "percent",
-    "decimal_comma",
-    "significant_digits",
-    "order",
-    "rename_variables",
-    "clock_12h",
-    "scale_words",
-    "scientific_tolerance",
-    "check_equations",
-    "reference",
-    "fallback",
-    "strict",
-    "rel_tol",
-    "timeout_s",
-)
+# The math item's conventions and extraction options: what `math_defaults` may set for a whole service. Every field
+# of the item but the two that belong to one item alone, read from the one table of the kind's fields.
+MATH_DEFAULTABLE = tuple(field for field in KIND_FIELDS["math"] if field not in ("answer", "question"))
 
 
 class SettingsError(ValueError):

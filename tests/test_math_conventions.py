@@ -130,3 +130,14 @@ def test_items_resolve_their_conventions():
     mixed = conventions_of(MathItem(completion="", answer="1", profile="math_verify", percent="number", clock_12h=True))
     assert mixed.percent == "number" and mixed.clock_12h  # an explicit field wins over the profile
     assert conventions_of(MathItem(completion="", answer="1", question="Find the ratio of AB to BC.")).ratio_question
+
+
+def test_every_convention_is_an_item_field_and_a_service_default():
+    """One list of option names: the conventions, the item model, and what GROUPSCORE_MATH_DEFAULTS may set agree."""
+    from dataclasses import fields
+
+    from groupscore.service.settings import MATH_DEFAULTABLE
+
+    conventions = {f.name for f in fields(Conventions)} - {"ratio_question"}
+    assert conventions <= set(MathItem.model_fields)
+    assert conventions | {"profile", "reference", "fallback", "strict", "rel_tol", "timeout_s"} == set(MATH_DEFAULTABLE)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from groupscore.schema.columns import KIND_FIELDS
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.verify import score_math
 
@@ -25,22 +26,9 @@ def _cases() -> list[dict]:
 
 
 CASES = _cases()
-# Item fields a case may set where a convention or the question is the point (cli/data/math/README.md).
-OPTION_KEYS = (
-    "question",
-    "profile",
-    "percent",
-    "decimal_comma",
-    "significant_digits",
-    "order",
-    "rename_variables",
-    "clock_12h",
-    "scale_words",
-    "scientific_tolerance",
-    "check_equations",
-    "reference",
-    "fallback",
-)
+# Item fields a case may set where a convention or the question is the point (cli/data/math/README.md): every math
+# field but those the test sets itself.
+OPTION_KEYS = tuple(f for f in KIND_FIELDS["math"] if f not in ("answer", "strict", "rel_tol", "timeout_s"))
 
 
 def test_fixture_set_is_large_and_labelled():

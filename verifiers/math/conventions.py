@@ -7,7 +7,7 @@ The grader receives one frozen `Conventions`, so cached outcomes are keyed by it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 Percent = Literal["number", "fraction", "both"]
@@ -41,17 +41,9 @@ PROFILES: dict[str, Conventions] = {
 _RATIO_QUESTION = re.compile(r"\bratios?\b|\bproportion|:\s*\?|\bin the form\s+\$?[a-z]\s*:\s*[a-z]", re.IGNORECASE)
 
 
-_FIELDS = (
-    "percent",
-    "decimal_comma",
-    "significant_digits",
-    "order",
-    "rename_variables",
-    "clock_12h",
-    "scale_words",
-    "scientific_tolerance",
-    "check_equations",
-)
+# The conventions an item sets field by field (the item model has a field of each name); `ratio_question` is read
+# from the question.
+_FIELDS = tuple(field.name for field in fields(Conventions) if field.name != "ratio_question")
 _ASKED = frozenset((*_FIELDS, "question"))
 
 
