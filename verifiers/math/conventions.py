@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Literal
+from typing import Any, Literal
 
 Percent = Literal["number", "fraction", "both"]
 Order = Literal["written", "any"]
@@ -47,7 +47,7 @@ _FIELDS = tuple(field.name for field in fields(Conventions) if field.name != "ra
 _ASKED = frozenset((*_FIELDS, "question"))
 
 
-def conventions_for(profile: str, question: str | None = None, **explicit: object) -> Conventions:
+def conventions_for(profile: str, question: str | None = None, **explicit: Any) -> Conventions:
     """The profile's conventions with the explicit fields (those not None) applied over them."""
     chosen = replace(PROFILES[profile], **{k: v for k, v in explicit.items() if v is not None})
     if question and _RATIO_QUESTION.search(question[-2000:]):  # the ask is at the end of a long statement

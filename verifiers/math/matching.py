@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
 from groupscore.verifiers.math.leaves import LeafJudge, Tri, cached_value
 from groupscore.verifiers.math.numeric import free_variables
@@ -70,8 +71,8 @@ class Judge(LeafJudge):
             return self._choice(pred, gold)
         if isinstance(pred, Chain):  # what the chain claims must hold before its last member counts
             checked = pred.closed if self.conventions.check_equations else ()
-            claims = [lambda m=m: self.leaf(m, pred.value) for m in checked]
-            return all3((*claims, lambda: self.match(parse_structure(pred.value), gold)))
+            claims = [partial(self.leaf, member, pred.value) for member in checked]
+            return all3((*claims, partial(self.match, parse_structure(pred.value), gold)))
         if isinstance(gold, Chain):
             return self.match(pred, parse_structure(gold.value))
         if isinstance(pred, Items) and len(pred.items) == 1 and _unwraps(pred, gold):
@@ -97,7 +98,7 @@ class Judge(LeafJudge):
                 return False
             if self.conventions.check_equations and not free_variables(pred.lhs) and not is_name(pred.rhs):
                 # `2+3 = 5` states 5 because it holds; `3 = 4` states nothing (and its last side is no answer)
-                return all3((lambda: self.leaf(pred.lhs, pred.rhs), lambda: self.match(value, gold)))
+                return all3((partial(self.leaf, pred.lhs, pred.rhs), partial(self.match, value, gold)))
             return self.match(value, gold)
         if isinstance(gold, Relation):
             value = _value_of(gold)
@@ -134,7 +135,7 @@ class Judge(LeafJudge):
                 return False
             # a:b:c = d:e:f when each part against the first is in the same proportion: a*e = b*d, ...
             return all3(
-                lambda i=i: self.leaf(f"({p[i]})\\cdot({g[0]})", f"({p[0]})\\cdot({g[i]})") for i in range(1, len(p))
+                partial(self.leaf, f"({p[i]})\\cdot({g[0]})", f"({p[0]})\\cdot({g[i]})") for i in range(1, len(p))
             )
         ratio, other = (pred, gold) if isinstance(pred, Ratio) else (gold, pred)
         if isinstance(ratio, Ratio) and isinstance(other, Expr) and len(ratio.parts) == 2:
@@ -152,7 +153,7 @@ class Judge(LeafJudge):
             if lower:
                 return lower.group(1).upper() == gold.letter
             found = _CHOICE_PREFIX.match(text)  # "(B) 12", "B. 12"
-            return bool(found) and next(g for g in found.groups() if g) == gold.letter
+            return found is not None and next(g for g in found.groups() if g) == gold.letter
         return False
 
     def _items(self, pred: Items, gold: Items) -> Tri:
@@ -168,7 +169,7 @@ class Judge(LeafJudge):
         if ordered and self.conventions.order == "written":
             if len(pred.items) != len(gold.items):
                 return False
-            return all3(lambda p=p, g=g: self.match(p, g) for p, g in zip(pred.items, gold.items))
+            return all3(partial(self.match, p, g) for p, g in zip(pred.items, gold.items))
         return self._unordered(pred.items, gold.items)
 
     def _unordered(self, preds: Sequence[Node], golds: Sequence[Node]) -> Tri:
@@ -204,7 +205,7 @@ class Judge(LeafJudge):
         if isinstance(p, Interval) and isinstance(g, Interval):
             if (p.left_closed, p.right_closed) != (g.left_closed, g.right_closed):
                 return False
-            return all3((lambda: self.leaf(p.lo, g.lo), lambda: self.leaf(p.hi, g.hi)))
+            return all3((partial(self.leaf, p.lo, g.lo), partial(self.leaf, p.hi, g.hi)))
         if isinstance(p, Union) and isinstance(g, Union):
             return self._unordered(p.parts, g.parts)
         return False
@@ -220,8 +221,8 @@ class Judge(LeafJudge):
             p_flat, g_flat = _as_vector(p_rows), _as_vector(g_rows)
             if p_flat is None or g_flat is None or len(p_flat) != len(g_flat):
                 return False
-            return all3(lambda a=a, b=b: self.leaf(a, b) for a, b in zip(p_flat, g_flat))
-        return all3(lambda a=a, b=b: self.leaf(a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
+            return all3(partial(self.leaf, a, b) for a, b in zip(p_flat, g_flat))
+        return all3(partial(self.leaf, a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
 
 
 def _unwraps(one: Items, other: Node) -> bool:

@@ -68,6 +68,16 @@ def _approx(value: complex, *operands: Number, sound: bool = True) -> Number:
     )
 
 
+def fraction_of(n: Number) -> Fraction | None:
+    """The exact rational value, or None for a float result (`is_exact`, in a form the type checker reads)."""
+    return n.value if isinstance(n.value, Fraction) else None
+
+
+def _integer_of(n: Number) -> int | None:
+    value = fraction_of(n)
+    return value.numerator if value is not None and value.denominator == 1 else None
+
+
 def _exact(value: Fraction, *operands: Number) -> Number:
     """An exact result of a rational operation on `operands`."""
     return Number(
@@ -203,8 +213,9 @@ class _Reader:
         if tok == "|":  # |x|; an implicit product like 2|x| is left to sympy
             inner = self.expr()
             self.take("|")
-            if inner.is_exact:
-                return _exact(abs(inner.value), inner)
+            inner_value = fraction_of(inner)
+            if inner_value is not None:
+                return _exact(abs(inner_value), inner)
             return _approx(abs(_as_complex(inner)), inner, sound=_unsound_if_varying(inner))
         if tok == r"\binom":
             n, k = self.group(), self.group()
@@ -222,11 +233,11 @@ class _Reader:
             index = 2
             if self.peek() == "[":
                 self.take("[")
-                idx = self.expr()
+                idx = _integer_of(self.expr())
                 self.take("]")
-                if not (idx.is_exact and idx.value.denominator == 1 and 2 <= idx.value <= 64):
+                if idx is None or not 2 <= idx <= 64:
                     raise NotNumeric("root index")
-                index = int(idx.value)
+                index = idx
             return _root(self.group(), index)
         if tok == r"\pi":
             return Number(complex(math.pi, 0.0), False)
@@ -249,7 +260,8 @@ class _Reader:
             if self.peek() == "^":  # \sin^2 x is (\sin x)^2; \sin^{-1} is arcsin, left to sympy
                 self.take("^")
                 exponent = self.group()
-                if not (exponent.is_exact and exponent.value.denominator == 1 and exponent.value > 0):
+                power = _integer_of(exponent)
+                if power is None or power <= 0:
                     raise NotNumeric("inverse function")
             arg = self.power() if self.peek() in ("(", "{") else self.unary()
             value = _apply_function(_FUNCS[tok], arg, analytic=tok not in _MULTIVALUED)
@@ -275,58 +287,64 @@ def _starts_atom(tok: str) -> bool:
 
 
 def _neg(a: Number) -> Number:
-    return _exact(-a.value, a) if a.is_exact else _approx(-a.value, a)
+    value = fraction_of(a)
+    return _exact(-value, a) if value is not None else _approx(-_as_complex(a), a)
 
 
 def _add(a: Number, b: Number) -> Number:
-    if a.is_exact and b.is_exact:
-        return _exact(a.value + b.value, a, b)
+    x, y = fraction_of(a), fraction_of(b)
+    if x is not None and y is not None:
+        return _exact(x + y, a, b)
     return _approx(_as_complex(a) + _as_complex(b), a, b)
 
 
 def _mul(a: Number, b: Number) -> Number:
-    if a.is_exact and b.is_exact:
-        if a.value.numerator.bit_length() + b.value.numerator.bit_length() > MAX_RESULT_BITS:
+    x, y = fraction_of(a), fraction_of(b)
+    if x is not None and y is not None:
+        if x.numerator.bit_length() + y.numerator.bit_length() > MAX_RESULT_BITS:
             raise NotNumeric("too large")
-        return _exact(a.value * b.value, a, b)
+        return _exact(x * y, a, b)
     return _approx(_as_complex(a) * _as_complex(b), a, b)
 
 
 def _div(a: Number, b: Number) -> Number:
     if b.value == 0:
         raise NotNumeric("division by zero")
-    if a.is_exact and b.is_exact:
-        return _exact(a.value / b.value, a, b)
+    x, y = fraction_of(a), fraction_of(b)
+    if x is not None and y is not None:
+        return _exact(x / y, a, b)
     return _approx(_as_complex(a) / _as_complex(b), a, b)
 
 
 def _root(a: Number, index: int) -> Number:
-    if a.is_exact:
-        exact = _exact_root(a.value, index)
+    value = fraction_of(a)
+    if value is not None:
+        exact = _exact_root(value, index)
         if exact is not None:
             return _exact(exact, a) if not a.varying else _approx(complex(exact), a, sound=False)
-        if a.value < 0:
+        if value < 0:
             if index % 2 == 1:  # the real odd root, as a student means it
-                return _approx(-(float(-a.value) ** (1 / index)), a, sound=_unsound_if_varying(a))
-            return _approx(1j * float(-a.value) ** (1 / index), a, sound=_unsound_if_varying(a))
-        return _approx(float(a.value) ** (1 / index), a, sound=_unsound_if_varying(a))
+                return _approx(-(float(-value) ** (1 / index)), a, sound=_unsound_if_varying(a))
+            return _approx(1j * float(-value) ** (1 / index), a, sound=_unsound_if_varying(a))
+        return _approx(float(value) ** (1 / index), a, sound=_unsound_if_varying(a))
     return _approx(_as_complex(a) ** (1 / index), a, sound=_unsound_if_varying(a))
 
 
 def _pow(base: Number, exponent: Number) -> Number:
-    if exponent.is_exact and exponent.value.denominator == 1:
-        e = int(exponent.value)
+    e = _integer_of(exponent)
+    if e is not None:
         if abs(e) > MAX_EXPONENT:
             raise NotNumeric("exponent too large")
-        if base.is_exact:
-            if base.value == 0 and e < 0:
+        value = fraction_of(base)
+        if value is not None:
+            if value == 0 and e < 0:
                 raise NotNumeric("division by zero")
-            bits = max(base.value.numerator.bit_length(), base.value.denominator.bit_length())
+            bits = max(value.numerator.bit_length(), value.denominator.bit_length())
             if bits * abs(e) > MAX_RESULT_BITS:
                 raise NotNumeric("power too large")
-            return _exact(base.value**e, base, exponent)
+            return _exact(value**e, base, exponent)
     # x^n and b^x with a fixed positive b (exp(x log b)) are analytic; other powers of a varying value have branches.
-    integer_power = exponent.is_exact and exponent.value.denominator == 1
+    integer_power = e is not None
     try:
         b, x = _as_complex(base), _as_complex(exponent)
         fixed_base = not base.varying and b.imag == 0 and b.real > 0
@@ -343,17 +361,19 @@ def _pow(base: Number, exponent: Number) -> Number:
 
 
 def _binomial(n: Number, k: Number) -> Number:
-    if not (n.is_exact and k.is_exact and n.value.denominator == 1 and k.value.denominator == 1):
+    top, bottom = _integer_of(n), _integer_of(k)
+    if top is None or bottom is None:
         raise NotNumeric("binomial arguments")
-    if not (0 <= n.value <= MAX_FACTORIAL):
+    if not (0 <= top <= MAX_FACTORIAL):
         raise NotNumeric("binomial too large")
-    return Number(Fraction(math.comb(int(n.value), int(k.value)) if k.value >= 0 else 0), n.approx or k.approx)
+    return Number(Fraction(math.comb(top, bottom) if bottom >= 0 else 0), n.approx or k.approx)
 
 
 def _factorial(a: Number) -> Number:
-    if not (a.is_exact and a.value.denominator == 1 and 0 <= a.value <= MAX_FACTORIAL):
+    whole = _integer_of(a)
+    if whole is None or not 0 <= whole <= MAX_FACTORIAL:
         raise NotNumeric("factorial argument")
-    return Number(Fraction(math.factorial(int(a.value))), a.approx)
+    return Number(Fraction(math.factorial(whole)), a.approx)
 
 
 def evaluate(text: str, variables: Mapping[str, complex] | None = None) -> Number | None:

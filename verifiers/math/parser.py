@@ -319,9 +319,9 @@ def _find(completion: str, config: AnswerExtraction) -> Extracted | None:
         return _from_final(completion, final, config)
     answer_is = _last_marker(completion, ("answer", "Answer", "ANSWER"), _ANSWER_IS)
     if answer_is is not None:
-        span = _take_span(completion, answer_is.end())
-        if span.strip():
-            return Extracted(_sentence_value(span) if config.fallback else span, "answer_is")
+        answer = _take_span(completion, answer_is.end())
+        if answer.strip():
+            return Extracted(_sentence_value(answer) if config.fallback else answer, "answer_is")
     if not config.fallback:
         return None
     bare = completion.strip().strip("$").strip()

@@ -70,8 +70,8 @@ def _top_level_parts(text: str) -> list[str]:
 def _indexed_values(text: str) -> str | None:
     """`x_1 = a, x_2 = b` (one name, numbered): the answers are `a, b`."""
     parts = _top_level_parts(_GLUED_QUAD.sub(r"\\\1 ", text))
-    matches = [_INDEXED.fullmatch(p) for p in parts]
-    if len(parts) < 2 or not all(matches) or len({m.group(1) for m in matches}) != 1:
+    matches = [m for m in map(_INDEXED.fullmatch, parts) if m is not None]
+    if len(parts) < 2 or len(matches) != len(parts) or len({m.group(1) for m in matches}) != 1:
         return None
     return ", ".join(m.group(3) for m in matches)
 

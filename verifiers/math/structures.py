@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
-from groupscore.verifiers.math.numeric import evaluate, free_variables
+from groupscore.verifiers.math.numeric import evaluate, fraction_of, free_variables
 
 MAX_ITEMS = 64  # a longer list is compared as plain text; nobody's answer has 65 parts
 MAX_NESTING = 8
@@ -280,12 +280,13 @@ def _absolute_between(lo: str, op_lo: str, op_hi: str, hi: str) -> Node | None:
     """`1 \\leq |z| \\leq \\frac32` is `[-3/2, -1] \\cup [1, 3/2]`; with a lower bound of 0 or less, one interval."""
     if op_lo not in _LOWER_OPS or op_hi not in _LOWER_OPS:
         return None
-    low = evaluate(lo)
-    if low is None or not low.is_exact:
+    evaluated = evaluate(lo)
+    low = fraction_of(evaluated) if evaluated is not None else None
+    if low is None:
         return None
     lo_closed, hi_closed = _LOWER_OPS[op_lo], _LOWER_OPS[op_hi]
-    if low.value <= 0:
-        return Interval(f"-({hi})", hi, hi_closed, hi_closed) if low.value < 0 or lo_closed else None
+    if low <= 0:
+        return Interval(f"-({hi})", hi, hi_closed, hi_closed) if low < 0 or lo_closed else None
     return Union((Interval(f"-({hi})", f"-({lo})", hi_closed, lo_closed), Interval(lo, hi, lo_closed, hi_closed)))
 
 
