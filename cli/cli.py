@@ -387,11 +387,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `groupscore` command. Without `argv` it is the program (the console script, `python -m groupscore`), and
+    owns the process: SIGTERM, SIGHUP and its parent's death end it as Ctrl-C does, and every process it started
+    ends with it (lifecycle.py). With `argv` (a test, a caller in Python) it leaves signals and processes alone."""
+    if argv is not None:
+        return _run(argv, 130)
+    from groupscore import lifecycle
+
+    lifecycle.install()
+    status = _run(None, None)
+    return lifecycle.finish(status)
+
+
+def _run(argv: list[str] | None, interrupted: int | None) -> int:
+    """Parse and run one command; `interrupted`: the status after KeyboardInterrupt (None: 128 + the signal)."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        return 130
+        if interrupted is not None:
+            return interrupted
+        from groupscore import lifecycle
+
+        return lifecycle.exit_status()  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP and the parent's death
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as a SIGPIPE'd command would
         _quiet_stdout()
         return 141

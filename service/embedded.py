@@ -47,9 +47,13 @@ def start_embedded(
     child_env = {**os.environ, **(env or {})}
     if token is not None:
         child_env["GROUPSCORE_TOKEN"] = token
-    # The server's output goes to a file, not a pipe nobody reads (a full pipe would stall the server).
+    # The server's output goes to a file, not a pipe nobody reads (a full pipe would stall the server). Its own
+    # process group: a terminal's Ctrl-C reaches only us, and we stop it in order (its scoring processes first); the
+    # same session: being a child that does not lead a session, it ends itself if we die (cli/lifecycle.py).
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, env=child_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, env=child_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, process_group=0
+        )
         url = f"http://{host}:{port}"
         try:
             _wait_ready(process, url, ready_timeout_s, log)
@@ -83,6 +87,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.send_signal(signal.SIGINT)  # uvicorn shuts down cleanly: lifespan closes the pool
         try:
             process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # its own session: the workers go with it
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):  # stuck, or a second Ctrl-C: no more waiting
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # its own process group: the scoring processes go with it
+            except ProcessLookupError:
+                pass
             process.wait()

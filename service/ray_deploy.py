@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,7 +75,12 @@ class RayTarget:
 def connect(address: str | None) -> None:
     """Join the Ray cluster at `address` (or RAY_ADDRESS, or start a local one), unless this process already has."""
     if not ray.is_initialized():
+        handler = signal.getsignal(signal.SIGTERM)
         ray.init(address=address, namespace="serve", log_to_driver=False)
+        # ray.init sets its own SIGTERM handler (sys.exit); the caller's, when it had one (the `groupscore` command's
+        # clean shutdown), stays
+        if callable(handler) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
 
 
 def haproxy_binary() -> str | None:
@@ -258,28 +264,49 @@ def _interrupted(signum: int, frame: Any) -> None:
 
 def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarget) -> int:
     """`groupscore serve --ray [ADDRESS] [--serve-config FILE]`: deploy, print the URL, serve until interrupted."""
-    connect(address)
-    if config_path is not None:
-        config = load_config(config_path)
-        ingress = deploy_config(config)
-        options = config.http_options
-        urls = [f"http://{options.host}:{options.port}{app.route_prefix or ''}" for app in config.applications]
-        names = [app.name for app in config.applications]
-    else:
-        ingress = start_proxy(target)
-        urls, names = [deploy(target)], [target.app_name]
-    # Ctrl-C and a supervisor's SIGTERM both end the wait and delete the applications. SIGINT is set explicitly: a
-    # command started in the background by a non-interactive shell (a CI script, nohup, `cmd &`) inherits it ignored.
+    # Ctrl-C and a supervisor's SIGTERM both end it, from the first line on: while Ray starts, while Serve deploys and
+    # while it serves. The `groupscore` command's own handlers stay (cli/lifecycle.py: SIGHUP and the parent's death
+    # too); else KeyboardInterrupt. SIGINT is set explicitly: a command started in the background by a
+    # non-interactive shell (a CI script, `cmd &`) inherits it ignored.
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _interrupted)
-    where = ", ".join(urls)
-    print(f"groupscore: serving on Ray Serve at {where} ({ingress}; docs at /docs)", file=sys.stderr, flush=True)
+        if not callable(signal.getsignal(signum)):
+            signal.signal(signum, _interrupted)
+    config = None if config_path is None else load_config(config_path)  # a bad file: one line, before Ray starts
+    names = [target.app_name] if config is None else [app.name for app in config.applications]
+    deploying = False
     try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
+        connect(address)
+        deploying = True
+        if config is not None:
+            ingress = deploy_config(config)
+            options = config.http_options
+            urls = [f"http://{options.host}:{options.port}{app.route_prefix or ''}" for app in config.applications]
+        else:
+            ingress = start_proxy(target)
+            urls = [deploy(target)]
+        where = ", ".join(urls)
+        print(f"groupscore: serving on Ray Serve at {where} ({ingress}; docs at /docs)", file=sys.stderr, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass  # the end of serving (an interrupted start goes on up, after the clean-up below)
     finally:
-        for name in names:  # like `serve run`, but other applications on a shared cluster are left running
-            serve.delete(name)
+        try:
+            if deploying:  # like `serve run`, but other applications on a shared cluster are left running
+                _delete(names)
+        finally:
+            # Leave the cluster now, not at exit: a local one (this command's own) ends here, Serve's HAProxy with it,
+            # before the command's last look for processes left behind.
+            ray.shutdown()
     return 0
+
+
+def _delete(names: list[str]) -> None:
+    """Ask Serve's controller to delete the applications, without waiting for their replicas to drain (20 s and more):
+    the controller finishes it on a shared cluster, and a local one ends with this command."""
+    for name in names:
+        try:
+            serve.delete(name, _blocking=False)
+        except Exception as exc:  # noqa: BLE001 - an interrupted deploy may have left nothing to delete, or no Serve
+            print(f"groupscore: could not delete the Serve application {name}: {exc}", file=sys.stderr)

@@ -17,6 +17,10 @@ log = logging.getLogger("groupscore.service")
 # A batch's items and verdicts are tens of thousands of short-lived containers; with the default gen-0 threshold (700)
 # the collector runs every few hundred of them and walks the whole batch in flight each time (milliseconds per request).
 _GC_GEN0_THRESHOLD = 50_000
+# On SIGTERM or Ctrl-C, requests in flight get this long to finish; then they are cancelled (their clients see the
+# connection drop and retry elsewhere) and the scoring processes, with whatever programs they run, are ended. Without
+# it uvicorn waits for every request, and one item running a program up to its limits held a `docker stop` that long.
+SHUTDOWN_GRACE_S = 5
 
 
 def tune_garbage_collector() -> None:
@@ -53,6 +57,7 @@ def serve(
         log_level="warning",
         access_log=False,
         timeout_keep_alive=30,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         lifespan="on",
     )
     server = uvicorn.Server(config)
