@@ -41,7 +41,8 @@ from groupscore.verifiers.sql.item import SqlItem
 #           references ordered, alternatives never fill an ordered answer, the question-copy guard by meaning, a bare
 #           clock time on a 24-hour clock, false equations state nothing, value words, exact scientific notation,
 #           hedging sentences without a marker); a decimal comma in plain text, Indian grouping with `\\!`, solution
-#           tuples joined by `and`; options clock_12h, scale_words, scientific_tolerance, check_equations.
+#           tuples joined by `and`; options clock_12h, scale_words, scientific_tolerance, check_equations; then the
+#           review's holes: a decimal within one unit of its last digit, a numeric question wants a written number.
 #   code 1  verdicts as of be62d36.
 #   code 2  issue 10: reward-integrity fixes found by the adversarial review.
 #   format, length, json, sql 1  verdicts as of be62d36.

@@ -25,19 +25,19 @@ def unlabel(node: Node) -> Node:
         labels = _tuple_labels(node.lhs)
         if labels and isinstance(value, Items) and value.kind == "tuple" and len(value.items) == len(labels):
             # `(y, x) = (3, 4)` is (x, y) = (4, 3): the values follow their labels, as for `y=3, x=4`.
-            order = sorted(range(len(labels)), key=lambda k: _label_key(labels[k]))
-            value = Items(tuple(value.items[k] for k in order), value.kind)
+            value = Items(tuple(value.items[k] for k in _label_order(labels)), value.kind)
         return unlabel(value)
     if not isinstance(node, Items):
         return node
-    kind = "labelled" if _distinct_unknowns(node.items) else node.kind
+    # `x=3, y=4` is one answer of two unknowns; `x = 3 or y = 4` stays a disjunction (never paid as the pair).
+    kind = "labelled" if node.kind == "list" and distinct_unknowns(node.items) else node.kind
     return Items(tuple(unlabel(i) for i in _by_label(node.items)), kind)
 
 
 _SUBSCRIPT = re.compile(r"_\{?\w+\}?|'+")
 
 
-def _distinct_unknowns(items: tuple[Node, ...]) -> bool:
+def distinct_unknowns(items: tuple[Node, ...]) -> bool:
     """`x=3, y=4`, `AB=4, CD=5`: values assigned to different unknowns, so their order is the labels' order and an
     unlabelled answer must follow it. Not `x_1=2, x_2=3` (the roots of one unknown) nor `W(x)=1, W(x)=-1`."""
     if len(items) < 2 or not all(isinstance(i, Relation) and i.is_assignment for i in items):
@@ -50,22 +50,29 @@ _LETTER_LABEL = re.compile(r"([a-zA-Z])(?:_\{?(\w{1,3})\}?)?")
 
 
 def _by_label(items: tuple[Node, ...]) -> tuple[Node, ...]:
-    """Values labelled by a run of letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in the order of their labels:
-    x before y, a before b, x_1 before x_2, as an unlabelled tuple lists them. Read in text order, `y=3, x=4` paid
-    against `(3, 4)`, which is (x, y) = (4, 3). Other labels (`x=-5, p=\\frac{14}{3}`, `AB`, `V_1:V_2`) have no
-    order of their own and keep the text's."""
+    """Values labelled by distinct letters in the order of their labels (`_label_order`); other labels (`AB`,
+    `V_1:V_2`) keep the text's order."""
     labels = [
         _LETTER_LABEL.fullmatch(i.lhs.strip()) if isinstance(i, Relation) and i.is_assignment else None for i in items
     ]
-    if len(items) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore[union-attr]
+    found = [m for m in labels if m is not None]
+    if len(items) < 2 or len(found) < len(labels) or len({m.group(0) for m in found}) < len(found):
         return items
-    keys = sorted(_label_key(m) for m in labels)  # type: ignore[arg-type]
-    letters = [ord(key[0]) for key in keys]
+    return tuple(items[k] for k in _label_order(found))
+
+
+def _label_order(labels: list[re.Match[str]]) -> list[int]:
+    """The order in which labelled values are listed. A run of letters (`y=3, x=4`, `b=3, a=4`, `x_2=3, x_1=4`) in
+    the alphabet's order, x before y, as an unlabelled tuple lists them: read in text order, `y=3, x=4` paid against
+    `(3, 4)`, which is (x, y) = (4, 3). Letters that form no run (`x=-5, p=\\frac{14}{3}`) in the text's order, which
+    is the question's: whatever one reference writes, it is read one way only."""
+    keys = [_label_key(m) for m in labels]
+    letters = sorted(ord(key[0]) for key in keys)
     same_letter = len(set(letters)) == 1
-    consecutive = all(b - a == 1 for a, b in pairwise(letters)) and all(key[2] == (1, 0, "") for key in keys)
-    if not (same_letter or consecutive):
-        return items
-    return tuple(item for _, item in sorted(zip(labels, items), key=lambda pair: _label_key(pair[0])))  # type: ignore
+    run = all(b - a == 1 for a, b in pairwise(letters)) and all(key[2] == (1, 0, "") for key in keys)
+    if not (same_letter or run):
+        return list(range(len(labels)))
+    return sorted(range(len(labels)), key=lambda k: keys[k])
 
 
 def _label_key(label: re.Match[str]) -> tuple:

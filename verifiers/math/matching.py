@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
+from groupscore.verifiers.math.labels import distinct_unknowns
 from groupscore.verifiers.math.leaves import LeafJudge, Tri, cached_value
 from groupscore.verifiers.math.numeric import free_variables
 from groupscore.verifiers.math.structures import (
@@ -70,11 +71,16 @@ class Judge(LeafJudge):
         if isinstance(gold, Choice) or isinstance(pred, Choice):
             return self._choice(pred, gold)
         if isinstance(pred, Chain):  # what the chain claims must hold before its last member counts
-            checked = pred.closed if self.conventions.check_equations else ()
-            claims = [partial(self.leaf, member, pred.value) for member in checked]
-            return all3((*claims, partial(self.match, parse_structure(pred.value), gold)))
+            return all3((*self._claims(pred), partial(self.match, parse_structure(pred.value), gold)))
         if isinstance(gold, Chain):
             return self.match(pred, parse_structure(gold.value))
+        assigned = _assigned_chain(pred)
+        if assigned is not None:  # `y = 2+2 = 4`: y is assigned 4 if 2+2 = 4
+            name, chain = assigned
+            return all3((*self._claims(chain), partial(self.match, Relation(name, "=", chain.value), gold)))
+        assigned = _assigned_chain(gold)
+        if assigned is not None:
+            return self.match(pred, Relation(assigned[0], "=", assigned[1].value))
         if isinstance(pred, Items) and len(pred.items) == 1 and _unwraps(pred, gold):
             return self.match(pred.items[0], gold)
         if isinstance(gold, Items) and len(gold.items) == 1 and _unwraps(gold, pred):
@@ -117,11 +123,21 @@ class Judge(LeafJudge):
             return self.leaf(pred.text, gold.text)
         return False  # one answer against several, or different shapes
 
+    def _claims(self, chain: Chain) -> list[Callable[[], Tri]]:
+        """The equalities a chain claims, each to hold before its value counts (none when equations are trusted)."""
+        checked = chain.closed if self.conventions.check_equations else ()
+        return [partial(self.leaf, member, chain.value) for member in checked]
+
     def _colon(self, pred: Node, gold: Node) -> Tri:
         """Clock times and ratios. The reference (or a question about ratios) says which `a:b` is: a time matches
         only the same time of day; a ratio matches a proportional ratio, or the number a/b."""
         self.methods.add("string")
-        if isinstance(gold, Ratio) or self.conventions.ratio_question:
+        said_meridiem = any(isinstance(n, ClockTime) and n.meridiem for n in (pred, gold))
+        if isinstance(gold, Ratio) or (self.conventions.ratio_question and not said_meridiem):
+            # A time with a.m. or p.m. is a time whatever the question asks: as a ratio it would lose the half of
+            # the day, and `9:00` would be paid against `9:00 a.m.` and `9:00 p.m.` alike.
+            if said_meridiem:
+                return False
             as_ratio = [n.as_ratio() if isinstance(n, ClockTime) else n for n in (pred, gold)]
             return self._ratio(as_ratio[0], as_ratio[1])
         if isinstance(gold, ClockTime):
@@ -159,9 +175,10 @@ class Judge(LeafJudge):
     def _items(self, pred: Items, gold: Items) -> Tri:
         if (gold.ordered and pred.kind == "set") or (pred.ordered and gold.kind == "set"):
             return False
-        if (gold.ordered and pred.alternatives) or (pred.ordered and gold.alternatives):
+        one_answer = (gold.ordered or _of_distinct_unknowns(gold), pred.ordered or _of_distinct_unknowns(pred))
+        if (one_answer[0] and pred.alternatives) or (one_answer[1] and gold.alternatives):
             # `4 or 3`, `\pm 3` name values without an order: read against a point or an assignment in any order,
-            # one answer would be paid against every permutation of it.
+            # one answer would be paid against every permutation of it; `x = 3 or y = 4` is not `x = 3, y = 4`.
             return False
         ordered = (gold.ordered and pred.kind in ("tuple", "list", "labelled")) or (
             pred.ordered and gold.kind == "list"
@@ -223,6 +240,21 @@ class Judge(LeafJudge):
                 return False
             return all3(partial(self.leaf, a, b) for a, b in zip(p_flat, g_flat))
         return all3(partial(self.leaf, a, b) for ra, rb in zip(p_rows, g_rows) for a, b in zip(ra, rb))
+
+
+def _of_distinct_unknowns(items: Items) -> bool:
+    """`x = 3, y = 4` with its labels: one answer of two unknowns, which `x = 3 or y = 4` does not give."""
+    return items.kind == "list" and distinct_unknowns(items.items)
+
+
+def _assigned_chain(node: Node) -> tuple[str, Chain] | None:
+    """(name, chain) of an assignment whose right side is a chain (`y = 2+2 = 4`), else None."""
+    if isinstance(node, Relation) and node.is_assignment and "=" in node.rhs:
+        inner = parse_structure(node.rhs)
+        if isinstance(inner, Relation) and inner.op == "=" and not free_variables(inner.lhs):
+            inner = Chain((inner.lhs,), inner.rhs)  # `x = 2+3 = 5`: the rest is the one claim 2+3 = 5
+        return (node.lhs, inner) if isinstance(inner, Chain) else None
+    return None
 
 
 def _unwraps(one: Items, other: Node) -> bool:

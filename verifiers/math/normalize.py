@@ -59,6 +59,9 @@ _FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*(?=\{)")
 _FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
 _SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])(?![\d])")
 _THIN_GROUP = re.compile(r"\{,\}")
+# `3{,}14`: a braced comma before other than three digits is a decimal comma (LaTeX's way of writing one); before
+# three it is a digit group (`1{,}000`, handled with the other marked groups).
+_BRACED_DECIMAL_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d{1,2}(?!\d)|\d{4,})")
 # Digit groups as MATH writes them: `10,\!000`, `11,\! 111,\! 111,\! 100`, `1{,}000`, `10\,000`. A comma marked
 # with `\!` or braced, or a thin space, before exactly three digits is a group separator wherever it stands.
 _MARKED_GROUPS = re.compile(r"(?<![\w^{}.\\])\d{1,3}(?:(?:,\s*\\!\s*|\{,\}\s*|\\[,!: ]\s*|~)\d{3})+(?!\d)")
@@ -311,7 +314,8 @@ def normalize(answer: str, decimal_comma: DecimalComma = "") -> str:
         stripped = _PERCENT.sub("", text)
         percent, text = stripped != text, stripped
     text = _DOLLAR.sub("", text)
-    text = _THIN_GROUP.sub(",", text)
+    if "{,}" in text:
+        text = _THIN_GROUP.sub(",", _BRACED_DECIMAL_COMMA.sub(".", text))
     if "\\colon" in text or "\\ratio" in text or "{:}" in text:
         text = _COLON.sub(":", text).replace("{:}", ":")  # `9{:}00`: a colon braced to keep its spacing
     if "m" in text or "M" in text:

@@ -64,7 +64,11 @@ _FINAL_MARKERS = re.compile(
 # "the answer is X", "Answer: X", and `Answer $X$` / `Answer \[X\]` (capitalised, a formula right after it).
 _ANSWER_IS = re.compile(r"\b(?:answer\s*(?:is\b|:|=)|(?-i:Answer)[ \t]*(?=\$|\\[(\[]))", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|(?<!\s)\s+I hope it is correct|,\s*(?=[a-zA-Z]{2,}\b)", re.IGNORECASE)
-_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|-?\.\d+")
+# A number in prose, whole: Indian grouping (`12,50,000`), thousands groups (`1,250,000`), a decimal comma (`2,5`,
+# read by normalize as plain text reads it), a decimal point, a fraction.
+_NUMBER = re.compile(
+    r"-?(?:\d{1,2}(?:,\d{2})+,\d{3}|\d{1,3}(?:,\d{3})+|\d+(?:,\d{1,2}(?!\d))?)(?:\.\d+)?(?:/\d+)?|-?\.\d+"
+)
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\\?\"|\s)+", re.IGNORECASE)
 _SPAN_LIMIT = 4000  # how far past a marker an answer may run
 _BARE_MAX_CHARS = 120

@@ -53,24 +53,50 @@ def unqualified_in(pred: str, gold: str) -> set[str]:
 # their factor only under the `scale_words` convention (`SCALES`); otherwise, like the rest, they are part of the
 # answer, and only the same words on the reference match it.
 SCALES = {"hundred": "10^{2}", "thousand": "10^{3}", "million": "10^{6}", "billion": "10^{9}", "trillion": "10^{12}"}
-SCALES["dozen"] = "12"
+SCALES |= {"lakh": "10^{5}", "crore": "10^{7}", "dozen": "12"}
+# Count nouns that are also units or things counted (`5 quarters` of a dollar, `3 grand`, `4 score`, `2 gross`,
+# `3 tens`) are left out: a question about coins is answered "5 quarters".
 VALUE_WORDS = (
     frozenset(
-        """negative minus half halves twice double doubled triple tripled thrice quadruple squared cubed reciprocal
-    inverse opposite root""".split()
+        """negative minus neg negated deficit half halves twice double doubled triple tripled thrice quadruple squared
+        cubed reciprocal inverse opposite root thirds fourths fifths sixths sevenths eighths ninths tenths hundredths
+        thousandths millionths""".split()
     )
     | frozenset(SCALES)
     | frozenset(f"{scale}s" for scale in SCALES)
 )
+# `the square of 3`, `the cube of 3`: the value is another number. `25 meters squared`, `8 feet cubed` (a power after
+# a unit word) and `a double root` (a multiplicity) leave the value as it is.
+_VALUE_PHRASES = re.compile(r"\b(?:square|cube)\s+of\b", re.IGNORECASE)
+_NOT_VALUE_PHRASES = re.compile(r"\b(?:double|triple)\s+(?:root|zero)s?\b|(?<=[a-zA-Z])\s+(?:squared|cubed)\b", re.I)
+
+
+def _value_words(text: str) -> set[str]:
+    plain = _NOT_VALUE_PHRASES.sub(" ", " ".join(words_of(text)))
+    found = {w for w in plain.split() if w in VALUE_WORDS}
+    if _VALUE_PHRASES.search(plain):
+        found.add("square of")
+    return found
 
 
 def value_words_differ(pred: str, gold: str) -> set[str]:
     """The value-changing words on one side only (either side: `3` is not `3 \\text{ million}` either)."""
     if _PLAIN_WORD.search(pred) is None and _PLAIN_WORD.search(gold) is None:
         return set()
-    mine = {w for w in words_of(pred) if w in VALUE_WORDS}
-    theirs = {w for w in words_of(gold) if w in VALUE_WORDS}
-    return mine ^ theirs
+    return _value_words(pred) ^ _value_words(gold)
+
+
+# `\\text{negative } 3`, `minus 3`: a sign written as a word before a number.
+_SIGN_WORD = re.compile(
+    r"(?:\\(?:text|mathrm|textrm|mbox)\s*\{\s*)?(?<![a-zA-Z])(?:negative|minus)\s*(?:\}\s*)?(?=\d)", re.IGNORECASE
+)
+
+
+def signed(text: str) -> str:
+    """A sign written as a word before a number, as the sign: `\\text{negative } 3` -> `-3`, `minus 3` -> `-3`."""
+    if "egative" not in text and "inus" not in text:
+        return text
+    return _SIGN_WORD.sub("-", text)
 
 
 _SCALED = re.compile(
@@ -166,6 +192,7 @@ _ALIASES = {
 }
 _GENERIC = frozenset({"unit", "percent", "of", "the", "a", "an", "each", "total", "in"})
 _POWER_WORDS = {"square": "^2", "sq": "^2", "cubic": "^3", "cu": "^3"}
+_POWER_AFTER = {"squared": "^2", "cubed": "^3"}
 _WRAPPER = re.compile(r"\\(?:text|textrm|textnormal|mathrm|mbox|textit|textbf)\s*\{([^{}]*)\}")
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree(?![a-zA-Z])|\u00b0")
 _NOISE = re.compile(r"\\[,;:! ]|\\[()\[\]]|\$|~|\\?%")
@@ -237,6 +264,9 @@ def _part_unit(part: str) -> str | None:
             continue
         if token.lower() in _POWER_WORDS:
             power = _POWER_WORDS[token.lower()]
+            continue
+        if token.lower() in _POWER_AFTER and names and names[-1] != "/":
+            names[-1] += _POWER_AFTER[token.lower()]  # `cm squared` is `cm^2`
             continue
         if token.lower() in _GENERIC or _singular(token.lower()) in _GENERIC:
             power = ""

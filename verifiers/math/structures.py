@@ -257,6 +257,12 @@ def _relation(text: str, ops: list[tuple[int, str]], depth: int) -> Node:
     if len(ops) == 1:
         return Relation(pieces[0], names[0], pieces[1])
     if all(op == "=" for op in names):
+        while len(pieces) > 2 and is_name(pieces[-1]) and not is_name(pieces[-2]):
+            pieces.pop()  # `2+3 = 5 = x` states 5, as `5 = x` does
+        if len(pieces) == 2:
+            return Relation(pieces[0], "=", pieces[1])
+        if is_name(pieces[0]):  # `y = 2+2 = 4`: the unknown is assigned what the rest states
+            return Relation(pieces[0], "=", " = ".join(pieces[1:]))
         members = [p for p in pieces[:-1] if not is_name(p)]
         if any(free_variables(p) or not p for p in members) or not pieces[-1]:
             # `x=3 x=4` (a `\\quad` between two assignments), `x = 3 \\text{hmm} x = 4`: no one value is stated

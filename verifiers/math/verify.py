@@ -12,7 +12,6 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import replace
-from fractions import Fraction
 from math import gcd
 
 from groupscore.schema.verdict import Status, Verdict
@@ -23,9 +22,16 @@ from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import PERCENT_MARK, DecimalComma, decimal_comma_reading, normalize
 from groupscore.verifiers.math.parser import LENIENT, NO_FALLBACK, STRICT, STRICT_NO_FALLBACK, box_run, extract_answer
-from groupscore.verifiers.math.qualifiers import different_units, scaled, units_of, unqualified_in, value_words_differ
+from groupscore.verifiers.math.qualifiers import (
+    different_units,
+    scaled,
+    signed,
+    units_of,
+    unqualified_in,
+    value_words_differ,
+)
 from groupscore.verifiers.math.reference import parse_gold
-from groupscore.verifiers.math.structures import split_top
+from groupscore.verifiers.math.structures import is_name, split_top
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
 MAX_GOLD_CHARS = 4000
@@ -134,51 +140,52 @@ def _verdict(item: MathItem, status: Status, extracted: str | None, reason: str,
     return Verdict(id=item.id, reward=reward, status=status, extracted=extracted, reason=reason, details=dict(details))
 
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_LITERAL = re.compile(r"\d+(?:\.\d+)?|\.\d+")
-# Ways of writing one number that are not arithmetic left to do: a fraction, a mantissa times a power of ten.
-_FRACTION = re.compile(r"-?(?:\\frac\{(\d+)\}\{(\d+)\}|(\d+)/(\d+))")
-_SCIENTIFIC = re.compile(r"-?\d(?:\.\d+)?(?:\\times|\\cdot|\*)10\^\{?-?\d+\}?")
-_QUESTION_GROUPS = re.compile(r"(?<=\d)(?:,|\{,\}|\\[,!])(?=\d{3}(?!\d))")
-_GROUPING = re.compile(r"[\s{}()]")  # `(10)`, `{10}`: brackets around a number only group it
-_NEUTRAL = frozenset({Fraction(0), Fraction(1)})  # `+ 0`, `1 \cdot (..)`, `e^0`, `\log 1`: padding that changes nothing
+# A number as it is written, with no arithmetic left to do: a decimal, a fraction in lowest terms, a mantissa times a
+# power of ten (brackets around it only group it; a percent sign and a label are read away before).
+_DECIMAL = re.compile(r"[-+]?\d+(?:\.\d+)?|[-+]?\.\d+")
+_FRACTION = re.compile(r"[-+]?(?:\\frac\{(-?\d+)\}\{(\d+)\}|(-?\d+)/(\d+))")
+_SCIENTIFIC = re.compile(r"[-+]?(?:\d(?:\.\d+)?(?:\\times|\\cdot|\*))?10\^\{?[-+]?\d+\}?")
 
 
-def _literals(text: str) -> set[Fraction]:
-    return {Fraction(m) for m in _LITERAL.findall(text)}
-
-
-def _copies_the_question(pred: str, gold: str, question: str) -> bool:
-    """For a numeric reference: the answer is not a number but an expression built on the question's own numbers
-    ("3*4-2", "(3 \\cdot 4) - 2 + 0", "|3*4-2|", "\\lfloor 3 \\cdot 4 - 2 \\rfloor", "(3*4-2)e^0" for "What is
-    3*4-2?"), which a symbolic comparison would otherwise pay. Judged by meaning, not spelling: whatever wraps the
-    arithmetic (a function, an absolute value, a neutral factor or term), the answer copies the question when every
-    number in it but 0 and 1, or two of them at least, appear in the question. A fraction in lowest terms and
-    scientific notation are ways of writing a number, not arithmetic left to do."""
-    if not _NUMBER.fullmatch(gold):
+def _written_number(text: str, lowest_terms: bool = True) -> bool:
+    text = text.removesuffix(PERCENT_MARK).strip()
+    while len(text) > 2 and text[0] + text[-1] in ("()", "{}"):
+        text = text[1:-1].strip()  # `(10)`, `{10}`: brackets around a number only group it
+    if _DECIMAL.fullmatch(text) or _SCIENTIFIC.fullmatch(text):
+        return True
+    fraction = _FRACTION.fullmatch(text)
+    if fraction is None:
         return False
-    written = split_top(pred.removesuffix(PERCENT_MARK), ("=",))[-1]  # `x = 10` states 10
-    if _NUMBER.fullmatch(_GROUPING.sub("", written).removeprefix("+")) or _SCIENTIFIC.fullmatch(written):
+    num, den = (int(g) for g in fraction.groups() if g is not None)
+    return den > 0 and (not lowest_terms or gcd(num, den) == 1)
+
+
+def _stated(answer: str) -> str:
+    """The side of an equation that states the value: the last one that is not a name (`x = 10`, `7+3 = x`)."""
+    sides = split_top(answer, ("=",))
+    return next((side for side in reversed(sides) if side.strip() and not is_name(side)), answer)
+
+
+def _arithmetic_left(pred: str, gold: str) -> bool:
+    """For a question whose reference is a number: the answer is not a number but arithmetic left to do (`7+3`,
+    `|7+3|`, `7+\\sqrt{9}`, `\\lfloor 7+3 \\rfloor`, `(7+3) e^0`, `\\frac{14}{2}+3`, `7+3 = x`), which the
+    symbolic comparison would otherwise pay: an expression built on the question's numbers in any disguise. A number
+    written as a decimal, a fraction in lowest terms, scientific notation or a percentage is an answer."""
+    if not _written_number(_stated(gold), lowest_terms=False):
         return False
-    fraction = _FRACTION.fullmatch(written)
-    if fraction is not None:
-        num, den = (int(g) for g in fraction.groups() if g is not None)
-        if den and gcd(num, den) == 1:
-            return False
-    asked = _literals(_QUESTION_GROUPS.sub("", question))
-    numbers = _literals(written)
-    used = numbers - _NEUTRAL
-    if not used:  # `1+1` for "What is 1+1?"; not `e^0` for a question without a 0
-        return bool(numbers) and numbers <= asked
-    # Two of the question's numbers in one expression is arithmetic on the question, even with a number of the
-    # answer's own beside them (`123 \\times 457 - 90 + 1`).
-    return used <= asked or len(used & asked) >= 2
+    return not _written_number(_stated(pred))
 
 
 def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
     """Several boxed answers that are not all the same value."""
     distinct = list(dict.fromkeys(normalize(b) for b in boxes))
     return any(compare_fast(other, distinct[0], rel_tol).equal is not True for other in distinct[1:])
+
+
+def _words_read(text: str, conventions: Conventions) -> str:
+    """Words that write a number's sign or scale, as the sign (`\\text{negative } 3` is -3) and, under
+    `scale_words`, the factor (`3 \\text{ million}` is 3000000)."""
+    return signed(scaled(text) if conventions.scale_words else text)
 
 
 def score_math(item: MathItem) -> Verdict:
@@ -205,11 +212,12 @@ def _score(item: MathItem) -> Verdict:
     conventions = conventions_of(item)
     gold_comma = decimal_comma_reading(item.answer, conventions.decimal_comma)
     gold = gold_answer(item.answer, item.reference, gold_comma)
-    if gold is not None and conventions.scale_words:
-        extracted = replace(extracted, text=scaled(extracted.text))
-        gold = normalize(scaled(parse_gold(item.answer, item.reference)), gold_comma)
     if gold is None:
         return Verdict.error(item.id, f"the reference answer is longer than {MAX_GOLD_CHARS} characters")
+    reference = parse_gold(item.answer, item.reference)
+    read = _words_read(reference, conventions)
+    if read != reference:
+        reference, gold = read, normalize(read, gold_comma)
     if not gold:
         return Verdict.error(item.id, "the reference answer is empty")
     boxes = extracted.boxes
@@ -222,6 +230,7 @@ def _score(item: MathItem) -> Verdict:
         joined = ", ".join(run)
         boxes = boxes[: max(len(boxes) - len(run), 0)] + (joined,)
         extracted = replace(extracted, text=joined)
+    extracted = replace(extracted, text=_words_read(extracted.text, conventions))
     pred = normalize(extracted.text, decimal_comma_reading(item.completion, conventions.decimal_comma))
     if not pred:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
@@ -234,18 +243,15 @@ def _score(item: MathItem) -> Verdict:
             source=extracted.source,
             hedge=True,
         )
-    if item.question and _copies_the_question(pred, gold, item.question):
+    if item.question and _arithmetic_left(pred, gold):
         return _verdict(
             item,
             Status.incorrect,
             extracted.text,
-            "the answer is an expression copied from the question",
+            "the answer is arithmetic left to do, not the number the question asks for",
             source=extracted.source,
             hedge=True,
         )
-    reference = parse_gold(item.answer, item.reference)
-    if conventions.scale_words:
-        reference = scaled(reference)
     denied = unqualified_in(extracted.text, reference)
     if denied:  # `\\text{not } 3`, `less than 3`, `3 \\text{ is wrong}`: words that make the answer not the number
         return _verdict(
