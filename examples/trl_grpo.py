@@ -3,14 +3,17 @@
     python trl_grpo.py                         # score a sample batch the way GRPOTrainer calls the functions
     python trl_grpo.py --train MODEL_OR_PATH   # two GRPO steps (needs trl and the model; CPU when no GPU)
 
-Needs a running service (`groupscore serve`) at URL.
+Needs a running service (`groupscore serve`): --url URL, else GROUPSCORE_URL, else http://127.0.0.1:8000.
 """
 
 import argparse
+import os
+import sys
+
+import httpx
 
 from groupscore.client.adapters import trl_reward_funcs, trl_reward_weights
 
-URL = "http://127.0.0.1:8000"
 SPEC = {
     "components": [
         {"name": "correct", "weight": 1.0},
@@ -18,19 +21,29 @@ SPEC = {
         {"name": "short", "weight": 0.1, "verifier": "length", "params": {"unit": "chars", "max": 400}},
     ]
 }
-
-reward_funcs = trl_reward_funcs(URL, SPEC, verifier="math")  # groupscore_math_correct, _format, _short
 reward_weights = trl_reward_weights(SPEC)  # GRPOConfig(reward_weights=...): TRL's sum is the spec's weighted mean
 
 
-def sample_batch() -> None:
+def check_service(urls: list[str]) -> None:
+    """Stop with one line when no service answers (not a traceback once the client's retries are spent)."""
+    for url in urls:
+        try:
+            httpx.get(url.rstrip("/") + "/healthz", timeout=3.0).raise_for_status()
+        except httpx.HTTPError as exc:
+            sys.exit(
+                f"trl_grpo.py: no groupscore service answers at {url} ({type(exc).__name__}); start one with "
+                "`groupscore serve`, or give its address with --url or GROUPSCORE_URL"
+            )
+
+
+def sample_batch(reward_funcs: list) -> None:
     prompts = ["What is 6 * 7?", "What is 2 + 2?"]
     completions = ["<think>6*7</think><answer>\\boxed{42}</answer>", "<answer>\\boxed{5}</answer>"]
     for func, weight in zip(reward_funcs, reward_weights):
         print(func.__name__, weight, func(prompts=prompts, completions=completions, answer=["42", "4"]))
 
 
-def train(model: str) -> None:
+def train(model: str, reward_funcs: list) -> None:
     import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -56,10 +69,19 @@ def train(model: str) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--train", metavar="MODEL")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("GROUPSCORE_URL") or "http://127.0.0.1:8000",
+        help="the service's base URL, or several separated by commas (default: GROUPSCORE_URL, else "
+        "http://127.0.0.1:8000)",
+    )
+    parser.add_argument("--train", metavar="MODEL", help="a model folder or hub id: run two GRPO steps with it")
     args = parser.parse_args()
+    urls = [u.strip() for u in args.url.split(",") if u.strip()]
+    check_service(urls)
+    reward_funcs = trl_reward_funcs(urls, SPEC, verifier="math")  # groupscore_math_correct, _format, _short
     if args.train:
-        train(args.train)
+        train(args.train, reward_funcs)
     else:
-        sample_batch()
+        sample_batch(reward_funcs)

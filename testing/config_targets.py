@@ -55,8 +55,14 @@ def targets_of(config_path: Path) -> list[Target]:
     from groupscore.testing.targets import load_callable
 
     try:
-        raw = yaml.safe_load(config_path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        with config_path.open(encoding="utf-8") as stream:  # a YAML error then names the file, not "<unicode string>"
+            raw = yaml.safe_load(stream)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{config_path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(config_path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise TargetError(f"{where}: not valid YAML: {problem}") from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise TargetError(f"cannot read the training config {config_path}: {exc}") from None
     if not isinstance(raw, dict):
         raise TargetError(f"{config_path}: expected a mapping at the top level")

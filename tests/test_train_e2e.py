@@ -123,7 +123,7 @@ def test_metrics_plots_and_selection_are_written(trained):
 
 
 def test_dry_run_checks_references_and_estimates_from_measured_steps(service_url, tmp_path, capsys):
-    report = dry_run_report(config_for(tmp_path / "dry", service_url, merge=None))
+    report = dry_run_report(config_for(tmp_path / "dry", service_url, merge=None), timing=True)
     out = capsys.readouterr().out
     assert report.ok and report.reference_failures == []
     assert report.rollouts == STEPS * PROMPTS * G and f"= {STEPS * PROMPTS * G}" in out

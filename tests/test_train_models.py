@@ -78,8 +78,9 @@ def test_an_uncached_hub_model_offline_is_one_line_before_any_other_work(tmp_pat
     code, err = run_cli(["train", str(config), "--dry-run"], capsys)
     assert code == 2 and len(err.splitlines()) == 1, err
     assert (
-        "model.path: Qwen/Qwen2.5-0.5B-Instruct is not a local folder, and not in the local Hugging Face cache" in err
+        f"model.path: Qwen/Qwen2.5-0.5B-Instruct is not a local folder (no {tmp_path}/Qwen/Qwen2.5-0.5B-Instruct" in err
     )
+    assert "and not in the local Hugging Face cache" in err
     assert "hf download Qwen/Qwen2.5-0.5B-Instruct" in err and "huggingface-cli download" in err
 
 

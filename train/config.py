@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from groupscore.schema.names import did_you_mean
-from groupscore.train.overrides import apply_overrides, from_cwd, parse_overrides
+from groupscore.train.localpaths import local_path, looks_local
+from groupscore.train.overrides import apply_overrides, from_cwd, parse_overrides, read_yaml, switch_model_source
 from groupscore.train.ray_service import RayServiceConfig
 from groupscore.train.tiny_model import TinyModelSpec
 from groupscore.verifiers.composite import CheckedRewardSpec
@@ -49,10 +49,16 @@ class ModelConfig(_Section):
 
     @model_validator(mode="after")
     def _one_source(self) -> ModelConfig:
-        sources = [self.path is not None, self.tiny is not None, self.smollm2]
-        if sum(sources) != 1:
-            raise ValueError("give exactly one of model.path, model.tiny, model.smollm2")
+        given = [name for name, on in model_sources(self).items() if on]
+        if len(given) != 1:
+            which = f" (this config gives {' and '.join('model.' + g for g in given)})" if given else ""
+            raise ValueError(f"give exactly one of model.path, model.tiny, model.smollm2{which}")
         return self
+
+
+def model_sources(model: ModelConfig) -> dict[str, bool]:
+    """Which of the model's sources a config gives."""
+    return {"path": model.path is not None, "tiny": model.tiny is not None, "smollm2": model.smollm2}
 
 
 class DatasetSource(_Section):
@@ -239,8 +245,19 @@ class GrpoConfig(_Section):
     save_every: int | None = Field(
         default=None,
         ge=1,
-        description="Steps between the resumable checkpoints (weights, optimizer, data order; the last one kept) "
-        "that `resume` starts from; default: eval_every.",
+        description="Steps between the resumable checkpoints (weights, optimizer, data order) that `resume` starts "
+        "from; default: eval_every.",
+    )
+    keep_checkpoints: int = Field(
+        default=1,
+        ge=1,
+        description="Resumable checkpoints (weights and optimizer state: ~3x the weights) kept while the run goes on, "
+        "the newest ones; `resume` starts from the newest.",
+    )
+    keep_checkpoints_after_run: bool = Field(
+        default=False,
+        description="Keep the resumable checkpoints once GRPO has run all its steps (to go on later with --resume "
+        "and a higher max_steps); by default a finished run deletes them and keeps the selected weights and logs.",
     )
     use_vllm: bool | Literal["auto"] = "auto"
     overlap_scoring: bool = Field(
@@ -319,6 +336,12 @@ class TrainConfig(_Section):
     eval: EvalConfig | None = Field(default_factory=EvalConfig)
     merge: MergeConfig | None = None
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
+    # the folder of the YAML file it was read from (load_config): where a relative model.path was looked for
+    _config_dir: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_dir(self) -> Path | None:
+        return self._config_dir
 
     @field_validator("report_to", mode="before")
     @classmethod
@@ -385,21 +408,20 @@ def load_config(path: Path, overrides: dict | None = None, sets: list[str] | Non
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML: {exc}") from None
+    raw = read_yaml(path)
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     sets_from_cwd = [(key, from_cwd(key, value)) for key, value in parse_overrides(sets or [])]
-    raw = apply_overrides({**raw, **(overrides or {})}, sets_from_cwd)
+    raw = apply_overrides(switch_model_source({**raw, **(overrides or {})}, sets_from_cwd), sets_from_cwd)
     try:
         config = TrainConfig.model_validate(raw)
     except ValidationError as exc:
         raise ValueError(f"{path}: invalid config\n{_config_errors(exc)}") from None
     base = path.resolve().parent
     model = config.model
-    if model.path and (base / model.path).exists():  # a local folder beside the config, else a hub id
+    if model.path and looks_local(model.path, [base]):  # a folder (relative: beside the config), else a hub id
+        model = model.model_copy(update={"path": str(local_path(model.path, base))})
+    elif model.path and (base / model.path).exists():  # `name` or `owner/name` that is a folder beside the config
         model = model.model_copy(update={"path": str(base / model.path)})
     taskset = config.taskset.model_copy(
         update={"train": _local(base, config.taskset.train), "eval": _local(base, config.taskset.eval)}
@@ -411,6 +433,8 @@ def load_config(path: Path, overrides: dict | None = None, sets: list[str] | Non
             entry = entry.model_copy(update={"function": f"{base / module}:{attr}"})
         functions.append(entry)
     rewards = config.rewards.model_copy(update={"functions": functions})
-    return config.model_copy(
+    loaded = config.model_copy(
         update={"model": model, "run_dir": config.run_dir.resolve(), "taskset": taskset, "rewards": rewards}
     )
+    loaded._config_dir = base
+    return loaded

@@ -29,15 +29,22 @@ def _quiet_datasets() -> None:
     datasets.logging.set_verbosity_error()
 
 
+def check_exists(source: DatasetSource, field: str) -> None:
+    """A local source's file or folder is there (a hub source: nothing to check without the network)."""
+    if source.path is not None and not Path(source.path).exists():
+        raise FileNotFoundError(
+            f"{field}.path: {source.path} does not exist (a file, a save_to_disk folder; or give name:)"
+        )
+
+
 def load_rows(source: DatasetSource, field: str, split: str | None = None) -> Dataset:
     """The source's rows (`split` overrides the source's own), as a `datasets.Dataset`."""
     _quiet_datasets()
     split = split or source.split
     if source.name is not None:
         return _hub(source, field, split or "train")
+    check_exists(source, field)
     path = Path(source.path or "")
-    if not path.exists():
-        raise FileNotFoundError(f"{field}.path: {path} does not exist (a file, a save_to_disk folder; or give name:)")
     if path.is_dir():
         return _folder(path, field, split)
     builder = FILE_BUILDERS.get(path.suffix.lower())
@@ -57,12 +64,35 @@ def load_rows(source: DatasetSource, field: str, split: str | None = None) -> Da
     try:
         loaded = datasets.load_dataset(builder, data_files=str(path), split="train")
     except Exception as exc:  # noqa: BLE001 - arrow, pandas and json raise many kinds; all mean "cannot read it"
+        bad = _bad_jsonl_line(path) if path.suffix.lower() == ".jsonl" else None
+        if bad is not None:  # datasets names no line: find it, as groupscore's own JSONL reader would say it
+            raise ValueError(f"{field}.path: {bad}") from None
         raise ValueError(
             f"{field}.path: cannot read {path} as {builder} ({_cause(exc)}); check the file or its suffix"
         ) from None
     finally:
         datasets.logging.set_verbosity(verbosity)
     return loaded
+
+
+def _bad_jsonl_line(path: Path) -> str | None:
+    """`file:line: ...` for the first line of a JSONL file that is not one JSON object, or None."""
+    import json
+
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    return f"{path}:{number}: not JSON ({exc.msg} at column {exc.colno})"
+                if not isinstance(row, dict):
+                    return f"{path}:{number}: expected a JSON object, got {type(row).__name__}"
+    except UnicodeDecodeError as exc:
+        return f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+    return None
 
 
 def _folder(path: Path, field: str, split: str | None) -> Dataset:

@@ -22,13 +22,24 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from groupscore.train.checkpoints import (
+    BEST_FILE,
+    EVALS_FILE,
+    FINISHED_FILE,
+    Checkpoint,
+    RunHistory,
+    checkpoint_step,
+    drop_resumable_checkpoints,
+    last_checkpoint,
+    restored_best,
+)
 from groupscore.train.config import EvalConfig, GrpoConfig
 from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware
 from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_group_log
 from groupscore.train.rewards import ServiceReward
 from groupscore.train.scoring import GroupScorer, unscored
-from groupscore.train.summary import BatchStats, EvalRecord, EvalResult, StepMetrics
+from groupscore.train.summary import BatchStats, EvalRecord, StepMetrics
 from groupscore.train.taskset import Task
 from groupscore.train.user_rewards import UserReward
 
@@ -83,10 +94,11 @@ def grpo_args(
         warmup_steps=0,
         weight_decay=0.0,
         logging_steps=1,
-        # resumable checkpoints (weights, optimizer, RNG, data order); the last one kept: `resume` starts from it
+        # resumable checkpoints (weights, optimizer, RNG, data order); the newest keep_checkpoints are kept, and
+        # `resume` starts from the newest
         save_strategy="steps",
         save_steps=cfg.save_every or cfg.eval_every,
-        save_total_limit=1,
+        save_total_limit=cfg.keep_checkpoints,
         report_to=list(report_to or []) or "none",
         disable_tqdm=True,
         dataloader_num_workers=0,
@@ -150,15 +162,11 @@ class ServiceGRPOTrainer(GRPOTrainer):
 
 
 @dataclass
-class Checkpoint:
-    step: int
-    path: Path
-    record: EvalRecord
-
-
-@dataclass
 class RunCallback(TrainerCallback):
-    """Per-step metrics and warnings, a progress bar, held-out evaluations and the best-so-far checkpoint."""
+    """Per-step metrics and warnings, a progress bar, held-out evaluations and the best-so-far checkpoint.
+
+    `metrics` and `evals` start with what a resumed run had logged before its restart (`RunHistory`), so the plots
+    and the summary of a resumed run are those of an uninterrupted one."""
 
     trainer: ServiceGRPOTrainer
     tokenizer: PreTrainedTokenizerBase
@@ -169,12 +177,14 @@ class RunCallback(TrainerCallback):
     run_dir: Path
     seed: int
     monitor: Monitor
+    start_model: str = ""  # the model GRPO starts from: step 0's candidate, never copied
     metrics: list[StepMetrics] = field(default_factory=list)
     evals: list[EvalRecord] = field(default_factory=list)
     best: Checkpoint | None = None
     _bar: tqdm | None = None
     _step_started: float = 0.0
     _writer: JsonlWriter | None = None
+    _eval_log: JsonlWriter | None = None
 
     def _evaluate(self, step: int) -> None:
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
@@ -193,15 +203,22 @@ class RunCallback(TrainerCallback):
         )
         record = EvalRecord(step, result)
         self.evals.append(record)
-        if self.best is None or result.pass_at_1 > self.best.record.result.pass_at_1:  # ties keep the earlier one
-            path = self.run_dir / "checkpoints" / f"step-{step:05d}"
-            if self.trainer.accelerator.is_main_process:
-                model.save_pretrained(path)
-                self.tokenizer.save_pretrained(path)
-                if self.best is not None and self.best.path != path:
+        main = self.trainer.accelerator.is_main_process
+        if main and self._eval_log is not None:
+            self._eval_log.write(record.as_json())
+        if self.best is None or record.selection_key() > self.best.record.selection_key():  # SELECTION_RULE
+            checkpoints = self.run_dir / "checkpoints"
+            # step 0 is the starting model itself: its folder is the candidate, no copy of it is written
+            path = Path(self.start_model) if step == 0 and self.start_model else checkpoints / f"step-{step:05d}"
+            if main:
+                if path.is_relative_to(checkpoints):
+                    model.save_pretrained(path)
+                    self.tokenizer.save_pretrained(path)
+                if self.best is not None and self.best.path != path and self.best.path.is_relative_to(checkpoints):
                     shutil.rmtree(self.best.path, ignore_errors=True)  # keep one full copy: the best so far
-                # what a resumed run must beat
-                (self.run_dir / "checkpoints" / BEST_FILE).write_text(json.dumps(record.as_json()))
+                checkpoints.mkdir(parents=True, exist_ok=True)
+                # what a resumed run must beat, and where it is
+                (checkpoints / BEST_FILE).write_text(json.dumps({**record.as_json(), "path": str(path)}))
             self.best = Checkpoint(step, path, record)
         if self._bar is not None:
             self._bar.write(
@@ -213,17 +230,20 @@ class RunCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
         resumed = state.global_step > 0
-        self._writer = JsonlWriter(self.run_dir / "metrics.jsonl", append=resumed)
+        main = self.trainer.accelerator.is_main_process
+        self._writer = JsonlWriter(self.run_dir / "metrics.jsonl", append=resumed, enabled=main)
+        self._eval_log = JsonlWriter(self.run_dir / EVALS_FILE, append=resumed, enabled=main)
         self._bar = tqdm(
             total=state.max_steps,
             initial=state.global_step,
             desc="grpo",
             unit="step",
             dynamic_ncols=True,
-            disable=not self.trainer.accelerator.is_main_process,
+            disable=not main,
         )
         if resumed:
             self.best = restored_best(self.run_dir)
+            self.monitor.replay(self.metrics)  # the warnings of the steps before the restart, said once already
         if self.best is None:
             # the starting point is a candidate too: GRPO must beat it to be selected
             self._evaluate(state.global_step)
@@ -279,39 +299,9 @@ class RunCallback(TrainerCallback):
     ) -> None:
         if self._bar is not None:
             self._bar.close()
-        if self._writer is not None:
-            self._writer.close()
-
-
-BEST_FILE = "best.json"
-
-
-def restored_best(run_dir: Path) -> Checkpoint | None:
-    """The best checkpoint an interrupted run kept (its held-out numbers from best.json), if it is all there."""
-    saved = run_dir / "checkpoints" / BEST_FILE
-    if not saved.exists():
-        return None
-    record = json.loads(saved.read_text())
-    path = run_dir / "checkpoints" / f"step-{record['step']:05d}"
-    if not path.exists():
-        return None
-    pass_at = {int(k.removeprefix("pass@")): v for k, v in record.items() if k.startswith("pass@")}
-    result = EvalResult(
-        n=record["n"],
-        pass_at=pass_at,
-        mean_reward=record["mean_reward"],
-        solvable_share=record["solvable_share"],
-        zero_variance_share=record["zero_variance_share"],
-        infra_errors=record.get("infra_errors", 0),
-    )
-    return Checkpoint(record["step"], path, EvalRecord(record["step"], result))
-
-
-def last_checkpoint(out_dir: Path) -> str | None:
-    """TRL's newest resumable checkpoint (checkpoint-N) under the GRPO output folder."""
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(out_dir)) if out_dir.is_dir() else None
+        for writer in (self._writer, self._eval_log):
+            if writer is not None:
+                writer.close()
 
 
 @dataclass
@@ -345,13 +335,27 @@ def run_grpo(
     `resume`: go on from the newest checkpoint under run_dir/grpo, if there is one."""
     from transformers import AutoTokenizer
 
+    from groupscore.train.hardware import is_main_process
+
     if max_steps is not None:
         cfg = cfg.model_copy(update={"max_steps": max_steps})
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     tokenizer.padding_side = "left"
     out_dir = run_dir / "grpo"
+    main = is_main_process()
     resume_from = last_checkpoint(out_dir) if resume else None
-    group_log = JsonlWriter(run_dir / "groups.jsonl", append=resume_from is not None)
+    if resume and resume_from is None and (out_dir / FINISHED_FILE).exists():
+        raise ValueError(
+            f"--resume: the GRPO stage in {run_dir} ran all its steps and kept no resumable checkpoint "
+            "(grpo.keep_checkpoints_after_run: false); its selected model and logs are there; to train on, start a "
+            "new run_dir (e.g. from that model)"
+        )
+    history = RunHistory([], [])
+    if resume_from is not None:
+        history = RunHistory.reload(run_dir, checkpoint_step(resume_from), main=main)
+    if main:
+        (out_dir / FINISHED_FILE).unlink(missing_ok=True)
+    group_log = JsonlWriter(run_dir / "groups.jsonl", append=resume_from is not None, enabled=main)
     service_reward = ServiceReward(
         scorer,
         cfg.num_generations,
@@ -370,7 +374,20 @@ def run_grpo(
         group_log=group_log,
     )
     trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
-    callback = RunCallback(trainer, tokenizer, eval_tasks, eval_cfg, cfg, scorer, run_dir, seed, monitor)
+    callback = RunCallback(
+        trainer,
+        tokenizer,
+        eval_tasks,
+        eval_cfg,
+        cfg,
+        scorer,
+        run_dir,
+        seed,
+        monitor,
+        start_model=model_path,
+        metrics=list(history.metrics),
+        evals=list(history.evals),
+    )
     trainer.add_callback(callback)
     started = time.perf_counter()
     try:
@@ -379,6 +396,18 @@ def run_grpo(
         group_log.close()
     if callback.best is None:  # on_train_begin evaluates step 0: a trained run always has a best checkpoint
         raise RuntimeError("GRPO ended without evaluating any checkpoint")
+    if main:  # every step ran: what resume needed is no longer needed, unless asked for
+        freed = 0 if cfg.keep_checkpoints_after_run else drop_resumable_checkpoints(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / FINISHED_FILE).write_text(
+            json.dumps({"steps": cfg.max_steps, "resumable_checkpoints_kept": cfg.keep_checkpoints_after_run})
+        )
+        if freed:
+            size = f"{freed / 1e9:.2f} GB" if freed >= 1e9 else f"{freed / 1e6:.1f} MB"
+            monitor.emit(
+                f"deleted the resumable checkpoints ({size} of weights and optimizer state) now that every step ran; "
+                "grpo.keep_checkpoints_after_run: true keeps them"
+            )
     return GrpoOutcome(callback.best, callback.metrics, callback.evals, time.perf_counter() - started)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from groupscore.train.config import ModelConfig
 from groupscore.train.hardware import Hardware
+from groupscore.train.localpaths import local_path, looks_local
 from groupscore.train.taskset import Task
 from groupscore.train.tiny_model import ensure_tiny_model
 
@@ -39,23 +40,33 @@ def hub_offline() -> bool:
     )
 
 
-def check_model_available(model: ModelConfig) -> None:
-    """Before any other work: a hub id that cannot load offline is one line saying how to fetch it ahead."""
-    if model.path is None or Path(model.path).exists():
+def check_model_available(model: ModelConfig, config_dir: Path | None = None) -> None:
+    """Before any other work, and before any network: a folder that is not there is one line naming it; a hub id
+    that cannot load offline is one line saying how to fetch it ahead, and naming the folder looked for first.
+    `config_dir`: the config file's folder (a relative path in the file starts there; else the current directory)."""
+    if model.path is None:
         return
+    base = config_dir or Path.cwd()
     name = model.path
-    if name.startswith(("/", "./", "../")) or name.count("/") > 1:
-        raise FileNotFoundError(f"model.path: {name} is neither a local folder nor a hub id (owner/name)")
+    if looks_local(name, [base, Path.cwd()]):
+        folder = local_path(name, base)
+        if folder.is_dir():
+            return
+        if folder.exists():
+            raise FileNotFoundError(f"model.path: {folder} is a file; give the folder holding config.json")
+        raise FileNotFoundError(f"model.path: no model folder at {folder}")
+    if (base / name).is_dir():
+        return
     if not hub_offline():
-        return  # downloads on first use, like any Hugging Face tool
+        return  # a hub id: downloaded on first use, like any Hugging Face tool
     from huggingface_hub import try_to_load_from_cache
 
     if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+        looked = " or ".join(dict.fromkeys(str(folder / name) for folder in (base, Path.cwd())))
         raise FileNotFoundError(
-            f"model.path: {name} is not a local folder, and not in the local Hugging Face cache while HF_HUB_OFFLINE "
-            "is set; fetch it ahead "
-            f"with `hf download {name}` (older huggingface_hub: `huggingface-cli download {name}`), or unset "
-            "HF_HUB_OFFLINE"
+            f"model.path: {name} is not a local folder (no {looked}), and not in the local Hugging Face cache "
+            f"while HF_HUB_OFFLINE is set; fetch it ahead with `hf download {name}` (older huggingface_hub: "
+            f"`huggingface-cli download {name}`), or unset HF_HUB_OFFLINE"
         )
 
 
@@ -70,7 +81,7 @@ def resolve_model(model: ModelConfig, tasks: list[Task], cache_dir: Path, seed: 
     if model.smollm2:
         from groupscore.train.smollm2 import ensure_smollm2
 
-        return str(ensure_smollm2(cache_dir))
+        return str(ensure_smollm2())  # one conversion for every run (the shared cache), not one per run folder
     if model.path is None:  # ModelConfig refuses a config without a source
         raise ValueError("model: give one of path, tiny, smollm2")
     return model.path

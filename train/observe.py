@@ -17,18 +17,47 @@ from groupscore.train.summary import BatchStats, EvalRecord, HealthWarning, Spre
 
 
 class JsonlWriter:
-    def __init__(self, path: Path, append: bool = False) -> None:
+    """One JSON record a line. `enabled=False` (a process other than the main one) writes nothing and opens
+    nothing."""
+
+    def __init__(self, path: Path, append: bool = False, enabled: bool = True) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # a rerun into the same folder starts its logs afresh; a resumed one goes on with them
-        self._file = self.path.open("a" if append else "w")
+        self._file = None
+        if enabled:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # a rerun into the same folder starts its logs afresh; a resumed one goes on with them
+            self._file = self.path.open("a" if append else "w")
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()  # a crashed run still leaves every finished step on disk
+        if self._file is not None:
+            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.flush()  # a crashed run still leaves every finished step on disk
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+
+
+def keep_steps_upto(path: Path, step: int, rewrite: bool = True) -> list[dict[str, Any]]:
+    """The records of a JSONL log with `step` <= step (a resumed run's history), and the file cut back to them
+    (`rewrite`): the steps after the checkpoint a run resumes from are run and logged again, so their first records
+    go. A line cut short by the interruption goes too."""
+    if not path.exists():
+        return []
+    kept, lines = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int) and record["step"] <= step:
+            kept.append(record)
+            lines.append(line)
+    if rewrite:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        tmp.replace(path)
+    return kept
 
 
 def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
@@ -107,6 +136,15 @@ class Monitor:
             self.emit(f"[warning] step {step}: {message}")
         elif not on:
             self._active.discard(kind)
+
+    def replay(self, history: list[StepMetrics]) -> None:
+        """The warnings of steps logged before a restart (resume), recorded again without being said again."""
+        emit, self.emit = self.emit, lambda _message: None
+        try:
+            for metrics in history:
+                self.check_step(metrics)
+        finally:
+            self.emit = emit
 
     def check_step(self, metrics: StepMetrics) -> None:
         """check() with what one GRPO step measured."""

@@ -25,7 +25,7 @@ from groupscore.train.models import (
 )
 from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.scoring import GroupScorer, open_scorer
-from groupscore.train.sources import load_taskset
+from groupscore.train.sources import all_local, check_local_sources, load_taskset
 from groupscore.train.summary import (
     EvalRecord,
     EvalResult,
@@ -38,7 +38,7 @@ from groupscore.train.summary import (
     StepMetrics,
 )
 from groupscore.train.taskset import Task
-from groupscore.train.user_rewards import UserReward, load_reward_functions
+from groupscore.train.user_rewards import UserReward, check_signatures, load_reward_functions
 
 FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, not the ones selection looked at
 
@@ -70,13 +70,20 @@ def check_report_to(names: Sequence[str]) -> None:
 
 
 def prepare(config: TrainConfig) -> Prepared:
-    """The order matters: the cheap checks that can fail first, the model's tokenizer last, the weights never."""
+    """The order matters: what is checked on this machine first (the model's folder, report_to, the reward
+    functions, the taskset's files), then what needs the network (a hub model's tokenizer, a hub dataset), the model's
+    weights never. Each failure is one line (exit code 2)."""
     quiet_libraries()
-    check_model_available(config.model)
+    check_model_available(config.model, config.config_dir)
     check_report_to(config.report_to)
     spec = config.service.reward
     reward_functions = load_reward_functions(config.rewards, [c.name for c in spec.components] if spec else [])
+    check_local_sources(config.taskset)
+    tokenizer = None
+    if config.model.path is not None and not all_local(config.taskset):
+        tokenizer = load_tokenizer(config.model.path)  # a hub model answers before a hub dataset is read
     train_tasks, eval_tasks = load_taskset(config.taskset, config.seed)
+    check_signatures(reward_functions, train_tasks)
     if config.grpo is not None and config.grpo.prompts_per_step > len(train_tasks):
         raise ValueError(
             f"grpo.prompts_per_step: {config.grpo.prompts_per_step} prompts a step, but the taskset has "
@@ -88,7 +95,7 @@ def prepare(config: TrainConfig) -> Prepared:
     grpo_vllm = config.grpo.use_vllm if config.grpo else False
     hardware = pick_hardware(config.device, config.precision, config.threads, grpo_vllm)
     model_path = resolve_model(config.model, train_tasks + eval_tasks, config.run_dir / "cache", config.seed)
-    tokenizer = load_tokenizer(model_path)
+    tokenizer = tokenizer or load_tokenizer(model_path)
     system_prompt = config.taskset.system_prompt
     train_tasks = render_prompts(train_tasks, tokenizer, config.model.chat_template, system_prompt)
     eval_tasks = render_prompts(eval_tasks, tokenizer, config.model.chat_template, system_prompt)
@@ -284,6 +291,19 @@ def run(config: TrainConfig) -> RunSummary:
     return summary
 
 
+def tie_note(stage: GrpoStage) -> str:
+    """' (tied on held-out pass@1 with steps 0, 2)' when the rule broke a tie, else ''."""
+    chosen = next((e for e in stage.evals if e.step == stage.selected_step), None)
+    if chosen is None:
+        return ""
+    tied = [e.step for e in stage.evals if e.step != chosen.step and e.result.pass_at_1 == chosen.result.pass_at_1]
+    return (
+        f" (tied on held-out pass@1 with step{'s' if len(tied) > 1 else ''} {', '.join(map(str, tied))})"
+        if tied
+        else ""
+    )
+
+
 def report_text(summary: RunSummary) -> str:
     lines = [f"# Training run: {summary.run_dir}", ""]
     if summary.eval is not None:
@@ -304,10 +324,8 @@ def report_text(summary: RunSummary) -> str:
         )
     if stages.grpo is not None:
         g = stages.grpo
-        lines.append(
-            f"GRPO: {g.steps} steps in {g.seconds} s; selected step {g.selected_step} by held-out "
-            f"pass@1; {len(g.warnings)} warnings"
-        )
+        lines.append(f"GRPO: {g.steps} steps in {g.seconds} s; {len(g.warnings)} warnings")
+        lines.append(f"selected: step {g.selected_step}, by {g.selected_by}{tie_note(g)}")
         lines += [f"  - step {w['step']}: {w['message']}" for w in g.warnings]
     if stages.merge is not None:
         m = stages.merge

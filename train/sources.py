@@ -67,6 +67,23 @@ def templated(task: Task, cfg: TasksetConfig) -> Task:
     return replace(task, prompt=text, messages=messages)
 
 
+def _sources(cfg: TasksetConfig) -> list[tuple[str, DatasetSource]]:
+    return [(f"taskset.{name}", source) for name, source in (("train", cfg.train), ("eval", cfg.eval)) if source]
+
+
+def all_local(cfg: TasksetConfig) -> bool:
+    """Every source is a file or folder on this machine (nothing to fetch from the hub)."""
+    return all(source.path is not None for _, source in _sources(cfg))
+
+
+def check_local_sources(cfg: TasksetConfig) -> None:
+    """The taskset's files and folders exist: checked before anything goes to the network (a hub model or dataset)."""
+    from groupscore.train.datasource import check_exists
+
+    for field, source in _sources(cfg):
+        check_exists(source, field)
+
+
 def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]:
     """(train tasks, held-out tasks); every problem with the data is raised here, before any model loads."""
     train = _read(cfg.train, cfg, "taskset.train", "train")

@@ -6,6 +6,7 @@ summary.json and the summary's parts keep the flat shapes they always had (`"pas
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
@@ -60,6 +61,22 @@ class EvalResult:
             "infra_errors": self.infra_errors,
         }
 
+    @classmethod
+    def from_dict(cls, record: JsonDict) -> EvalResult:
+        """as_dict() read back (per_task is not written, so it comes back empty)."""
+        return cls(
+            n=record["n"],
+            pass_at={int(k.removeprefix("pass@")): v for k, v in record.items() if k.startswith("pass@")},
+            mean_reward=record["mean_reward"],
+            solvable_share=record["solvable_share"],
+            zero_variance_share=record["zero_variance_share"],
+            infra_errors=record.get("infra_errors", 0),
+        )
+
+
+# How GRPO picks its checkpoint among the held-out evaluations (the summary states it).
+SELECTION_RULE = "held-out pass@1; a tie goes to the higher held-out mean reward, then to the later step"
+
 
 @dataclass(frozen=True)
 class EvalRecord:
@@ -70,6 +87,15 @@ class EvalRecord:
 
     def as_json(self) -> JsonDict:
         return {"step": self.step, **self.result.as_dict()}
+
+    @classmethod
+    def from_json(cls, record: JsonDict) -> EvalRecord:
+        return cls(record["step"], EvalResult.from_dict(record))
+
+    def selection_key(self) -> tuple[float, float, int]:
+        """SELECTION_RULE as a sort key: the highest key is selected."""
+        mean = self.result.mean_reward
+        return (self.result.pass_at_1, mean if mean == mean else float("-inf"), self.step)  # NaN: nothing judged
 
 
 class Spread(NamedTuple):
@@ -121,6 +147,30 @@ class StepMetrics:
     grad_norm: float | None = None
     clip_ratio: float | None = None
 
+    @classmethod
+    def from_json(cls, record: JsonDict) -> StepMetrics:
+        """A metrics.jsonl line read back (a resumed run reloads the steps before its restart)."""
+        names = sorted({k.split("/")[1] for k in record if k.startswith("component/") and k.count("/") == 2})
+        batch = BatchStats(
+            reward_mean=record["reward_mean"],
+            reward_std=record["reward_std"],
+            zero_variance_share=record["zero_variance_share"],
+            infra_errors=record.get("infra_errors", 0),
+            infra_error_share=record.get("infra_error_share", 0.0),
+            reward_wait_s=record.get("reward_wait_s", 0.0),
+            reward_request_s=record.get("reward_request_s", 0.0),
+            components={
+                n: Spread(record.get(f"component/{n}/mean", math.nan), record.get(f"component/{n}/std", math.nan))
+                for n in names
+            },
+        )
+        return cls(
+            step=record["step"],
+            step_time_s=record["step_time_s"],
+            batch=batch,
+            **{k: record.get(k) for k in ("kl", "completion_length", "entropy", "loss", "grad_norm", "clip_ratio")},
+        )
+
     def as_json(self) -> JsonDict:
         return {
             "step": self.step,
@@ -167,7 +217,7 @@ class GrpoStage:
     selected_checkpoint: str
     evals: list[EvalRecord]
     warnings: list[HealthWarning]
-    selected_by: str = "held-out pass@1"
+    selected_by: str = SELECTION_RULE
 
     def as_json(self) -> JsonDict:
         return {

@@ -121,3 +121,45 @@ def group_advantages(rewards: Sequence[float | None]) -> tuple[list[float], bool
     mean = sum(judged) / len(judged)
     std = math.sqrt(sum((r - mean) ** 2 for r in judged) / (len(judged) - 1))
     return [0.0 if r is None else (r - mean) / (std + ADVANTAGE_EPS) for r in rewards], std == 0
+
+
+# What every GRPO call passes a reward function besides the row's dataset columns (rewards.ServiceReward).
+TRL_KEYWORDS = ("prompts", "completions", "completion_ids", "task_id", "trainer_state", "log_extra", "log_metric")
+
+
+def signature_problem(fn: Callable[..., Any], passed: Sequence[str]) -> str | None:
+    """Why calling `fn` with the keywords `passed` would fail on every batch, in one clause; None when it would not
+    (or when the signature cannot be read). The same rule as `groupscore check` (testing/signature.py)."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    named = {p.name for p in parameters if p.kind in keyword}
+    columns = [name for name in passed if name not in TRL_KEYWORDS]
+    have = f"the rows' columns are {', '.join(columns) or 'none'}"
+    missing = [p.name for p in parameters if p.kind in keyword and p.default is p.empty and p.name not in passed]
+    if missing:
+        return f"needs `{missing[0]}`, which GRPO does not pass ({have}; TRL adds {', '.join(TRL_KEYWORDS)})"
+    positional_only = [
+        p.name for p in parameters if p.kind is inspect.Parameter.POSITIONAL_ONLY and p.default is p.empty
+    ]
+    if positional_only:
+        return f"takes `{positional_only[0]}` by position only; TRL passes everything by keyword"
+    unexpected = [name for name in passed if name not in named]
+    if unexpected and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return (
+            f"takes no keyword `{unexpected[0]}`, which TRL passes (every column, completion_ids, trainer_state, "
+            f"log_metric, ...): add **kwargs to its parameters ({have})"
+        )
+    return None
+
+
+def check_signatures(functions: Sequence[UserReward], tasks: Sequence[Any]) -> None:
+    """Each function can take what GRPO will pass it (TRL's keywords and the train rows' columns): else one line
+    naming the function and the fix, before any model loads (a dry run and a real run alike)."""
+    columns = sorted({k for t in tasks for k in t.columns} - {"prompt", "completion", "completions", "prompts"})
+    for index, user in enumerate(functions):
+        problem = signature_problem(user.function, [*TRL_KEYWORDS, *columns])
+        if problem is not None:
+            raise ValueError(f"rewards.functions.{index}.function: {user.ref} {problem}")
