@@ -4,33 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache, wraps
-from typing import Any
+from typing import Any, Protocol, cast
 
 MAX_KEY_CHARS = 512  # a longer answer is scored uncached: rare, and 16k of them would cost tens of megabytes
 
 
-class ShortKeyCached[**Params, Result]:
+class ShortKeyCached[**Params, Result](Protocol):
     """A function whose calls with short string arguments are cached; `cache_clear` forgets them."""
 
-    def __init__(self, fn: Callable[Params, Result], maxsize: int) -> None:
-        self._fn = fn
-        self._cached = lru_cache(maxsize=maxsize)(fn)
-        wraps(fn)(self)
+    def __call__(self, *args: Params.args, **kwargs: Params.kwargs) -> Result: ...
 
-    def __call__(self, *args: Params.args, **kwargs: Params.kwargs) -> Result:
-        chars = 0
-        for arg in args:  # a plain loop: this runs several times per item of every batch
-            if type(arg) is str:
-                chars += len(arg)
-        if chars > MAX_KEY_CHARS or kwargs:
-            return self._fn(*args, **kwargs)
-        return self._cached(*args)
+    def cache_clear(self) -> None: ...
 
-    def cache_clear(self) -> None:
-        self._cached.cache_clear()
-
-    def cache_info(self) -> Any:
-        return self._cached.cache_info()
+    def cache_info(self) -> Any: ...
 
 
 def short_key_cache[**Params, Result](
@@ -39,6 +25,20 @@ def short_key_cache[**Params, Result](
     """`functools.lru_cache(maxsize)` for calls whose string arguments total at most MAX_KEY_CHARS characters."""
 
     def decorate(fn: Callable[Params, Result]) -> ShortKeyCached[Params, Result]:
-        return ShortKeyCached(fn, maxsize)
+        cached = lru_cache(maxsize=maxsize)(fn)
+
+        @wraps(fn)
+        def call(*args: Any) -> Result:
+            chars = 0
+            for arg in args:  # a plain loop: this runs several times per item of every batch
+                if type(arg) is str:
+                    chars += len(arg)
+            if chars > MAX_KEY_CHARS:
+                return fn(*args)  # type: ignore[call-arg]
+            return cached(*args)
+
+        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        return cast(ShortKeyCached[Params, Result], call)
 
     return decorate

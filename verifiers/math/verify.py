@@ -210,7 +210,7 @@ def _score(item: MathItem) -> Verdict:
     if extracted.too_long:
         return _verdict(item, Status.unparsable, extracted.text[:200], "answer too long", source=extracted.source)
     conventions = conventions_of(item)
-    gold_comma = decimal_comma_reading(item.answer, conventions.decimal_comma)
+    gold_comma = decimal_comma_reading(item.answer, conventions.decimal_comma) if "," in item.answer else ""
     gold = gold_answer(item.answer, item.reference, gold_comma)
     if gold is None:
         return Verdict.error(item.id, f"the reference answer is longer than {MAX_GOLD_CHARS} characters")
@@ -230,8 +230,11 @@ def _score(item: MathItem) -> Verdict:
         joined = ", ".join(run)
         boxes = boxes[: max(len(boxes) - len(run), 0)] + (joined,)
         extracted = replace(extracted, text=joined)
-    extracted = replace(extracted, text=_words_read(extracted.text, conventions))
-    pred = normalize(extracted.text, decimal_comma_reading(item.completion, conventions.decimal_comma))
+    read = _words_read(extracted.text, conventions)
+    if read != extracted.text:
+        extracted = replace(extracted, text=read)
+    pred_comma = decimal_comma_reading(item.completion, conventions.decimal_comma) if "," in read else ""
+    pred = normalize(read, pred_comma)
     if not pred:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
     if item.strict and len(boxes) > 1 and _strict_hedge(boxes, item.rel_tol):
