@@ -293,7 +293,9 @@ def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarge
             pass  # the end of serving (an interrupted start goes on up, after the clean-up below)
     finally:
         try:
-            if deploying:  # like `serve run`, but other applications on a shared cluster are left running
+            # like `serve run`, but other applications on a shared cluster are left running; a local cluster this
+            # command started ends with it below, so its replicas are not waited for (20 s and more)
+            if deploying and not started_here():
                 _delete(names)
         finally:
             # Leave the cluster now, not at exit: a local one (this command's own) ends here, Serve's HAProxy with it,
@@ -302,11 +304,16 @@ def serve_on_ray(address: str | None, config_path: Path | None, target: RayTarge
     return 0
 
 
+def started_here() -> bool:
+    """Whether this process started the Ray cluster it is connected to (ray.init made a local one, which ends with
+    it), rather than joined one."""
+    node = getattr(getattr(ray, "_private", None) and ray._private.worker, "_global_node", None)
+    return bool(getattr(node, "head", False))
+
+
 def _delete(names: list[str]) -> None:
-    """Ask Serve's controller to delete the applications, without waiting for their replicas to drain (20 s and more):
-    the controller finishes it on a shared cluster, and a local one ends with this command."""
     for name in names:
         try:
-            serve.delete(name, _blocking=False)
+            serve.delete(name)
         except Exception as exc:  # noqa: BLE001 - an interrupted deploy may have left nothing to delete, or no Serve
             print(f"groupscore: could not delete the Serve application {name}: {exc}", file=sys.stderr)
