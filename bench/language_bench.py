@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from groupscore.sandbox import Limits, RunStatus, ensure_available, policy_for, run
-from groupscore.sandbox.jail import cgroup_note
+from groupscore.sandbox.harness import cgroup_note
 from groupscore.sandbox.languages import MAIN_FILE, SPECS, TS_GLOBALS, run_argv
 from groupscore.sandbox.toolchains import toolchain
 

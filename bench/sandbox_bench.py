@@ -23,7 +23,7 @@ from pathlib import Path
 
 from groupscore.sandbox import Limits, RunStatus, ensure_available, run, warm
 from groupscore.sandbox import settings as sandbox_settings
-from groupscore.sandbox.jail import cgroup_note
+from groupscore.sandbox.harness import cgroup_note
 from groupscore.sandbox.toolchains import toolchain
 
 PROGRAM = "import sys\nn = int(sys.stdin.readline())\nprint(sum(i * i for i in range(n)))\n"

@@ -1,10 +1,10 @@
-"""The status of a run, from what the jail reported: exit, signal, limits hit."""
+"""The status of a run, from what the harness and its launcher reported (RawRun): exit, signal, limits hit."""
 
 from __future__ import annotations
 
 import signal
 
-from groupscore.sandbox.jail import TIME_LIMIT_RE, RawRun
+from groupscore.sandbox.harness import RawRun
 from groupscore.sandbox.limits import Limits
 from groupscore.sandbox.result import RunStatus
 
@@ -44,7 +44,7 @@ def classify(out: RawRun, limits: Limits) -> tuple[RunStatus, str | None]:
     # The kernel's CPU clock for rlimits runs a little ahead of wait4's accounting, hence the margin.
     if out.signal == signal.SIGXCPU or (out.signal == signal.SIGKILL and out.cpu_time_s >= limits.cpu_seconds * 0.9):
         return RunStatus.TIMEOUT, f"cpu time limit {limits.cpu_seconds}s"
-    if TIME_LIMIT_RE.search(out.log):
+    if out.launcher_time_limit:
         return RunStatus.TIMEOUT, "nsjail time limit"
     if out.exit_code not in (None, 0) or out.signal is not None:
         tail = _tail(out.stderr.decode(errors="replace")).rstrip().splitlines()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from groupscore.sandbox import MAIN_FILE, Limits, SandboxUnavailable, policy_for, run, warm
-from groupscore.sandbox.jail import cgroup_note
+from groupscore.sandbox.harness import cgroup_note
 from groupscore.sandbox.languages import SPECS
 
 # Suffixes other than the one each language's main file has (main.cpp) that name the same language.

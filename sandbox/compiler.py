@@ -9,9 +9,10 @@ import threading
 from collections import OrderedDict
 
 from groupscore.sandbox.classify import classify
-from groupscore.sandbox.jail import decode, execute, peak_mb
+from groupscore.sandbox.harness import decode, peak_mb
 from groupscore.sandbox.languages import TS_GLOBALS, TS_GLOBALS_FILE, artifact, compile_argv
 from groupscore.sandbox.limits import Limits
+from groupscore.sandbox.nsjail_launcher import execute_nsjail
 from groupscore.sandbox.policy import INIT_SHELL, build_policy
 from groupscore.sandbox.result import CompileResult, RunStatus
 from groupscore.sandbox.toolchains import Toolchain
@@ -83,7 +84,7 @@ def _compile_inrun_jail(
     tool: Toolchain, files: dict[str, bytes], argv: list[str], limits: Limits, output: str
 ) -> tuple[CompileResult, bytes]:
     policy = build_policy(tool, limits, compile_step=True)
-    out, got, _ = execute(policy, files, argv, b"", limits, [output])
+    out, got, _ = execute_nsjail(policy, files, argv, b"", [output])
     status, _ = classify(out, limits)
     binary = got.get(output, b"")
     if status is RunStatus.OK and not binary:

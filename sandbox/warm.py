@@ -16,7 +16,8 @@ Used for Python runs of a script (`python3 -s|-S -B main.py args...`, one templa
 where the filter can be read; anything else, and any failure to start the template, goes through nsjail as before.
 A run with as_init (the code verifier's call runner) is the jail's pid 1 itself: the run's init becomes the program
 after building the jail, and its parent (a short-lived fork of the template) reports its exit status.
-GROUPSCORE_SANDBOX_WARM=0 turns warm runs off. This module holds the templates; warm_run.py runs one program on one.
+GROUPSCORE_SANDBOX_WARM=0 turns warm runs off. This module holds the templates; the warm launcher (warm_launcher.py),
+the nsjail launcher's peer under the same harness, runs one program on one.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from pathlib import Path
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import SandboxUnavailable
-from groupscore.sandbox.jail import nsjail_binary, run_dir, run_jail
-from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.policy import Policy, _mount_pt, render_exec
+from groupscore.sandbox.harness import run_dir
+from groupscore.sandbox.nsjail_config import mount_point, namespace_flags, render_exec
+from groupscore.sandbox.nsjail_launcher import NSJAIL, nsjail_binary
+from groupscore.sandbox.policy import Policy
 from groupscore.sandbox.seccomp_capture import capture
 from groupscore.sandbox.toolchains import Toolchain
 from groupscore.sandbox.uids import ID_COUNT, id_pool, per_jail_ids
@@ -47,10 +49,8 @@ from groupscore.sandbox.workdir import run_base
 log = logging.getLogger(__name__)
 
 TEMPLATE_SCRIPT = Path(__file__).with_name("warm_template.py")
-_SPOOL_AT = "/work"  # the template's work dir is the spool; each run's own tmpfs covers it
-_TEMPLATE_AT = "/work/.template.py"
+_TEMPLATE_NAME = ".template.py"  # in the template's work dir, which is the spool (each run's own tmpfs covers it)
 INSIDE_BASE = 1000  # a run with host id h runs as uid/gid INSIDE_BASE + (h - id base) in the template's namespace
-_READY_TIMEOUT_S = 10.0
 _FAILED_STARTS_LIMIT = 2
 # A shortage (no process or memory to spare just now: EAGAIN, ENOMEM) fails a run's setup but says nothing of whether
 # this host can make warm jails: it never counts toward giving the template up.
@@ -69,7 +69,7 @@ class Template:
         self.spool = tempfile.mkdtemp(prefix=f"groupscore-warm-{os.getpid()}-", dir=run_base())
         os.chown(self.spool, self.host_id, self.host_id)
         os.chmod(self.spool, 0o700)
-        script = os.path.join(self.spool, os.path.basename(_TEMPLATE_AT))
+        script = os.path.join(self.spool, _TEMPLATE_NAME)
         shutil.copyfile(TEMPLATE_SCRIPT, script)
         os.chown(script, self.host_id, self.host_id)
         os.chmod(script, 0o400)
@@ -127,8 +127,9 @@ class Template:
         from nsjail.enums import RLimitType
         from nsjail.serializers import to_textproto
 
-        mounts = [_mount_pt(m) for m in policy.mounts if m.target != _SPOOL_AT]
-        mounts.append(MountPt(src=self.spool, dst=_SPOOL_AT, is_bind=True, rw=True, is_dir=True, nosuid=True))
+        work = policy.work_dir
+        mounts = [mount_point(m) for m in policy.mounts if m.target != work]
+        mounts.append(MountPt(src=self.spool, dst=work, is_bind=True, rw=True, is_dir=True, nosuid=True))
         inf = RLimitType.INF
         cfg = NsJailConfig(
             name="groupscore-warm",
@@ -136,7 +137,8 @@ class Template:
             cwd="/",
             nice_level=0,
             keep_env=False,
-            envar=[*policy.env, "PWD=/work"],
+            envar=[*policy.env, f"PWD={work}"],
+            **namespace_flags(policy),  # the runs' user namespace is this one; each run makes its others anew
             keep_caps=True,  # in its own user namespace only: it builds each run's jail, then drops them there
             pass_fd=[ctl_fd],
             iface_no_lo=True,
@@ -155,7 +157,7 @@ class Template:
             time_limit=0,
             exec_bin=None,
         )
-        argv = [self.tool.executable, self.site_flag, "-B", _TEMPLATE_AT, str(ctl_fd)]
+        argv = [self.tool.executable, self.site_flag, "-B", f"{work}/{_TEMPLATE_NAME}", str(ctl_fd)]
         return str(to_textproto(cfg)) + "\n" + render_exec(argv) + "\n"
 
     def _idmaps(self, idmap: type) -> list[object]:
@@ -283,18 +285,32 @@ def enabled() -> bool:
     return sandbox_settings.current().warm and per_jail_ids()
 
 
-def _seccomp_program(tool: Toolchain, policy: Policy, limits: Limits) -> bytes:
+def _seccomp_program(tool: Toolchain, policy: Policy) -> bytes:
     global _SECCOMP
     if _SECCOMP is None:
 
         def sleeper(marker: str) -> None:
             # A host id of its own, as every jail's (run_dir): the base id may be another live jail's.
-            with run_dir(policy, {}, []) as (rundir, _):
+            with run_dir(policy, {}, []) as rundir:
                 argv = [tool.executable, "-S", "-c", "import time; time.sleep(30)", marker]
-                run_jail(policy, rundir, argv, b"", limits, as_init=True)
+                NSJAIL.launch(policy, rundir, argv, b"", as_init=True)
 
         _SECCOMP = capture(sleeper)
     return _SECCOMP
+
+
+def policy_unsupported(policy: Policy) -> str | None:
+    """Why a template's runs could not apply `policy` as nsjail would (None: they can). A run is its template's fork:
+    the template's user namespace, the run's own pid and mount namespaces are how it is made; it drops every
+    capability, and installs its seccomp program unprivileged, which takes no_new_privs."""
+    missing = {"user", "pid", "mount"} - set(policy.namespaces)
+    if missing:
+        return f"the policy makes no {', '.join(sorted(missing))} namespace"
+    if policy.capabilities:
+        return f"the policy keeps capabilities ({', '.join(policy.capabilities)})"
+    if not policy.no_new_privs:
+        return "the policy turns no_new_privs off"
+    return None
 
 
 def warm_argv(tool: Toolchain, argv: list[str], files: dict[str, bytes]) -> bool:
@@ -311,32 +327,36 @@ def warm_argv(tool: Toolchain, argv: list[str], files: dict[str, bytes]) -> bool
     )
 
 
-def template_for(tool: Toolchain, policy: Policy, limits: Limits, site_flag: str = "-s") -> Template | None:
+def template_for(tool: Toolchain, policy: Policy, site_flag: str = "-s") -> tuple[Template | None, str | None]:
     """This process's template for `tool` started with `site_flag` (-s, or -S: no site module, whose names such as
-    exit() a program could tell apart), started on first use; None where warm runs cannot be had."""
+    exit() a program could tell apart), started on first use; else None and why warm runs cannot be had."""
+    if why := policy_unsupported(policy):
+        return None, why
     # Not the work dir's tmpfs: its size is the run's (in the request), and every size would start a template.
     # The nsjail binary as configured now: a bad GROUPSCORE_NSJAIL fails this run as it fails an nsjail run (the
     # sandbox is misconfigured, warm template or not), and a new one starts a new template.
     binary = nsjail_binary()
-    key = (binary, tool, site_flag, tuple(m for m in policy.mounts if m.target != policy.work_dir), policy.env)
+    mounts = tuple(m for m in policy.mounts if m.target != policy.work_dir)
+    made_by_nsjail = (policy.work_dir, policy.namespaces, policy.hostname, policy.rlimits.stack_mb)
+    key = (binary, tool, site_flag, mounts, policy.env, made_by_nsjail)
     with _LOCK:
         template = _TEMPLATES.get(key)
         if template is not None and template.alive():
-            return template
+            return template, None
         if template is not None:
             template.close()
             del _TEMPLATES[key]
         if key in _BROKEN:
-            return None
+            return None, _BROKEN[key]
         try:
-            template = Template(tool, policy, _seccomp_program(tool, policy, limits), site_flag)
+            template = Template(tool, policy, _seccomp_program(tool, policy), site_flag)
         except (SandboxUnavailable, OSError) as exc:
             _BROKEN[key] = str(exc)
             log.warning("warm Python runs are off for %s (runs go through nsjail): %s", tool.executable, exc)
-            return None
+            return None, _BROKEN[key]
         template.key = key
         _TEMPLATES[key] = template
-        return template
+        return template, None
 
 
 def note() -> str:

@@ -3,10 +3,11 @@
 This file runs under the jail's own interpreter (the system python3 or a named environment's), inside a template
 jail that nsjail made (its own user, mount, pid, network, ipc and uts namespaces; only the toolchain's files, bound
 read-only). It imports only the standard library. Per run it forks, and the fork builds a jail of its own before a line
-of the program runs: new mount, pid, network, ipc, uts and cgroup namespaces, its own tmpfs work dir with the run's
-files bound in, a fresh /proc of its own pid namespace, the host's cgroup slot for the run, the run's rlimits, an
-unprivileged uid and gid of its own (mapped to the run's host id), no capabilities, no_new_privs and the same
-seccomp-bpf program nsjail installs (read from a nsjail jail by the host). What it saves is the interpreter's start:
+of the program runs, from the policy the host sends in the run's request (warm_launcher.py): new mount, pid, network,
+ipc, uts and cgroup namespaces, its own tmpfs work dir with the run's files bound in, a fresh /proc of its own pid
+namespace (each mount with the policy's flags), the host's cgroup slot for the run, the run's rlimits, an unprivileged
+uid and gid of its own (mapped to the run's host id), no capabilities, no_new_privs and the same seccomp-bpf program
+nsjail installs (read from a nsjail jail by the host). What it saves is the interpreter's start:
 the program runs in a copy of an interpreter that has already started, as `python3 -s -B main.py` would run it.
 It is one file because the template jail runs exactly this file, where no package of ours can be imported.
 
@@ -62,7 +63,10 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_SECCOMP = 1, 4, 24, 2
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 SECCOMP_MODE_FILTER = 2
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
-WORK = "/work"
+# The request names the policy's namespaces and mount flags (policy.py); these are their numbers. A run's pid namespace
+# is made by the template's fork (serve) and its cgroup namespace once it has joined its slot (_join_slot).
+_UNSHARED = {"mount": CLONE_NEWNS, "network": CLONE_NEWNET, "ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS}
+_MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -91,6 +95,13 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     _check(_libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]), f"mount {target}")
 
 
+def _mount_flags(names: list[str]) -> int:
+    flags = 0
+    for name in names:
+        flags |= _MOUNT_FLAGS[name]
+    return flags
+
+
 def _prctl(option: int, arg: Any = 0) -> None:
     _check(_libc.prctl(option, arg, 0, 0, 0), f"prctl {option}")
 
@@ -107,8 +118,8 @@ def _last_cap() -> int:
         return 40
 
 
-def _drop_privileges(uid: int, gid: int) -> None:
-    """The run's uid and gid, and nothing else: no capabilities in any set, none to gain back."""
+def _drop_privileges(uid: int, gid: int, no_new_privs: bool) -> None:
+    """The run's uid and gid, and nothing else: no capabilities in any set, none to gain back (no_new_privs)."""
     for cap in range(_last_cap() + 1):
         _prctl(PR_CAPBSET_DROP, cap)
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
@@ -117,7 +128,8 @@ def _drop_privileges(uid: int, gid: int) -> None:
     os.setresuid(uid, uid, uid)  # from uid 0 to another: the kernel clears the permitted and effective sets
     header, data = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")  # and the inheritable set
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if no_new_privs:
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
     # As after an exec: the uid change made the process undumpable, which would give its /proc files to root.
     _prctl(PR_SET_DUMPABLE, 1)
 
@@ -399,7 +411,7 @@ def _program(
     """
     try:
         if not as_init:  # C: first of all, so all the program does is charged to its slot (B, as_init, has joined)
-            _join_slot(cgroup_fds or [])
+            _join_slot(cgroup_fds or [], "cgroup" in request["namespaces"])
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target, inheritable=True)
         if setup_w != 3:
@@ -409,13 +421,13 @@ def _program(
         os.closerange(4, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         for name, (soft, hard) in request["rlimits"].items():
             resource.setrlimit(getattr(resource, name), (soft, hard))
-        os.chdir(WORK)
+        os.chdir(request["work_dir"])
         if dict(os.environ) != request["env"]:  # the template starts with the policy's environment: rarely differs
             os.environ.clear()
             os.environ.update(request["env"])
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         _standard_streams()
-        _drop_privileges(request["uid"], request["gid"])
+        _drop_privileges(request["uid"], request["gid"], request["no_new_privs"])
         _seccomp(bytes.fromhex(request["seccomp"]))
         program = _prepare_program(request["script"], request["argv"])  # read as the run's uid, as nsjail's run does
         os.close(setup_w)
@@ -435,15 +447,16 @@ def _make_dirs(path: str, uid: int, gid: int) -> None:
     os.chown(path, uid, gid)
 
 
-def _join_slot(cgroup_fds: list[int]) -> None:
-    """Into the run's cgroup slot, whose root becomes this process's cgroup namespace's: the slot's tasks files (v1;
-    cgroup.procs on v2), opened by the host. A task moving itself skips the kernel's global lock that moving another
-    one takes. Done by the program's own process, so the slot holds the program's processes alone, reaped before its
-    run is reported (a zombie still counts in the slot's pids)."""
+def _join_slot(cgroup_fds: list[int], new_namespace: bool) -> None:
+    """Into the run's cgroup slot, whose root becomes this process's cgroup namespace's (new_namespace): the slot's
+    tasks files (v1; cgroup.procs on v2), opened by the host. A task moving itself skips the kernel's global lock that
+    moving another one takes. Done by the program's own process, so the slot holds the program's processes alone,
+    reaped before its run is reported (a zombie still counts in the slot's pids)."""
     for fd in cgroup_fds:
         os.write(fd, b"0")
         os.close(fd)
-    _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
+    if new_namespace:
+        _check(_libc.unshare(CLONE_NEWCGROUP), "unshare cgroup")
 
 
 def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], sock: socket.socket) -> None:
@@ -452,29 +465,32 @@ def _jail_init(request: dict[str, Any], fds: list[int], cgroup_fds: list[int], s
     os.setsid()  # the run's own session and process group, as each nsjail jail's (signals to a group, autogroups)
     _prctl(PR_SET_DUMPABLE, 0)  # the program runs as another uid; this keeps its /proc files root's too
     if request.get("init"):
-        _join_slot(cgroup_fds)
+        _join_slot(cgroup_fds, "cgroup" in request["namespaces"])
         cgroup_fds = []
     sock.send(b"ready")  # the host reads our pid from the message's credentials (to kill the run at the wall clock)
     if sock.recv(16) != b"go":
         os._exit(0)
-    socket.sethostname(request["hostname"])
-    # The template's /work is the spool (this script and every run's files). The run's files are held open, then the
-    # run's own tmpfs goes over /work: the spool is out of sight (and out of reach: nothing of it stays open) before
-    # the program starts, and the jail's tree is nsjail's, name for name.
-    sources = [os.open(os.path.join(WORK, source), os.O_PATH | os.O_CLOEXEC) for source, _, _ in request["binds"]]
-    _mount("tmpfs", WORK, "tmpfs", MS_NOSUID | MS_NODEV, request["tmpfs"])
-    os.chown(WORK, request["uid"], request["gid"])
+    if "uts" in request["namespaces"]:
+        socket.sethostname(request["hostname"])
+    # The template's work dir is the spool (this script and every run's files). The run's files are held open, then the
+    # run's own tmpfs goes over the work dir: the spool is out of sight (and out of reach: nothing of it stays open)
+    # before the program starts, and the jail's tree is nsjail's, name for name.
+    work, (tmpfs_options, tmpfs_flags) = request["work_dir"], request["tmpfs"]
+    sources = [os.open(os.path.join(work, source), os.O_PATH | os.O_CLOEXEC) for source, _, _ in request["binds"]]
+    _mount("tmpfs", work, "tmpfs", _mount_flags(tmpfs_flags), tmpfs_options)
+    os.chown(work, request["uid"], request["gid"])
+    bind_flags = MS_BIND | MS_REMOUNT | _mount_flags(request["bind_flags"])
     for fd, (_, target, writable) in zip(sources, request["binds"], strict=True):
-        path = os.path.join(WORK, target)
+        path = os.path.join(work, target)
         _make_dirs(os.path.dirname(path), request["uid"], request["gid"])
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND)
         os.close(fd)
-        flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
-        _mount(None, path, None, flags)
+        _mount(None, path, None, bind_flags | (0 if writable else MS_RDONLY))
     # On top of the template's /proc (the kernel lets a user namespace mount proc only where one is already in view);
     # the program, without capabilities, cannot take it off.
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "subset=pid")
+    proc_target, proc_options, proc_flags = request["proc"]
+    _mount("proc", proc_target, "proc", _mount_flags(proc_flags), proc_options or None)
     if request.get("init"):
         # A supervisor that must be its jail's pid 1 (the kernel drops the signals its children send it; it reaps their
         # orphans): this process becomes the program. Its parent R reports its exit status to the host.
@@ -539,7 +555,10 @@ def _start_run(request: dict[str, Any], fds: list[int], ctl: socket.socket | Non
         ctl.close()
     sock = socket.socket(fileno=fds[3])
     try:
-        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare namespaces")
+        namespaces = 0
+        for name in request["namespaces"]:
+            namespaces |= _UNSHARED.get(name, 0)
+        _check(_libc.unshare(namespaces), "unshare namespaces")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _jail_init(request, fds[:3], fds[4:], sock)
     except Program:

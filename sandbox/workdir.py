@@ -1,4 +1,4 @@
-"""The per-run host dir whose files are bound into the jail's work dir, and file-name rules."""
+"""The per-run host dir whose files are bound into the jail's work dir (by either launcher), and file-name rules."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path, PurePosixPath
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import BadRunRequest, SandboxUnavailable
-from groupscore.sandbox.languages import WORK_DIR
-from groupscore.sandbox.policy import render_file_mount
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,7 +42,7 @@ def check_name(name: str) -> str:
 
 class RunDir:
     """Per-run host dir: input files (bound read-only into the work dir), files to collect (bound
-    read-write, pre-created and owned by the jail's uid), stdin, the nsjail config and log.
+    read-write, pre-created and owned by the jail's uid), stdin, and the launcher's own files (nsjail's log).
 
     Only root and the jail's uid can reach it: as root the dir and the inputs belong to root with the
     jail's group (dir 0710, inputs 0640), so other local users cannot read programs or test inputs;
@@ -59,7 +57,6 @@ class RunDir:
         if self.as_root:
             os.chown(self.path, owner, gid)
             os.chmod(self.path, 0o710)
-        self.mounts: list[str] = []
         self.binds: list[tuple[str, str, bool]] = []  # (host file name in this dir, work-dir path, writable)
         self.collected: dict[str, Path] = {}
 
@@ -79,12 +76,10 @@ class RunDir:
             host = self._new(content, 0o750 if executable else 0o640, owner=(0, self.gid))
         else:
             host = self._new(content, 0o700 if executable else 0o600)
-        self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=False))
         self.binds.append((host.name, name, False))
 
     def add_collect(self, name: str) -> None:
         host = self._new(b"", 0o600, owner=(self.uid, self.gid) if self.as_root else None)
-        self.mounts.append(render_file_mount(str(host), f"{WORK_DIR}/{name}", writable=True))
         self.binds.append((host.name, name, True))
         self.collected[name] = host
 

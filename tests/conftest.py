@@ -147,7 +147,7 @@ def no_nsjail(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("this run went through nsjail, not the warm template")
 
-    monkeypatch.setattr("groupscore.sandbox.runner.execute", refuse)
+    monkeypatch.setattr("groupscore.sandbox.runner.execute_nsjail", refuse)
 
 
 @pytest.fixture

@@ -165,7 +165,7 @@ for p in ["/etc/shadow", "/etc/passwd", "/root", "/home"]:
 def test_etc_shadow_unreadable_even_when_bind_mounted():
     """Even with /etc/shadow mounted into the jail, its real uid (nobody) cannot read it."""
     from groupscore.sandbox.classify import classify
-    from groupscore.sandbox.jail import execute
+    from groupscore.sandbox.nsjail_launcher import execute_nsjail
     from groupscore.sandbox.policy import build_policy
 
     tool = toolchain("python")
@@ -175,7 +175,7 @@ def test_etc_shadow_unreadable_even_when_bind_mounted():
         "import errno\ntry:\n    open('/etc/shadow').read(); print('READ')\n"
         "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
     )
-    out, _, _ = execute(policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", FAST, [])
+    out, _, _ = execute_nsjail(policy, {"main.py": code.encode()}, [tool.executable, "main.py"], b"", [])
     assert classify(out, FAST)[0] is RunStatus.OK and out.stdout.decode().strip() == "EACCES"
 
 
@@ -832,13 +832,14 @@ def test_run_result_round_trips_through_json():
 @destructive
 def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     """Hosts where we cannot make cgroups: the result says so, and rlimits hold the line."""
-    from groupscore.sandbox import jail
+    from groupscore.sandbox import harness
     from groupscore.sandbox.cgroups import CgroupSupport, SlotPool
     from groupscore.sandbox.classify import classify
+    from groupscore.sandbox.nsjail_launcher import execute_nsjail
     from groupscore.sandbox.policy import build_policy
 
     none = CgroupSupport(None, False, False, {}, "test: no cgroups")
-    monkeypatch.setattr(jail, "_POOL", SlotPool(none))
+    monkeypatch.setattr(harness, "_POOL", SlotPool(none))
     tool = toolchain("python")
     limits = Limits(wall_time_s=4, memory_mb=128, max_processes=16)
     policy = build_policy(tool, limits, cgroups=none)
@@ -846,8 +847,8 @@ def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     assert policy.rlimits.address_space_mb == 128 + 128
 
     def go(code: str):
-        out, _, _ = jail.execute(
-            policy, {"main.py": (PRELUDE + code).encode()}, [tool.executable, "main.py"], b"", limits, []
+        out, _, _ = execute_nsjail(
+            policy, {"main.py": (PRELUDE + code).encode()}, [tool.executable, "main.py"], b"", []
         )
         return classify(out, limits)[0], out
 
@@ -859,4 +860,4 @@ def test_without_cgroups_rlimits_still_bound_memory_and_processes(monkeypatch):
     )
     n, err = out.stdout.decode().split()
     assert status is RunStatus.OK and err == "EAGAIN" and int(n) < 16
-    assert jail.cgroup_note() == "none: test: no cgroups"
+    assert harness.cgroup_note() == "none: test: no cgroups"

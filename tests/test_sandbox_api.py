@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import groupscore, host_pids_with
 
-from groupscore.sandbox import Limits, RunRequest, RunStatus, jail, run, run_many
+from groupscore.sandbox import Limits, RunRequest, RunStatus, harness, run, run_many
 from groupscore.sandbox.policy import host_cgroups
 from groupscore.sandbox.toolchains import toolchain
 
@@ -161,10 +161,10 @@ def test_collecting_an_input_file_is_refused():
 
 
 def test_a_run_whose_cgroup_limits_cannot_be_set_does_not_start(monkeypatch):
-    from groupscore.sandbox import SandboxUnavailable, jail
+    from groupscore.sandbox import SandboxUnavailable
     from groupscore.sandbox.cgroups import Slot
 
-    if jail.slot_pool().support.version is None or jail.slot_pool().broken:
+    if harness.slot_pool().support.version is None or harness.slot_pool().broken:
         pytest.skip("no cgroups on this host")
 
     def refuse(self, memory_bytes, max_pids):
@@ -214,7 +214,7 @@ def test_v1_runs_start_inside_their_slot_and_the_slot_never_lists_this_process()
     # v1 lists because one of its threads is inside, is never among the slot's processes (kill_all would kill it).
     r = run({"main.py": "x = bytearray(40 << 20)\nx[::4096] = b'1' * len(x[::4096])\n"}, limits=QUICK)
     assert r.status is RunStatus.OK and r.peak_memory_mb >= 38
-    pool = jail.slot_pool()
+    pool = harness.slot_pool()
     slot = next(s for s in pool._free if s._launcher is not None)
     own_threads = {str(t.native_id) for t in threading.enumerate()}
     for d in slot.dirs.values():
@@ -228,7 +228,7 @@ def test_a_forked_child_makes_its_own_slots_and_leaves_the_parents_alone():
     # Without the fork hooks the child would reuse the parent's slots, and its exit would run the parent's cleanup:
     # kill_all there lists the parent (its slot thread is inside) and would kill it, ending this test run.
     run({"main.py": "print(1)"}, limits=QUICK)
-    parent_pool = jail.slot_pool()
+    parent_pool = harness.slot_pool()
     parent_dirs = {str(d) for s in parent_pool._free for d in s.dirs.values()}
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -236,7 +236,7 @@ def test_a_forked_child_makes_its_own_slots_and_leaves_the_parents_alone():
         try:
             os.close(read_end)
             r = run({"main.py": "print(2)"}, limits=QUICK)
-            child_dirs = {str(d) for s in jail.slot_pool()._free for d in s.dirs.values()}
+            child_dirs = {str(d) for s in harness.slot_pool()._free for d in s.dirs.values()}
             parent_pool.close()
             os.write(write_end, json.dumps([r.stdout, sorted(child_dirs)]).encode())
         finally:

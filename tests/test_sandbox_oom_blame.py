@@ -13,7 +13,7 @@ import pytest
 
 from groupscore.sandbox import Limits, RunStatus, run
 from groupscore.sandbox.classify import classify
-from groupscore.sandbox.jail import RawRun
+from groupscore.sandbox.harness import RawRun
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.verify import score_code
 

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 from groupscore.sandbox import Limits, policy_for
 from groupscore.sandbox.cgroups import CgroupSupport
 from groupscore.sandbox.languages import WORK_DIR
-from groupscore.sandbox.policy import build_policy, id_text
+from groupscore.sandbox.nsjail_config import config_text, id_text, render_exec, render_idmaps
+from groupscore.sandbox.policy import build_policy
 from groupscore.sandbox.seccomp import kafel_policy
 from groupscore.sandbox.toolchains import toolchain
 
@@ -54,14 +55,13 @@ def policy():
 
 def test_all_namespaces_are_new(policy):
     assert set(policy.namespaces) == {"user", "mount", "pid", "network", "ipc", "uts", "cgroup"}
-    text = policy.nsjail_config_text()
+    text = config_text(policy)
     for flag in ("clone_newnet", "clone_newuser", "clone_newns", "clone_newpid"):
         assert f"{flag}: false" not in text  # nsjail's defaults are true; nothing turns one off
     assert "iface_no_lo: true" in text and "macvlan" not in text and "user_net" not in text
 
 
 def test_real_uid_outside_is_never_root(policy):
-    from groupscore.sandbox.policy import render_idmaps
     from groupscore.sandbox.uids import ID_COUNT, id_base
 
     assert policy.uid_outside != 0 and policy.gid_outside != 0
@@ -69,7 +69,7 @@ def test_real_uid_outside_is_never_root(policy):
         # nobody inside; outside, a host uid/gid of its own per live jail (no per-uid kernel account is shared)
         assert (policy.uid_inside, policy.uid_outside, policy.gid_outside) == (65534, id_base(), id_base())
         assert policy.outside_ids.startswith("per jail") and f"{id_base() + ID_COUNT - 1}" in policy.outside_ids
-        text = policy.nsjail_config_text()
+        text = config_text(policy)
         assert "uidmap" not in text and "gidmap" not in text  # per run, never the same for two live jails
         maps = render_idmaps(policy, id_base() + 7, id_base() + 7)
         # the inside id is written by name when that name maps back to exactly 65534 (nsjail then skips slower lookups)
@@ -81,7 +81,6 @@ def test_real_uid_outside_is_never_root(policy):
 
 
 def test_fast_id_maps_match_the_reference_serializer(policy):
-    from groupscore.sandbox.policy import render_idmaps
 
     assert render_idmaps(policy, 1_800_000_123, 1_800_000_124) == reference_idmaps(policy, 1_800_000_123, 1_800_000_124)
 
@@ -153,7 +152,7 @@ def test_only_the_work_dir_is_writable(policy):
 def test_proc_shows_only_the_jails_own_processes(policy):
     proc = [m for m in policy.mounts if m.kind == "proc"]
     assert [(m.target, m.options) for m in proc] == [("/proc", "subset=pid")]
-    assert 'options: "subset=pid"' in policy.nsjail_config_text()
+    assert 'options: "subset=pid"' in config_text(policy)
 
 
 def test_read_only_mounts_are_only_what_the_interpreter_needs(policy):
@@ -185,7 +184,7 @@ def test_environment_is_explicit_and_minimal(policy, monkeypatch):
         "PYTHONDONTWRITEBYTECODE",
         "PYTHONIOENCODING",
     ]
-    text = policy.nsjail_config_text()
+    text = config_text(policy)
     assert "keep_env: true" not in text and "AWS_SECRET" not in text
 
 
@@ -193,7 +192,7 @@ def test_rlimits_follow_the_limits(policy):
     r = policy.rlimits
     assert (r.cpu_s, r.file_size_mb, r.open_files, r.processes, r.core_mb) == (3, 4, 50, 21, 0)
     assert r.address_space_mb >= 300
-    text = policy.nsjail_config_text()
+    text = config_text(policy)
     assert r.cpu_hard_s == 4 and "rlimit_cpu: 4" in text and "rlimit_nofile: 50" in text and "rlimit_nproc: 21" in text
     for name in ("as", "cpu", "fsize", "nofile", "nproc", "stack"):  # a number, not "keep the current limit"
         assert f"rlimit_{name}_type: SOFT" not in text and f"rlimit_{name}_type: HARD" not in text
@@ -221,7 +220,7 @@ def test_seccomp_denies_what_the_policy_promises(policy):
     k = kafel_policy()
     assert "socket(domain) { domain == 40 }" in k  # AF_VSOCK
     assert "clone(flags)" in k and "clone3" in k and k.endswith("DEFAULT ALLOW")
-    assert policy.seccomp_kafel == k and "seccomp_string:" in policy.nsjail_config_text()
+    assert policy.seccomp_kafel == k and "seccomp_string:" in config_text(policy)
 
 
 def test_policy_is_frozen_and_prints_as_json(policy):
@@ -258,8 +257,6 @@ def test_limits_reject_nonsense(bad):
     "argv", [["/usr/bin/python3", "-c", 'print("a\\\\b")\nx = 1'], ["/bin/x", "tab\there", "é ü", "\x01\x7f"]]
 )
 def test_fast_exec_block_matches_the_reference_serializer_for_plain_text(argv):
-    from groupscore.sandbox.policy import render_exec
-
     if any((ord(c) < 0x20 and c != "\n") or ord(c) == 0x7F for a in argv for c in a):
         # the reference passes control characters through raw; ours escapes them (both parse the same)
         assert "\\001" in render_exec(argv) and "\\177" in render_exec(argv)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from helpers import host_pids_with, seen_by_a_verifier, warm_then_nsjail
 
-from groupscore.sandbox import Limits, RunResult, RunStatus, jail, run, warm
+from groupscore.sandbox import Limits, RunResult, RunStatus, harness, run, warm
+from groupscore.sandbox.nsjail_launcher import execute_nsjail
 from groupscore.sandbox.toolchains import toolchain
 
 pytestmark = [
@@ -195,8 +196,8 @@ def test_a_template_that_cannot_start_sends_runs_through_nsjail(monkeypatch: pyt
     monkeypatch.setattr(warm, "_TEMPLATES", {})
     monkeypatch.setattr(warm, "_BROKEN", {})
     calls = []
-    real = jail.execute
-    monkeypatch.setattr("groupscore.sandbox.runner.execute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = execute_nsjail
+    monkeypatch.setattr("groupscore.sandbox.runner.execute_nsjail", lambda *a, **k: calls.append(1) or real(*a, **k))
     r = run({"main.py": "print('fine')"}, limits=LIMITS)
     assert (r.status, r.stdout) == (RunStatus.OK, "fine\n")
     assert calls == [1]
@@ -214,12 +215,12 @@ def test_a_run_whose_jail_cannot_be_set_up_goes_through_nsjail_and_a_host_that_c
     real_submit = warm.Template.submit
 
     def bad_tmpfs(self, request, fds, as_init=False):
-        real_submit(self, {**request, "tmpfs": "size=nonsense"}, fds, as_init)
+        real_submit(self, {**request, "tmpfs": ["size=nonsense", request["tmpfs"][1]]}, fds, as_init)
 
     monkeypatch.setattr(warm.Template, "submit", bad_tmpfs)
     calls = []
-    real = jail.execute
-    monkeypatch.setattr("groupscore.sandbox.runner.execute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = execute_nsjail
+    monkeypatch.setattr("groupscore.sandbox.runner.execute_nsjail", lambda *a, **k: calls.append(1) or real(*a, **k))
     probe = "import sys\nprint('/work/.template.py' in sys.orig_argv)\n"
     for expected_calls in (1, 2, 3):
         r = run({"main.py": probe}, limits=LIMITS)
@@ -236,7 +237,7 @@ def test_a_warm_run_leaves_nothing_charged_in_its_slot(as_init: bool, no_nsjail)
     for _ in range(5):
         r = run({"p.py": "print(1)"}, [exe, "-S", "-B", "p.py"], limits=LIMITS, as_init=as_init)
         assert r.stdout == "1\n"
-        pool = jail.slot_pool()
+        pool = harness.slot_pool()
         for slot in list(pool._free):
             if "pids" in slot.dirs:
                 charged = int((slot.dirs["pids"] / "pids.current").read_text())
@@ -260,8 +261,8 @@ def test_a_run_that_may_have_started_is_never_run_twice(no_nsjail) -> None:
 
 def test_the_setting_turns_it_off(through_nsjail, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = jail.execute
-    monkeypatch.setattr("groupscore.sandbox.runner.execute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = execute_nsjail
+    monkeypatch.setattr("groupscore.sandbox.runner.execute_nsjail", lambda *a, **k: calls.append(1) or real(*a, **k))
     with through_nsjail:
         r = run({"main.py": "print('x')"}, limits=LIMITS)
         assert warm.note() == "off"

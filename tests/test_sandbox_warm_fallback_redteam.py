@@ -345,7 +345,7 @@ def test_shared_memory_a_run_leaves_does_not_shrink_the_next_run_in_its_slot(pat
     kernel does in a work item after the run's last process, so still charged to the run's (v1, reused) slot when the
     slot was released: 100 MiB charged there, the next run in that slot (128 MiB) got MEMORY_LIMIT for 90 MiB (1 in 3
     warm here). The slot now waits, as for survivors, until its shared memory is below a MiB before it is reused."""
-    from groupscore.sandbox import jail
+    from groupscore.sandbox import harness
 
     limits = LIMITS.model_copy(update={"memory_mb": 128})
     heap = "keep = [bytearray(1 << 20) for _ in range(90)]\nprint('got', len(keep))\n"
@@ -353,7 +353,7 @@ def test_shared_memory_a_run_leaves_does_not_shrink_the_next_run_in_its_slot(pat
         for _ in range(3):
             left = _run(LEAVE_SHM, limits=limits)
             assert left.status is RunStatus.OK and "left True" in left.stdout, left
-            free = [s for s in jail.slot_pool()._free if s.support.version == "v1" and "memory" in s.dirs]
+            free = [s for s in harness.slot_pool()._free if s.support.version == "v1" and "memory" in s.dirs]
             shmem = [
                 int(re.search(r"^shmem (\d+)", (s.dirs["memory"] / "memory.stat").read_text(), re.M)[1]) for s in free
             ]
@@ -379,11 +379,11 @@ def test_message_queues_a_run_leaves_are_gone_before_its_slot_is_reused(path: st
     (kernel memory, not shmem) stayed charged to its v1 slot until its IPC namespace was freed after the run: the slot
     was released with ~100 MiB charged. Waiting on kernel memory as on shmem would wait out reclaimable slab (negative
     dentries) too; instead SysV message queues and semaphores fail with ENOSYS in the jail (seccomp.DENIED_ENOSYS)."""
-    from groupscore.sandbox import jail
+    from groupscore.sandbox import harness
 
     with through_nsjail if path == "nsjail" else contextlib.nullcontext():
         left = _run(LEAVE_MSG_QUEUES, limits=LIMITS.model_copy(update={"memory_mb": 128}))
     assert left.status is RunStatus.OK and "queued 0" in left.stdout, left
-    free = [s.dirs["memory"] / "memory.kmem.usage_in_bytes" for s in jail.slot_pool()._free if "memory" in s.dirs]
+    free = [s.dirs["memory"] / "memory.kmem.usage_in_bytes" for s in harness.slot_pool()._free if "memory" in s.dirs]
     kmem = [int(f.read_text()) for f in free if f.exists()]
     assert kmem and all(b < 8 << 20 for b in kmem), kmem

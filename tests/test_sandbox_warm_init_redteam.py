@@ -136,7 +136,7 @@ RESIDUAL_DEPTH = (
 def test_what_a_worker_and_the_runner_see_is_the_same_warm_and_through_nsjail(through_nsjail) -> None:
     # HOLE, fixed here (verdict, minor): warm, the runner's environment had PWD=/work (the template's request adds it
     # for the init shell it stands in for), which an as_init run through nsjail has not: os.environ["PWD"] in a
-    # candidate worked warm and raised KeyError through nsjail. warm_run.py now adds PWD only to pid-2 runs.
+    # candidate worked warm and raised KeyError through nsjail. warm_launcher.py now adds PWD only to pid-2 runs.
     units = [_call("facts", g) for g in ("interpreter", "process", "limits", "signals", "reach")]
     units.append(_call("", residual={"kind": "assert", "code": RESIDUAL_DEPTH}))
     marker = secrets.token_hex(8)

@@ -23,7 +23,7 @@ import time
 import pytest
 from helpers import FIND_SECRET, READABLE_MEMORY, host_pids_with
 
-from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm, warm_run
+from groupscore.sandbox import Limits, RunResult, RunStatus, run, warm, warm_launcher
 from groupscore.sandbox import settings as sandbox_settings
 
 pytestmark = [
@@ -395,11 +395,11 @@ def test_a_slow_start_does_not_kill_the_runs_in_flight(monkeypatch: pytest.Monke
         return LateReady(host.family, host.type, host.proto, host.detach()), jail
 
     # Only this run's host socket: a tiny _READY_TIMEOUT_S raced B's ready, which a fast host had already queued.
-    monkeypatch.setattr(warm_run.socket, "socketpair", socketpair)
+    monkeypatch.setattr(warm_launcher.socket, "socketpair", socketpair)
     try:
         slow = run({"main.py": "import sys\nprint('/work/.template.py' in sys.orig_argv)\n"}, limits=LIMITS)
     finally:
-        monkeypatch.setattr(warm_run.socket, "socketpair", real_socketpair)
+        monkeypatch.setattr(warm_launcher.socket, "socketpair", real_socketpair)
     thread.join(30)
     # The run that timed out never started (no go was sent): it ran through nsjail instead.
     assert (slow.status, slow.stdout) == (RunStatus.OK, "False\n"), slow

@@ -232,7 +232,7 @@ def test_a_bad_sandbox_variable_makes_code_items_infra_errors_not_error_verdicts
 
 
 def test_the_jail_uses_the_nsjail_variable(monkeypatch, tmp_path):
-    from groupscore.sandbox.jail import nsjail_binary
+    from groupscore.sandbox.nsjail_launcher import nsjail_binary
 
     monkeypatch.setenv("GROUPSCORE_NSJAIL", str(tmp_path / "missing"))
     sandbox_settings.reload()

@@ -1,5 +1,12 @@
-"""One warm run from the host's side: its run dir in the template's spool, its request, its cgroup slot, its output,
-its wall clock, and what its init reported (see warm.py for the template, warm_template.py for the jail's side)."""
+"""The warm launcher: one Python run forked from a warm template jail (warm.py), seen from the host.
+
+The peer of the nsjail launcher (nsjail_launcher.py), under the same harness (harness.py): the run's dir (in the
+template's spool), its cgroup slot, its output caps and its wall clock are the harness's. What the jail is made of comes
+from the same `Policy`, sent to the template as the run's request: the work dir's tmpfs, /proc and the binds of the
+run's files with their mounts' flags, the namespaces made per run, the rlimits (`Rlimits.settings`), the hostname, the
+environment, no_new_privs and the seccomp program nsjail installs for the policy. warm_template.py builds the jail
+from it; this module reads what the run's init reported.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +17,23 @@ import socket
 import struct
 import time
 
-from groupscore.sandbox import jail, warm
 from groupscore.sandbox.errors import SandboxUnavailable
-from groupscore.sandbox.jail import RawRun, await_pidfd, collect_output
-from groupscore.sandbox.limits import Limits
-from groupscore.sandbox.policy import Policy
+from groupscore.sandbox.harness import (
+    LauncherName,
+    RawRun,
+    await_pidfd,
+    collect_output,
+    execute,
+    finish_slot,
+    prepared_slot,
+)
+from groupscore.sandbox.policy import FILE_BIND_FLAGS, Policy
+from groupscore.sandbox.uids import per_jail_ids
 from groupscore.sandbox.warm import INSIDE_BASE, Template
-from groupscore.sandbox.workdir import RunDir, read_collected
+from groupscore.sandbox.workdir import RunDir
+
+# How long the host waits for a run's init to say it is ready (the template forked it and it set up its jail).
+_READY_TIMEOUT_S = 10.0
 
 
 def _creds_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
@@ -27,67 +44,77 @@ def _creds_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
     return None
 
 
+class WarmLauncher:
+    """Runs the script argv[3] (argv = [python, -s|-S, -B, script, args...]) on `template`, its dir in the template's
+    spool."""
+
+    name: LauncherName = "warm"
+
+    def __init__(self, template: Template):
+        self.template = template
+        self.run_dir_parent: str | None = template.spool
+        self.run_dir_owner = template.host_id
+
+    def launch(self, policy: Policy, rundir: RunDir, argv: list[str], stdin: bytes, as_init: bool) -> RawRun:
+        """as_init: the program is the jail's pid 1, as through nsjail (see runner.run)."""
+        if not per_jail_ids():  # warm runs are made only as root (warm.enabled): each has a host id of its own
+            raise SandboxUnavailable("warm runs need a host id per run (root)")
+        template = self.template
+        inside = INSIDE_BASE + rundir.uid - template.base
+        work = next(m for m in policy.mounts if m.kind == "tmpfs" and m.target == policy.work_dir)
+        proc = next(m for m in policy.mounts if m.kind == "proc")
+        request = {
+            "binds": [[f"{rundir.path.name}/{src}", dst, rw] for src, dst, rw in rundir.binds],
+            "bind_flags": FILE_BIND_FLAGS,
+            "uid": inside,
+            "gid": inside,
+            "hostname": policy.hostname,
+            "work_dir": policy.work_dir,
+            "tmpfs": [work.options, work.flags],
+            "proc": [proc.target, proc.options, proc.flags],
+            # The user namespace is the template's (nsjail made it from the same list); every other one is the run's.
+            "namespaces": [name for name in policy.namespaces if name != "user"],
+            "rlimits": policy.rlimits.settings(as_init=as_init),
+            "no_new_privs": policy.no_new_privs,
+            # PWD as the init shell of an nsjail run sets it; a pid-1 program has none there, so none here either.
+            "env": dict(e.split("=", 1) for e in (*policy.env, *(() if as_init else (f"PWD={policy.work_dir}",)))),
+            "script": f"{policy.work_dir}/{argv[3]}",
+            "argv": argv[3:],
+            "seccomp": template.seccomp_hex,
+        }
+        template.begin()
+        try:
+            return _run(template, policy, rundir, request, stdin, as_init)
+        finally:
+            template.end()
+
+
 def execute_warm(
     template: Template,
     policy: Policy,
     files: dict[str, bytes],
     argv: list[str],
     stdin: bytes,
-    limits: Limits,
     collect: list[str],
     as_init: bool = False,
 ) -> tuple[RawRun, dict[str, bytes], list[str]]:
-    """Run the script argv[3] (argv = [python, -s|-S, -B, script, args...]) as a warm run; returns as jail.execute.
-    as_init: the program is the jail's pid 1, as through nsjail (see runner.run)."""
-    # Warm runs are made only as root (warm.enabled), so the run always has a host id of its own.
-    with jail.run_dir(policy, files, collect, parent=template.spool, owner=template.host_id) as (rundir, host_id):
-        if host_id is None:
-            raise SandboxUnavailable("warm runs need a host id per run (root)")
-        inside = INSIDE_BASE + host_id - template.base
-        r = policy.rlimits
-        request = {
-            "binds": [[f"{rundir.path.name}/{src}", dst, rw] for src, dst, rw in rundir.binds],
-            "uid": inside,
-            "gid": inside,
-            "hostname": policy.hostname,
-            "tmpfs": next(m.options for m in policy.mounts if m.kind == "tmpfs" and m.target == policy.work_dir),
-            "rlimits": {
-                "RLIMIT_AS": [r.address_space_mb << 20] * 2,
-                # A pid-1 program has no init shell to set the soft limit: the hard one alone, as through nsjail.
-                "RLIMIT_CPU": [r.cpu_hard_s if as_init else r.cpu_s, r.cpu_hard_s],
-                "RLIMIT_FSIZE": [r.file_size_mb << 20] * 2,
-                "RLIMIT_NOFILE": [r.open_files] * 2,
-                "RLIMIT_NPROC": [r.processes] * 2,
-                "RLIMIT_CORE": [r.core_mb << 20] * 2,
-                "RLIMIT_STACK": [r.stack_mb << 20] * 2,
-            },
-            # PWD as the init shell of an nsjail run sets it; a pid-1 program has none there, so none here either.
-            "env": dict(e.split("=", 1) for e in (*policy.env, *(() if as_init else ("PWD=/work",)))),
-            "script": f"{policy.work_dir}/{argv[3]}",
-            "argv": argv[3:],
-            "seccomp": template.seccomp_hex,
-        }
-        with jail._jails():
-            template.begin()
-            try:
-                out = _run(template, rundir, request, stdin, limits, as_init)
-            finally:
-                template.end()
-        if out.never_started or not out.setup_failed:
-            template.count_start(out.never_started, out.log)
-        got, truncated = read_collected(rundir, limits.max_file_bytes)
-        return out, got, truncated
+    """harness.execute on `template`; a run whose jail was set up, or could not be before the program's first line,
+    counts toward whether the template is kept (Template.count_start)."""
+    out, got, truncated = execute(WarmLauncher(template), policy, files, argv, stdin, collect, as_init=as_init)
+    if out.never_started or not out.setup_failed:
+        template.count_start(out.never_started, out.log)
+    return out, got, truncated
 
 
 def _run(
-    template: Template, rundir: RunDir, request: dict[str, object], stdin: bytes, limits: Limits, as_init: bool
+    template: Template, policy: Policy, rundir: RunDir, request: dict[str, object], stdin: bytes, as_init: bool
 ) -> RawRun:
     out = RawRun()
     stdin_fd = os.open(rundir.write("stdin", stdin), os.O_RDONLY | os.O_CLOEXEC)
     # The slot holds the program's processes alone (the run's init, outside it, reaps them all before it reports): as
     # many as through nsjail, whose slot holds nsjail and its init shell besides. A pid-1 program's tree gets one more,
     # as through nsjail, whose slot keeps the unused shell's place.
-    slot = jail._prepared_slot(limits, own_tasks=1 if as_init else 0)
+    slot = prepared_slot(policy, own_tasks=1 if as_init else 0)
     host_sock, run_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     host_sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     out_r, out_w = os.pipe()
@@ -102,7 +129,7 @@ def _run(
             for fd in (stdin_fd, out_w, err_w, *cgroup_fds):
                 os.close(fd)
             run_sock.close()
-        host_sock.settimeout(warm._READY_TIMEOUT_S)
+        host_sock.settimeout(_READY_TIMEOUT_S)
         try:
             msg, ancillary, _, _ = host_sock.recvmsg(4096, socket.CMSG_SPACE(12))
         except TimeoutError:
@@ -124,9 +151,9 @@ def _run(
 
         with os.fdopen(out_r, "rb", buffering=0) as stdout, os.fdopen(err_r, "rb", buffering=0) as stderr:
             out_r = err_r = -1
-            collect_output(stdout, stderr, out, limits, start, kill, nsjail=False)
+            collect_output(stdout, stderr, out, policy, start, kill)
         if not (out.timed_out or out.output_limit):
-            await_pidfd(pidfd, out, start + limits.wall_time_s)
+            await_pidfd(pidfd, out, start + policy.wall_time_s)
         if out.timed_out or out.output_limit:
             kill()
         host_sock.settimeout(2.0)
@@ -145,10 +172,7 @@ def _run(
                 os.close(fd)
         host_sock.close()
         if slot is not None:
-            stats = slot.finish()
-            out.peak_memory_bytes, out.oom_killed = stats.peak_memory_bytes, stats.oom_killed
-            out.pids_limit_hit, out.survivors_killed = stats.pids_limit_hit, stats.survivors_killed
-            jail.slot_pool().release(slot)
+            finish_slot(slot, out)
 
 
 def _receive(sock: socket.socket) -> bytes:
