@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groupscore.sandbox import RunResult, compile_limits_for, default_workers
+from groupscore.sandbox import RunResult, compile_limits_for, default_workers, launch_summary
 from groupscore.sandbox.languages import SPECS
 from groupscore.schema.verdict import Status, Verdict
 from groupscore.verifiers.code import sandbox_jobs
@@ -70,7 +70,7 @@ def score_code(item: CodeItem) -> Verdict:
             reason=f"no {item.language} program found in the completion",
         )
     try:
-        outcomes = run_plan(item, plan, program)
+        outcomes, launches = run_plan(item, plan, program)
     except sandbox_jobs.CompileFailed as exc:
         verdict = _verdict(
             item,
@@ -86,11 +86,14 @@ def score_code(item: CodeItem) -> Verdict:
         return Verdict.error(item.id, str(exc)[:MAX_MESSAGE_CHARS])
     except sandbox_jobs.JailFailed as exc:  # nothing was scored: infra_error, never a silent 0 for the program
         return Verdict.infra_error(item.id, str(exc), "sandbox")
-    return _verdict(item, plan, program, outcomes)
+    verdict = _verdict(item, plan, program, outcomes)
+    verdict.details.update(launches)  # which launcher ran the item's jails, and why any fell back to nsjail
+    return verdict
 
 
-def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
-    """Every unit's outcome, in unit order: one runner job for all call units, one job per stdio unit, in parallel."""
+def run_plan(item: CodeItem, plan: Plan, program: str) -> tuple[list[UnitOutcome], dict[str, Any]]:
+    """Every unit's outcome, in unit order: one runner job for all call units, one job per stdio unit, in parallel;
+    and how the jobs' jails were launched (sandbox.launch_summary)."""
     marker = secrets.token_hex(16)
     jobs: list[sandbox_jobs.Job] = []
     groups = runner_groups(item.language, plan.call_units)
@@ -115,6 +118,7 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
         for u in plan.stdio_units
     )
     results = sandbox_jobs.run_jobs(item.language, program, jobs, item.python_env)
+    launches = launch_summary(results)
     outcomes: dict[int, UnitOutcome] = {}
     for units in groups:
         outcomes.update(judge_runner(units, results.pop(0), marker))
@@ -127,7 +131,7 @@ def run_plan(item: CodeItem, plan: Plan, program: str) -> list[UnitOutcome]:
             ordered = ordered[: first + 1] + [UnitOutcome(False, why="not counted after the first failure")] * (
                 plan.total - first - 1
             )
-    return ordered
+    return ordered, launches
 
 
 # -- the runner job -----------------------------------------------------------------------------------------------
