@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from groupscore.verifiers.math.closeness import rounds_to
 from groupscore.verifiers.math.conventions import PROFILES, Conventions, conventions_of
 from groupscore.verifiers.math.grader import compare_answers
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
-from groupscore.verifiers.math.numeric import evaluate, rounds_to
+from groupscore.verifiers.math.numeric import evaluate
 from groupscore.verifiers.math.verify import score_math
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from groupscore.verifiers.math.closeness import numbers_equal
 from groupscore.verifiers.math.normalize import normalize
-from groupscore.verifiers.math.numeric import evaluate, free_variables, numbers_equal
+from groupscore.verifiers.math.numeric import evaluate, free_variables
 
 
 @pytest.mark.parametrize(

@@ -13,19 +13,11 @@ import cmath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from fractions import Fraction
 
 from groupscore.verifiers.math.caching import short_key_cache
+from groupscore.verifiers.math.closeness import numbers_equal, rounds_to, within_last_place
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions
-from groupscore.verifiers.math.numeric import (
-    Number,
-    evaluate,
-    fraction_of,
-    free_variables,
-    numbers_equal,
-    rounds_to,
-    to_complex,
-)
+from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, to_complex
 from groupscore.verifiers.math.sample_points import IDENTITY_TRIALS, sample_point
 from groupscore.verifiers.math.structures import Relation
 
@@ -46,23 +38,6 @@ def cached_value(text: str) -> Number | None:
 _WORDS = re.compile(r"[A-Za-z]{3,}(?: [A-Za-z]+)*")
 # A mantissa times a power of ten, as normalisation writes it (`2.000001\\times10^{6}`, from `2.000001e6` too).
 _SCIENTIFIC = re.compile(r"[-+]?\d+(?:\.\d+)?\\(?:times|cdot)10\^\{?[-+]?\d+\}?")
-
-
-_DECIMAL_LITERAL = re.compile(r"[-+]?\d*\.(\d+)")
-
-
-def _within_last_place(text: str, other: Number) -> bool:
-    """A decimal is someone's rounding (or truncation) of a value: within one unit of its last written digit,
-    never further, however large the number (`2000000.5` is within `rel_tol` of 2000000 and of 2000001 alike)."""
-    written = _DECIMAL_LITERAL.fullmatch(text)
-    if written is None:
-        return True
-    place = Fraction(1, 10 ** len(written.group(1)))
-    exact = fraction_of(other)
-    if exact is not None:
-        return abs(Fraction(text) - exact) <= place
-    value = to_complex(other)
-    return value is None or abs(value - float(text)) <= float(place) * (1 + 1e-9)
 
 
 def _as_written(text: str, value: Number, scientific_tolerance: bool) -> Number:
@@ -104,7 +79,7 @@ class LeafJudge:
             self.methods.add("numeric")
             pv = _as_written(pred, pv, self.conventions.scientific_tolerance)
             gv = _as_written(gold, gv, self.conventions.scientific_tolerance)
-            if numbers_equal(pv, gv, self.rel_tol) and _within_last_place(pred, gv) and _within_last_place(gold, pv):
+            if numbers_equal(pv, gv, self.rel_tol) and within_last_place(pred, gv) and within_last_place(gold, pv):
                 return True
             digits = self.conventions.significant_digits
             return digits is not None and rounds_to(pred, gv, digits)
