@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     sb = sub.add_parser("sandbox", help="run code in the nsjail sandbox").add_subparsers(
         dest="sandbox_command", required=True
     )
-    p = sb.add_parser("run", help="run one program and print the result as JSON")
+    p = sb.add_parser("run", help="run one program; print the result as JSON, with its launcher (nsjail or warm)")
     p.add_argument("file", type=Path, help="the program's source file")
     p.add_argument(
         "--language", choices=SANDBOX_LANGUAGES, default=None, help="default: from the suffix (.py, .js, ...)"
