@@ -42,7 +42,7 @@ def fixture_items() -> list[MathItem]:
                     completion=case["completion"],
                     answer=case["answer"],
                     strict=case.get("strict", False),
-                    rel_tol=case.get("rel_tol", 1e-6),
+                    rel_tol=case.get("rel_tol"),
                 )
             )
     return items

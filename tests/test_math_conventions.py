@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from groupscore.verifiers.math.closeness import rounds_to
-from groupscore.verifiers.math.conventions import PROFILES, Conventions, conventions_of
+from groupscore.verifiers.math.conventions import DERIVED, PROFILES, Conventions, conventions_of
 from groupscore.verifiers.math.grader import compare_answers
 from groupscore.verifiers.math.item import MathItem
 from groupscore.verifiers.math.normalize import normalize
@@ -139,6 +139,6 @@ def test_every_convention_is_an_item_field_and_a_service_default():
 
     from groupscore.service.settings import MATH_DEFAULTABLE
 
-    conventions = {f.name for f in fields(Conventions)} - {"ratio_question"}
+    conventions = {f.name for f in fields(Conventions)} - DERIVED
     assert conventions <= set(MathItem.model_fields)
     assert conventions | {"profile", "reference", "fallback", "strict", "rel_tol", "timeout_s"} == set(MATH_DEFAULTABLE)

@@ -10,7 +10,7 @@ import re
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from fractions import Fraction
 
-from groupscore.verifiers.math.numeric import FLOAT_NOISE, Number, fraction_of, to_complex
+from groupscore.verifiers.math.numeric import FLOAT_NOISE, Number, to_complex
 
 
 def numbers_equal(a: Number, b: Number, rel_tol: float) -> bool:
@@ -72,18 +72,40 @@ def rounds_to(literal: str, exact: Number, min_digits: int) -> bool:
         return False
 
 
-_WRITTEN_DECIMAL = re.compile(r"[-+]?\d*\.(\d+)")
+# The decimals a text writes: each one's digits after the point say how finely its writer rounded.
+_DECIMAL_FRACTION = re.compile(r"(?<![\d.])\d*\.(\d+)")
+# Float arithmetic (a calculator, a Python tool) leaves a few units in the 16th digit: never a different answer.
+FLOAT_PRECISION = 1e-15
 
 
-def within_last_place(text: str, other: Number) -> bool:
-    """A decimal is someone's rounding (or truncation) of a value: within one unit of its last written digit,
-    never further, however large the number (`2000000.5` is within `rel_tol` of 2000000 and of 2000001 alike)."""
-    written = _WRITTEN_DECIMAL.fullmatch(text)
-    if written is None:
+def _unit(text: str) -> Fraction | None:
+    """One unit of the finest digit `text` writes after a decimal point, or None when it writes no decimal."""
+    digits = [len(m) for m in _DECIMAL_FRACTION.findall(text)]
+    return Fraction(1, 10 ** max(digits)) if digits else None
+
+
+def within_written_precision(pred: str, p: complex | Fraction, gold: str, g: complex | Fraction) -> bool:
+    """Whether a value written with decimals is a rounding or truncation of the other side at the precision it is
+    written to, however large the numbers: `rel_tol` alone paid `2000000.5` (or `2000000 + 0.5`) against 2000000 and
+    2000001 alike. Against an exact value, the written one may be up to half a unit above it (rounded up) or up to one
+    unit below it (rounded down or truncated), in its last written digit; between two written decimals the coarser
+    one decides; float noise (1e-15 relative) never matters. Texts without decimals are not restricted here."""
+    p_unit, g_unit = _unit(pred), _unit(gold)
+    if p_unit is None and g_unit is None:
         return True
-    place = Fraction(1, 10 ** len(written.group(1)))
-    exact = fraction_of(other)
-    if exact is not None:
-        return abs(Fraction(text) - exact) <= place
-    value = to_complex(other)
-    return value is None or abs(value - float(text)) <= float(place) * (1 + 1e-9)
+    if isinstance(p, Fraction) and isinstance(g, Fraction):
+        p_real, g_real = p, g
+    else:
+        pc, gc = complex(p), complex(g)
+        if pc.imag != 0 or gc.imag != 0:
+            return abs(pc - gc) <= float(max(u for u in (p_unit, g_unit) if u is not None))
+        p_real, g_real = Fraction(pc.real), Fraction(gc.real)
+    scale = max(abs(p_real), abs(g_real))
+    if abs(p_real - g_real) <= Fraction(FLOAT_PRECISION) * scale:
+        return True
+    if p_unit is not None and g_unit is not None:
+        return abs(p_real - g_real) <= max(p_unit, g_unit) / 2
+    written, exact, unit = (p_real, g_real, p_unit) if p_unit is not None else (g_real, p_real, g_unit)
+    assert unit is not None
+    short = (exact - written) if written >= 0 else (written - exact)  # how far the written value falls short
+    return -unit / 2 <= short < unit

@@ -26,6 +26,9 @@ class Conventions:
     scale_words: bool = False  # `3 \\text{ million}` is 3000000 (off: a scale word is part of the answer, not a unit)
     scientific_tolerance: bool = False  # `2.000001 \\times 10^{6}` is a rounded value, matched within `rel_tol`
     check_equations: bool = True  # `2+3=5` states 5 because it holds; off: the last side counts (`3=4` states 4)
+    # Read from the item's other fields, not set as such: a `rel_tol` the item sets is its tolerance, as stated; left
+    # unset, a written decimal is also held to the precision it is written to (closeness.within_written_precision).
+    written_precision: bool = True
     ratio_question: bool = False  # the question asks for a ratio: `1:15` is a ratio, not a clock time
 
 
@@ -42,16 +45,21 @@ _RATIO_QUESTION = re.compile(r"\bratios?\b|\bproportion|:\s*\?|\bin the form\s+\
 
 
 # The conventions an item sets field by field (the item model has a field of each name); `ratio_question` is read
-# from the question.
-_FIELDS = tuple(field.name for field in fields(Conventions) if field.name != "ratio_question")
-_ASKED = frozenset((*_FIELDS, "question"))
+# from the question, `written_precision` from `rel_tol`.
+DERIVED = frozenset({"ratio_question", "written_precision"})
+_FIELDS = tuple(field.name for field in fields(Conventions) if field.name not in DERIVED)
+_ASKED = frozenset((*_FIELDS, "question", "rel_tol"))
 
 
-def conventions_for(profile: str, question: str | None = None, **explicit: Any) -> Conventions:
+def conventions_for(
+    profile: str, question: str | None = None, rel_tol: float | None = None, **explicit: Any
+) -> Conventions:
     """The profile's conventions with the explicit fields (those not None) applied over them."""
     chosen = replace(PROFILES[profile], **{k: v for k, v in explicit.items() if v is not None})
     if question and _RATIO_QUESTION.search(question[-2000:]):  # the ask is at the end of a long statement
         chosen = replace(chosen, ratio_question=True)
+    if rel_tol is not None:
+        chosen = replace(chosen, written_precision=False)
     return chosen
 
 
@@ -61,10 +69,10 @@ def conventions_of(item: object) -> Conventions:
     if _ASKED.isdisjoint(getattr(item, "model_fields_set", _ASKED)):
         return PROFILES[profile]  # the common case in a batch: nothing beyond the profile was set
     explicit = {name: getattr(item, name, None) for name in _FIELDS}
-    question = getattr(item, "question", None)
-    if question is None and all(value is None for value in explicit.values()):
+    question, rel_tol = getattr(item, "question", None), getattr(item, "rel_tol", None)
+    if question is None and rel_tol is None and all(value is None for value in explicit.values()):
         return PROFILES[profile]  # every field set, to None (an item round-tripped through model_dump)
-    return conventions_for(profile, question, **explicit)
+    return conventions_for(profile, question, rel_tol, **explicit)
 
 
 DEFAULT = Conventions()

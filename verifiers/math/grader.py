@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from groupscore.verifiers.math.caching import short_key_cache
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions
-from groupscore.verifiers.math.labels import has_relation, one_label, unlabel
+from groupscore.verifiers.math.labels import assigned_names, has_relation, one_label, unlabel
 from groupscore.verifiers.math.leaves import MAX_LEAF_COMPARISONS, TooManyComparisons, Tri
 from groupscore.verifiers.math.matching import Judge
 from groupscore.verifiers.math.normalize import PERCENT_MARK
@@ -117,6 +117,10 @@ def _compare(pred: str, gold: str, rel_tol: float, symbolic: bool, conventions: 
     if not has_relation(pred_node):
         gold_node = unlabel(gold_node)
     if one_label(pred_node) and one_label(gold_node):  # `W(x)=1 or W(x)=-1` against `W(n)=1, W(n)=-1`
+        pred_node, gold_node = unlabel(pred_node), unlabel(gold_node)
+    names = assigned_names(pred_node)
+    if names and names == assigned_names(gold_node) and type(pred_node) is not type(gold_node):
+        # `(x, y) = (3, 4)` against `x = 3, y = 4`: the same unknowns, each side in its labels' order
         pred_node, gold_node = unlabel(pred_node), unlabel(gold_node)
     hedge, why = _describe(pred_node, gold_node)
     if hedge:

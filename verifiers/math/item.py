@@ -19,7 +19,14 @@ class MathItem(ItemBase):
     strict: bool = Field(
         default=False, description="Several different boxed answers score as a hedge; no last-number fallback."
     )
-    rel_tol: float = Field(default=1e-6, ge=0.0, le=1.0, description="Relative tolerance of the numeric comparison.")
+    rel_tol: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Relative tolerance of the numeric comparison. Unset: 1e-6, and a written decimal is also held to "
+        "the precision it is written to (`2000000.5` is neither 2000000 nor 2000001). Set: this tolerance as stated, "
+        "whatever the digits.",
+    )
     # Comparison conventions (README, "Math conventions"): None takes the profile's value.
     profile: Profile = Field(
         default="default",

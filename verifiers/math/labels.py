@@ -98,3 +98,14 @@ def one_label(node: Node) -> str | None:
     labels = {i.lhs for i in node.items if isinstance(i, Relation) and i.is_assignment}
     count = sum(1 for i in node.items if isinstance(i, Relation) and i.is_assignment)
     return labels.pop() if count == len(node.items) and len(labels) == 1 else None
+
+
+def assigned_names(node: Node) -> frozenset[str] | None:
+    """The unknowns an answer assigns values to: `(x, y) = (3, 4)` and `x = 3, y = 4` both give {x, y}; None for
+    anything else (a bare value, an equation, one unknown's several values)."""
+    if isinstance(node, Relation) and node.is_assignment:
+        labels = _tuple_labels(node.lhs)
+        return frozenset(m.group(0) for m in labels) if labels else None
+    if isinstance(node, Items) and node.kind == "list" and distinct_unknowns(node.items):
+        return frozenset(i.lhs.strip() for i in node.items if isinstance(i, Relation))
+    return None

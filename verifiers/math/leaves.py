@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from groupscore.verifiers.math.caching import short_key_cache
-from groupscore.verifiers.math.closeness import numbers_equal, rounds_to, within_last_place
+from groupscore.verifiers.math.closeness import numbers_equal, rounds_to, within_written_precision
 from groupscore.verifiers.math.conventions import DEFAULT, Conventions
-from groupscore.verifiers.math.numeric import Number, evaluate, free_variables, to_complex
+from groupscore.verifiers.math.numeric import Number, evaluate, fraction_of, free_variables, to_complex
 from groupscore.verifiers.math.sample_points import IDENTITY_TRIALS, sample_point
 from groupscore.verifiers.math.structures import Relation
 
@@ -79,7 +79,7 @@ class LeafJudge:
             self.methods.add("numeric")
             pv = _as_written(pred, pv, self.conventions.scientific_tolerance)
             gv = _as_written(gold, gv, self.conventions.scientific_tolerance)
-            if numbers_equal(pv, gv, self.rel_tol) and within_last_place(pred, gv) and within_last_place(gold, pv):
+            if numbers_equal(pv, gv, self.rel_tol) and self._as_precise_as_written(pred, pv, gold, gv):
                 return True
             digits = self.conventions.significant_digits
             return digits is not None and rounds_to(pred, gv, digits)
@@ -91,6 +91,17 @@ class LeafJudge:
                 self.methods.add("sample")
                 return sampled
         return self._symbolic_leaf(pred, gold)
+
+    def _as_precise_as_written(self, pred: str, pv: Number, gold: str, gv: Number) -> bool:
+        if not self.conventions.written_precision or not (pv.approx or gv.approx):
+            return True  # the item's own rel_tol, as stated; or two exact values, already compared exactly
+        if self.conventions.scientific_tolerance and (_SCIENTIFIC.fullmatch(pred) or _SCIENTIFIC.fullmatch(gold)):
+            return True  # the convention reads a mantissa's digits as a rounding at its own scale: rel_tol decides
+        p, g = fraction_of(pv), fraction_of(gv)
+        if p is not None and g is not None:
+            return within_written_precision(pred, p, gold, g)
+        x, y = to_complex(pv), to_complex(gv)
+        return x is None or y is None or within_written_precision(pred, x, gold, y)
 
     def _sample_equal(self, pred: str, gold: str, names: Sequence[str]) -> Tri:
         """False when the texts differ at a sample point; True only when they agree at every point and both are
@@ -113,7 +124,7 @@ class LeafJudge:
 
         self.methods.add("symbolic")
         try:
-            return symbolic.expressions_equal(pred, gold, self.rel_tol)
+            return symbolic.expressions_equal(pred, gold, self.rel_tol, self.conventions.written_precision)
         except symbolic.TooComplex:
             self.too_complex = True
             return None

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
-from groupscore.verifiers.math.labels import distinct_unknowns
+from groupscore.verifiers.math.labels import distinct_unknowns, unlabel
 from groupscore.verifiers.math.leaves import LeafJudge, Tri, cached_value
 from groupscore.verifiers.math.numeric import free_variables
 from groupscore.verifiers.math.structures import (
@@ -351,7 +351,7 @@ def _value_of(relation: Relation) -> Node | None:
     if relation.op != "=":
         return None
     if relation.is_assignment:
-        return parse_structure(relation.rhs)
+        return unlabel(relation)  # `(b, a) = (3, 4)` states (a, b) = (4, 3), as its labels order it
     if _CLOSED_FORM.match(relation.lhs) and relation.rhs and not free_variables(relation.rhs):
         return parse_structure(relation.rhs)
     if not free_variables(relation.lhs):

@@ -53,28 +53,39 @@ def unqualified_in(pred: str, gold: str) -> set[str]:
 # their factor only under the `scale_words` convention (`SCALES`); otherwise, like the rest, they are part of the
 # answer, and only the same words on the reference match it.
 SCALES = {"hundred": "10^{2}", "thousand": "10^{3}", "million": "10^{6}", "billion": "10^{9}", "trillion": "10^{12}"}
-SCALES |= {"lakh": "10^{5}", "crore": "10^{7}", "dozen": "12"}
+SCALES |= {"quadrillion": "10^{15}", "lakh": "10^{5}", "crore": "10^{7}", "dozen": "12"}
 # Count nouns that are also units or things counted (`5 quarters` of a dollar, `3 grand`, `4 score`, `2 gross`,
 # `3 tens`) are left out: a question about coins is answered "5 quarters".
 VALUE_WORDS = (
     frozenset(
-        """negative minus neg negated deficit half halves twice double doubled triple tripled thrice quadruple squared
-        cubed reciprocal inverse opposite root thirds fourths fifths sixths sevenths eighths ninths tenths hundredths
-        thousandths millionths""".split()
+        """negative minus neg negated negation deficit half halves halved twice double doubled triple tripled thrice
+        quadruple quadrupled tenfold hundredfold squared cubed reciprocal inverse inverted opposite root sqrt
+        squareroot third thirds fourths fifth fifths sixth sixths seventh sevenths eighth eighths ninth ninths tenth
+        tenths hundredth hundredths thousandth thousandths millionth millionths bn mn""".split()
     )
     | frozenset(SCALES)
     | frozenset(f"{scale}s" for scale in SCALES)
 )
-# `the square of 3`, `the cube of 3`: the value is another number. `25 meters squared`, `8 feet cubed` (a power after
-# a unit word) and `a double root` (a multiplicity) leave the value as it is.
-_VALUE_PHRASES = re.compile(r"\b(?:square|cube)\s+of\b", re.IGNORECASE)
-_NOT_VALUE_PHRASES = re.compile(r"\b(?:double|triple)\s+(?:root|zero)s?\b|(?<=[a-zA-Z])\s+(?:squared|cubed)\b", re.I)
+# `the square of 3`, `the cube of 3`, `3 to the fourth`: the value is another number.
+_VALUE_PHRASES = re.compile(
+    r"\b(?:square|cube)\s+of\b|\bto\s+the\s+(?:second|third|fourth|fifth|sixth|\d+(?:st|nd|rd|th)|n-?th|power)\b",
+    re.IGNORECASE,
+)
+# `a double root`: a multiplicity, the value as it is.
+_NOT_VALUE_PHRASES = re.compile(r"\b(?:double|triple)\s+(?:root|zero)s?\b", re.IGNORECASE)
+_POWERS = frozenset({"squared", "cubed"})
 
 
 def _value_words(text: str) -> set[str]:
-    plain = _NOT_VALUE_PHRASES.sub(" ", " ".join(words_of(text)))
-    found = {w for w in plain.split() if w in VALUE_WORDS}
-    if _VALUE_PHRASES.search(plain):
+    words = _NOT_VALUE_PHRASES.sub(" ", " ".join(words_of(text))).split()
+    found = set()
+    for i, word in enumerate(words):
+        if word not in VALUE_WORDS:
+            continue
+        if word in _POWERS and i > 0 and _unit_name(words[i - 1], False) is not None:
+            continue  # `25 meters squared`, `8 feet cubed`: a power of the unit, not of the value
+        found.add(word.removesuffix("s") if word.removesuffix("s") in SCALES else word)
+    if _VALUE_PHRASES.search(" ".join(words)):
         found.add("square of")
     return found
 
@@ -88,13 +99,16 @@ def value_words_differ(pred: str, gold: str) -> set[str]:
 
 # `\\text{negative } 3`, `minus 3`: a sign written as a word before a number.
 _SIGN_WORD = re.compile(
-    r"(?:\\(?:text|mathrm|textrm|mbox)\s*\{\s*)?(?<![a-zA-Z])(?:negative|minus)\s*(?:\}\s*)?(?=\d)", re.IGNORECASE
+    r"(?:\\(?:text|mathrm|textrm|mbox)\s*\{\s*)?(?<![a-zA-Z])(?:negative|minus)\s*(?:\}\s*)?(?:\\[ ,;:!]\s*)*"
+    r"(?=\d|\.\d|\\d?frac)",
+    re.IGNORECASE,
 )
 
 
 def signed(text: str) -> str:
     """A sign written as a word before a number, as the sign: `\\text{negative } 3` -> `-3`, `minus 3` -> `-3`."""
-    if "egative" not in text and "inus" not in text:
+    lowered = text.lower()
+    if "negative" not in lowered and "minus" not in lowered:
         return text
     return _SIGN_WORD.sub("-", text)
 

@@ -15,6 +15,7 @@ from latex2sympy2_extended import latex2sympy
 from latex2sympy2_extended.latex2sympy2 import ConversionConfig
 from latex2sympy2_extended.math_normalization import NormalizationConfig
 
+from groupscore.verifiers.math.closeness import within_written_precision
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.numeric import free_variables
 from groupscore.verifiers.math.sample_points import IDENTITY_TRIALS, sample_point
@@ -71,7 +72,7 @@ def _close(a: sympy.Expr, b: sympy.Expr, rel_tol: float) -> bool | None:
     return abs(va - vb) <= max(rel_tol * scale, 1e-12)
 
 
-def expressions_equal(pred: str, gold: str, rel_tol: float) -> bool | None:
+def expressions_equal(pred: str, gold: str, rel_tol: float, written_precision: bool = True) -> bool | None:
     """True/False, or None when either side cannot be read."""
     if _integer_function_of_variables(pred) or _integer_function_of_variables(gold):
         return False  # only the same text (decided before sympy) counts
@@ -95,6 +96,10 @@ def expressions_equal(pred: str, gold: str, rel_tol: float) -> bool | None:
                 if both_exact and sympy.simplify(a - b) == 0:
                     return True
                 close = _close(a, b, rel_tol if not both_exact else 1e-12)
+                if (
+                    close and not both_exact and written_precision
+                ):  # a written decimal is as precise as its digits, no more
+                    return within_written_precision(pred, complex(sympy.N(a, 30)), gold, complex(sympy.N(b, 30)))
                 return bool(close)
             return False
         if sympy.simplify(a - b) == 0:

@@ -20,7 +20,9 @@ from groupscore.verifiers.math.conventions import DEFAULT, Conventions, conventi
 from groupscore.verifiers.math.grader import Comparison, compare_fast, symbolic_outcome
 from groupscore.verifiers.math.guards import TooComplex, check_limits
 from groupscore.verifiers.math.item import MathItem
+from groupscore.verifiers.math.labels import unlabel
 from groupscore.verifiers.math.normalize import PERCENT_MARK, DecimalComma, decimal_comma_reading, normalize
+from groupscore.verifiers.math.numeric import free_variables
 from groupscore.verifiers.math.parser import LENIENT, NO_FALLBACK, STRICT, STRICT_NO_FALLBACK, box_run, extract_answer
 from groupscore.verifiers.math.qualifiers import (
     different_units,
@@ -31,9 +33,19 @@ from groupscore.verifiers.math.qualifiers import (
     value_words_differ,
 )
 from groupscore.verifiers.math.reference import parse_gold
-from groupscore.verifiers.math.structures import is_name, split_top
+from groupscore.verifiers.math.structures import (
+    Chain,
+    Expr,
+    Interval,
+    Items,
+    Node,
+    Relation,
+    is_name,
+    parse_structure,
+)
 
 SYMBOLIC_CACHE_SIZE = 1 << 14
+DEFAULT_REL_TOL = 1e-6
 MAX_GOLD_CHARS = 4000
 
 
@@ -160,20 +172,48 @@ def _written_number(text: str, lowest_terms: bool = True) -> bool:
     return den > 0 and (not lowest_terms or gcd(num, den) == 1)
 
 
-def _stated(answer: str) -> str:
-    """The side of an equation that states the value: the last one that is not a name (`x = 10`, `7+3 = x`)."""
-    sides = split_top(answer, ("=",))
-    return next((side for side in reversed(sides) if side.strip() and not is_name(side)), answer)
+def _stated_values(answer: str) -> list[str] | None:
+    """The values an answer states, one text each (`10`; `2, 3` for `x = 2, y = 3` or `(2, 3)`; `7+3` for
+    `7+3 = x`; `10` for `x = 7+3 = 10`), or None for an answer of another shape (an interval, a matrix, ...)."""
+    return _values_of(unlabel(parse_structure(answer)))
+
+
+def _values_of(node: Node) -> list[str] | None:
+    if isinstance(node, Expr):
+        return [node.text]
+    if isinstance(node, Chain):
+        return [node.value]
+    if isinstance(node, Relation) and node.op == "=":
+        if is_name(node.rhs):
+            return [node.lhs]  # `7+3 = x`
+        if is_name(node.lhs) or not free_variables(node.lhs):
+            return _values_of(parse_structure(node.rhs))  # `x = 10`, `7+3 = 10` (checked by the comparison)
+        return None
+    if isinstance(node, Interval):
+        return [node.lo, node.hi]
+    if isinstance(node, Items) and node.items:
+        values: list[str] = []
+        for part in node.items:
+            found = _values_of(part)
+            if found is None:
+                return None
+            values += found
+        return values
+    return None
 
 
 def _arithmetic_left(pred: str, gold: str) -> bool:
-    """For a question whose reference is a number: the answer is not a number but arithmetic left to do (`7+3`,
-    `|7+3|`, `7+\\sqrt{9}`, `\\lfloor 7+3 \\rfloor`, `(7+3) e^0`, `\\frac{14}{2}+3`, `7+3 = x`), which the
+    """For a question whose reference is one number or several (a decimal, a fraction, a percentage, `x = 10`,
+    `10, 4`): the answer states something other than written numbers, i.e. arithmetic left to do (`7+3`, `|7+3|`,
+    `7+\\sqrt{9}`, `\\lfloor 7+3 \\rfloor`, `(7+3) e^0`, `\\frac{14}{2}+3`, `7+3 = x`, `7+3, 2 \\cdot 2`), which the
     symbolic comparison would otherwise pay: an expression built on the question's numbers in any disguise. A number
-    written as a decimal, a fraction in lowest terms, scientific notation or a percentage is an answer."""
-    if not _written_number(_stated(gold), lowest_terms=False):
+    written as a decimal, a fraction in lowest terms (or as the reference writes it), scientific notation or a
+    percentage is an answer."""
+    golds = _stated_values(gold)
+    if not golds or not all(_written_number(value, lowest_terms=False) for value in golds):
         return False
-    return not _written_number(_stated(pred))
+    preds = _stated_values(pred)
+    return preds is None or not all(_written_number(value) or value in golds for value in preds)
 
 
 def _strict_hedge(boxes: tuple[str, ...], rel_tol: float) -> bool:
@@ -210,6 +250,7 @@ def _score(item: MathItem) -> Verdict:
     if extracted.too_long:
         return _verdict(item, Status.unparsable, extracted.text[:200], "answer too long", source=extracted.source)
     conventions = conventions_of(item)
+    rel_tol = DEFAULT_REL_TOL if item.rel_tol is None else item.rel_tol
     gold_comma = decimal_comma_reading(item.answer, conventions.decimal_comma) if "," in item.answer else ""
     gold = gold_answer(item.answer, item.reference, gold_comma)
     if gold is None:
@@ -237,7 +278,7 @@ def _score(item: MathItem) -> Verdict:
     pred = normalize(read, pred_comma)
     if not pred:
         return _verdict(item, Status.no_answer, extracted.text, "empty answer", source=extracted.source)
-    if item.strict and len(boxes) > 1 and _strict_hedge(boxes, item.rel_tol):
+    if item.strict and len(boxes) > 1 and _strict_hedge(boxes, rel_tol):
         return _verdict(
             item,
             Status.incorrect,
@@ -284,7 +325,7 @@ def _score(item: MathItem) -> Verdict:
             f"different units: {', '.join(sorted(units[0]))} against {', '.join(sorted(units[1]))}",
             source=extracted.source,
         )
-    outcome = compare_fast(pred, gold, item.rel_tol, conventions)
+    outcome = compare_fast(pred, gold, rel_tol, conventions)
     if outcome.equal is None and not outcome.too_complex:
         try:  # refuse here what the worker would refuse, without occupying a worker
             check_limits(pred)
@@ -298,7 +339,7 @@ def _score(item: MathItem) -> Verdict:
                 source=extracted.source,
             )
         budget = item.timeout_s - (time.monotonic() - started)
-        symbolic = _symbolic(pred, gold, item.rel_tol, budget, conventions)
+        symbolic = _symbolic(pred, gold, rel_tol, budget, conventions)
         if symbolic is None:
             return _verdict(
                 item,
