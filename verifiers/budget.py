@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from groupscore.schema.item import ItemBase
 from groupscore.schema.reward import RewardSpec
+from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.composite import component_item
 from groupscore.verifiers.registry import parse_item
 
@@ -38,9 +39,9 @@ def runs_programs(raw: Any, spec: RewardSpec | None = None) -> bool:
 
 
 def _budget(item: ItemBase) -> float:
-    if item.verifier != "code":
+    if not isinstance(item, CodeItem):  # every item of kind "code" is one (parse_item)
         bound = getattr(item, "timeout_s", None)
         return float(bound) if isinstance(bound, (int, float)) else 0.0
     from groupscore.verifiers.code.verify import time_budget_s  # the sandbox only where code items come
 
-    return time_budget_s(item)  # type: ignore[arg-type]
+    return time_budget_s(item)

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -117,8 +117,13 @@ KINDS: dict[str, VerifierKind] = {
 if tuple(KINDS) != KIND_NAMES or set(VERSIONS) != set(KIND_NAMES):  # the wire's vocabulary and ours must agree
     raise RuntimeError(f"registry kinds {tuple(KINDS)} differ from groupscore.schema.reward.KIND_NAMES {KIND_NAMES}")
 
-Item = Annotated[Union[tuple(k.item_model for k in KINDS.values())], Field(discriminator="verifier")]
-_item_adapter: TypeAdapter[Any] = TypeAdapter(Item)
+# Every kind's item model, in KINDS' order, written out so that type checkers see the union; the check below keeps
+# it the same as KINDS.
+AnyItem = MathItem | CodeItem | FormatItem | LengthItem | JsonItem | SqlItem
+if get_args(AnyItem) != tuple(k.item_model for k in KINDS.values()):
+    raise RuntimeError(f"registry: AnyItem {get_args(AnyItem)} differs from the item models of KINDS")
+Item = Annotated[AnyItem, Field(discriminator="verifier")]
+_item_adapter: TypeAdapter[AnyItem] = TypeAdapter(Item)
 
 
 def parse_item(raw: Any) -> ItemBase:

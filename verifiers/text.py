@@ -60,9 +60,8 @@ def fenced_blocks(text: str) -> list[FencedBlock]:
 def find_fenced(text: str, language: str) -> str | None:
     """Body of the last block tagged `language`, else of the last untagged block, else None."""
     blocks = fenced_blocks(text)
-    tagged = [b.code for b in blocks if b.tag == language]
-    bare = [b.code for b in blocks if b.tag == ""]
-    return (tagged or bare or [None])[-1]
+    found = [b.code for b in blocks if b.tag == language] or [b.code for b in blocks if b.tag == ""]
+    return found[-1] if found else None
 
 
 def find_document(text: str, mode: str, language: str = "json") -> str | None:

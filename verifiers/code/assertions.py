@@ -14,7 +14,7 @@ import ast
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from groupscore.verifiers.code import host_eval
 from groupscore.verifiers.code.names import NameSources, is_solution_import, name_sources, prompt_helper_names
@@ -71,14 +71,20 @@ class _CallExtractor:
         self.calls: list[Call] = []
         self.placeholders: list[tuple[str, int]] = []
 
+    @overload
+    def rewrite(self, node: ast.expr) -> ast.expr: ...  # a placeholder is a Name, a rebuilt node of node's class
+    @overload
+    def rewrite(self, node: ast.AST) -> ast.AST: ...
     def rewrite(self, node: ast.AST) -> ast.AST:
         if isinstance(node, ast.Call):
             fn = self.candidate_fn(node.func)
             if fn is not None:
                 return self._placeholder(node, fn)
-        fields, changed = {}, False
+        fields: dict[str, Any] = {}
+        changed = False
         for name in node._fields:
             value = getattr(node, name, None)
+            new: Any
             if isinstance(value, ast.AST):
                 new = self.rewrite(value)
             elif isinstance(value, list):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from groupscore.verifiers.code.jail_runner import MAX_INT_DIGITS, NotPlainData, check_hash_spread
@@ -114,7 +114,12 @@ _BINARY = {
     ast.BitOr: operator.or_,
     ast.BitXor: operator.xor,
 }
-_UNARY = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.Not: operator.not_,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+}
 _COMPARE = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
@@ -148,10 +153,11 @@ def check_expression(
                     raise Unsupported("starred")
                 visit(e)
         elif isinstance(n, ast.Dict):
-            if any(k is None for k in n.keys):
+            keys = [k for k in n.keys if k is not None]  # None: a `**mapping` entry
+            if len(keys) < len(n.keys):
                 raise Unsupported("dict unpacking")
-            for e in [*n.keys, *n.values]:
-                visit(e)  # type: ignore[arg-type]
+            for e in [*keys, *n.values]:
+                visit(e)
         elif isinstance(n, ast.Name):
             if n.id in shadowed or not (n.id in variables or n.id in _TYPE_NAMES):
                 raise Unsupported(f"name {n.id}")
@@ -225,7 +231,8 @@ def evaluate(node: ast.AST, env: Mapping[str, Any] | None = None) -> Any:
         raise EvalFailed(f"{type(exc).__name__}: {exc}"[:300]) from exc
 
 
-def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
+def _eval(n: ast.AST | None, env: Mapping[str, Any]) -> Any:
+    # None is the key of a dict's `**mapping` entry: check_expression refuses it, and so does the last line here.
     if isinstance(n, ast.Constant):
         return n.value
     if isinstance(n, ast.List):
@@ -235,7 +242,7 @@ def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(n, ast.Set):
         return {_eval(e, env) for e in n.elts}
     if isinstance(n, ast.Dict):
-        return {_eval(k, env): _eval(v, env) for k, v in zip(n.keys, n.values)}  # type: ignore[arg-type]
+        return {_eval(k, env): _eval(v, env) for k, v in zip(n.keys, n.values)}
     if isinstance(n, ast.Name):
         return env[n.id] if n.id in env else _FUNCTIONS[n.id]
     if isinstance(n, ast.Attribute):
@@ -271,15 +278,21 @@ def _eval(n: ast.AST, env: Mapping[str, Any]) -> Any:
         f = n.func
         if isinstance(f, ast.Name):
             fn = _FUNCTIONS[f.id]
-        elif isinstance(f.value, ast.Name) and f.value.id == "math":  # type: ignore[attr-defined]
-            fn = _MATH[f.attr]  # type: ignore[attr-defined]
+        elif not isinstance(f, ast.Attribute):
+            raise EvalFailed(f"cannot call {type(f).__name__}")
+        elif isinstance(f.value, ast.Name) and f.value.id == "math":
+            fn = _MATH[f.attr]
         else:
-            receiver = _eval(f.value, env)  # type: ignore[attr-defined]
+            receiver = _eval(f.value, env)
             if type(receiver) not in (str, bytes, list, tuple, dict):
                 raise EvalFailed("method call on a non-builtin value")
-            fn = getattr(receiver, f.attr)  # type: ignore[attr-defined]
+            fn = getattr(receiver, f.attr)
         args = [_eval(a, env) for a in n.args]
-        kwargs = {k.arg: _eval(k.value, env) for k in n.keywords}
+        kwargs: dict[str, Any] = {}
+        for k in n.keywords:
+            if k.arg is None:  # `**mapping`, which check_expression refuses
+                raise EvalFailed("keyword unpacking")
+            kwargs[k.arg] = _eval(k.value, env)
         if fn in (str, repr, int) and args and isinstance(args[0], int) and args[0].bit_length() > MAX_POW_BITS:
             raise EvalFailed("integer too large")
         if fn is int and args and isinstance(args[0], (str, bytes)) and len(args[0]) > 2 * MAX_INT_DIGITS:

@@ -42,6 +42,10 @@ import struct
 import sys
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up cost); type checkers read it as True
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_FRAME_BYTES = 8 << 20  # one request or answer; a larger answer fails that call
 MAX_DEPTH = 200
 # Reading an answer: what the host builds from the (forgeable) text is bounded by these, not by the candidate.
@@ -146,7 +150,7 @@ def check_hash_spread(values):
     for the few that are equal modulo 2**61 - 1), and each bucket holds at most MAX_SHARED_HASH values.
     Unhashable values raise TypeError, as set() would.
     """
-    buckets = {}
+    buckets: dict[int, list[object]] = {}
     for value in values:
         key = hash(value)
         bucket = buckets.get(key)
@@ -516,8 +520,8 @@ class Workers:
 
     def next(self, deadline):
         if self.first is not None:
-            worker, self.first = Worker(*self.first, child=True), None
-            return worker
+            (pid, request_w, answer_r), self.first = self.first, None
+            return Worker(pid, request_w, answer_r, child=True)
         try:
             if self.control is None:
                 self.control = exec_zygote(self.site_dirs, self.modules)  # it forks its first worker unasked
@@ -529,7 +533,7 @@ class Workers:
             raise Deadline()
         except OSError:
             raise WorkerGone()
-        fds = []
+        fds: list[int] = []
         for level, kind, data in ancillary:
             if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
                 fds.extend(struct.unpack("%di" % (len(data) // 4), data[: len(data) // 4 * 4]))
@@ -653,8 +657,9 @@ def solution_module(worker, program_names, test_builtins, deadline):
         setattr(module, name, proxy)
         return proxy
 
-    module.__getattr__ = __getattr__
-    module.__all__ = [name for name in program_names if name not in test_builtins]
+    # Set in the module's namespace, as attribute assignment would: ModuleType declares neither name to type checkers.
+    module.__dict__["__getattr__"] = __getattr__
+    module.__dict__["__all__"] = [name for name in program_names if name not in test_builtins]
     return module
 
 
@@ -675,7 +680,7 @@ def run_residual(residual, worker, deadline):
         return real_import(name, globals, locals, fromlist, level)
 
     test_builtins["__import__"] = guarded_import
-    namespace = {"__builtins__": test_builtins, "__name__": "__residual__"}
+    namespace: dict[str, Any] = {"__builtins__": test_builtins, "__name__": "__residual__"}
     for name in residual.get("modules", ()):
         namespace[name] = real_import(name)
     for name, module_name in residual.get("stdlib", ()):  # names.STDLIB_NAMES: the library's, not the program's
@@ -712,7 +717,8 @@ def set_not_dumpable():
     # A non-dumpable process cannot be read or written through /proc/<pid>/mem (nor ptraced) by the same uid.
     # prctl(PR_SET_DUMPABLE=4, 0) through _ctypes directly: importing ctypes would double the runner's start-up.
     try:
-        prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")
+        # dlopen(None): the running program's own symbols (libc's among them), which typeshed's signature leaves out
+        prctl = _ctypes.dlsym(_ctypes.dlopen(None), "prctl")  # type: ignore[arg-type]
         done = _ctypes.call_function(prctl, (4, 0, 0, 0, 0)) == 0 and _ctypes.call_function(prctl, (3, 0, 0, 0, 0)) == 0
     except (AttributeError, OSError):  # an interpreter without these internals: the public way
         import ctypes
@@ -777,7 +783,8 @@ def runner(site_dirs, modules=()):
                 worker, stopped = None, (status, problem)
                 emit({"unit": index, "status": status, "detail": problem})
                 continue
-        record = {"unit": index}
+        assert worker is not None  # a unit whose worker could not start was answered above
+        record: dict[str, Any] = {"unit": index}
         try:
             record.update(run_unit(unit, worker, time.monotonic() + float(unit["time_limit_s"])))
         except Deadline:

@@ -13,7 +13,7 @@ import builtins
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from groupscore.verifiers.code.extract import parse_python
 
@@ -100,7 +100,7 @@ def _imports_math(node: ast.AST) -> bool:
     return isinstance(node, ast.Import) and all(a.name == "math" and a.asname in (None, "math") for a in node.names)
 
 
-def is_solution_import(node: ast.AST) -> bool:
+def is_solution_import(node: ast.AST) -> TypeGuard[ast.Import | ast.ImportFrom]:
     if isinstance(node, ast.ImportFrom):
         return node.level == 0 and node.module == SOLUTION_MODULE
     return isinstance(node, ast.Import) and all(a.name == SOLUTION_MODULE for a in node.names)
@@ -123,7 +123,7 @@ def name_sources(
             if type(node) is ast.Name and type(node.ctx) is ast.Load:
                 loads.add(node.id)
             elif is_solution_import(node):
-                for alias in node.names:  # type: ignore[attr-defined]
+                for alias in node.names:
                     if isinstance(node, ast.Import):
                         solution_modules.add(alias.asname or alias.name)
                     elif alias.name != "*":
@@ -168,20 +168,19 @@ def _bound_in(nodes: list[ast.AST]) -> frozenset[str]:
     own, the caller walked the tree."""
     names: set[str] = set()
     for node in nodes:
-        kind = type(node)
-        if kind is ast.Name:
-            if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
-                names.add(node.id)  # type: ignore[attr-defined]
-        elif kind is ast.arg:
-            names.add(node.arg)  # type: ignore[attr-defined]
-        elif kind in _DEFINITIONS:
-            names.add(node.name)  # type: ignore[attr-defined]
-        elif kind is ast.Import or kind is ast.ImportFrom:
-            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")  # type: ignore[attr-defined]
-        elif kind in _NAMED_PATTERNS and node.name:  # type: ignore[attr-defined]
-            names.add(node.name)  # type: ignore[attr-defined]
-        elif kind is ast.MatchMapping and node.rest:  # type: ignore[attr-defined]
-            names.add(node.rest)  # type: ignore[attr-defined]
+        if isinstance(node, ast.Name):
+            if type(node.ctx) is not ast.Load:
+                names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, _DEFINITIONS):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, _NAMED_PATTERNS) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
     return frozenset(names)
 
 
@@ -211,8 +210,9 @@ def prompt_helper_names(prompt: str | None, entry_point: str | None = None) -> f
         return frozenset()
     names: set[str] = set()
     for node in tree.body:
-        is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(node)
-        if is_def or isinstance(node, ast.ClassDef):
+        if isinstance(node, ast.ClassDef) or (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(node)
+        ):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -9,13 +9,16 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from groupscore.sandbox import (
     BAD_REQUEST,
     MAIN_FILE,
     Limits,
+    RunRequest,
     RunResult,
     RunStatus,
     SandboxUnavailable,
@@ -96,7 +99,9 @@ def run_jobs(language: str, program: str, jobs: list[Job], python_env: str | Non
     """
     source = MAIN_FILE[language]
     try:
-        requests = [_request(language, source, program, job, python_env) for job in jobs]
+        requests: list[RunRequest | dict[str, Any]] = [
+            _request(language, source, program, job, python_env) for job in jobs
+        ]
         first: list[RunResult] = []
         if SPECS[language].compiled and len(requests) > 1:
             first = run_many(requests[:1], workers=1)
@@ -189,7 +194,8 @@ def _literal_list(text: str) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _request(language: str, source: str, program: str, job: Job, python_env: str | None = None) -> dict:
+def _request(language: str, source: str, program: str, job: Job, python_env: str | None = None) -> dict[str, Any]:
+    files: dict[str, str | bytes]
     if job.runner_source is not None and job.runner_language == "javascript":
         files = {"call_runner.js": job.runner_source, "solution.js": program}
         return {**_base(job, "javascript", files, "call_runner.js"), "args": ("solution.js",)}
@@ -231,5 +237,5 @@ def _request(language: str, source: str, program: str, job: Job, python_env: str
     return {**request, "python_env": python_env} if language == "python" else request
 
 
-def _base(job: Job, language: str, files: dict[str, str], main: str) -> dict:
+def _base(job: Job, language: str, files: Mapping[str, str | bytes], main: str) -> dict[str, Any]:
     return {"files": files, "language": language, "main": main, "stdin": job.stdin, "limits": job.limits}

@@ -10,6 +10,7 @@ them a correction). The answer extraction (parser.py) and the reference reader (
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 MAX_PROBES = 64  # how many occurrences a search from the end tries before it gives up (or scans once)
 # One token per structural event; `\{` and `\}` are literal braces of a set and never open or close a group.
@@ -123,7 +124,9 @@ def _joins_boxes(gap: str) -> bool:
     return len(words) <= _GAP_MAX_WORDS and all(_GAP_WORD.fullmatch(w) for w in words)
 
 
-def final_box_group(text: str, spans: list[tuple[int, int, str]], joins=_joins_boxes) -> tuple[str, ...]:
+def final_box_group(
+    text: str, spans: list[tuple[int, int, str]], joins: Callable[[str], bool] = _joins_boxes
+) -> tuple[str, ...]:
     """The contents of the run of boxes the text ends with, joined only by connectors (`joins` says which gaps are)."""
     start = len(spans) - 1
     while start > 0 and joins(text[spans[start - 1][1] + 1 : spans[start][0]]):
