@@ -8,13 +8,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from groupscore.schema.reward import RewardSpec
 
 
 def _score(args: argparse.Namespace) -> int:
     from groupscore.score import score_jsonl
 
-    reward = None
+    reward: RewardSpec | None = None
     if args.reward is not None:
         from groupscore.verifiers.composite import load_reward_spec
 
@@ -35,7 +38,7 @@ def _score(args: argparse.Namespace) -> int:
     return _score_and_compare(args, reward)
 
 
-def _score_and_compare(args: argparse.Namespace, reward: object) -> int:
+def _score_and_compare(args: argparse.Namespace, reward: RewardSpec | None) -> int:
     """Score as usual, then report every item whose verdict differs from the one in args.compare."""
     import shutil
     import tempfile

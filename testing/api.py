@@ -92,7 +92,8 @@ def assert_handles(
         raise AssertionError(f"{resolved.description} failed on {shown}: {outcome.error}")
     value = outcome.values[0]
     allowed = allow_none and resolved.allows_none
-    problem = value_problem(value, CheckConfig(reward_range=tuple(reward_range), allow_none=allowed))
+    lo, hi = reward_range  # a list is taken too
+    problem = value_problem(value, CheckConfig(reward_range=(lo, hi), allow_none=allowed))
     if problem:
         raise AssertionError(f"{resolved.description} {problem} on {shown}")
     return value.number

@@ -5,6 +5,7 @@ beat; and the reference row: the correct answer must beat the honest wrong one."
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from groupscore.testing.call_result import CallResult
 from groupscore.testing.check_base import FAIL, PASS, SKIP, CheckRunBase
@@ -99,7 +100,9 @@ class ProbeChecks(CheckRunBase):
             self.add("probe.reference", PASS, text)
 
     def _probe_row(self, name: str, sets: list[ProbeSet], scored: list[dict[str, CallResult]]) -> None:
-        paid, crashed, inconclusive, checked = [], [], 0, 0
+        paid: list[dict[str, Any]] = []
+        crashed: list[str] = []
+        inconclusive, checked = 0, 0
         last_answer = 0  # comparisons paid only because the right answer came last (see Probe.mirror)
         what = ""
         for probe_set, scores in zip(sets, scored):

@@ -85,7 +85,7 @@ def empty_or_whitespace() -> st.SearchStrategy[str]:
 
 def unicode_text(max_size: int = 300) -> st.SearchStrategy[str]:
     """Any text (every Unicode category but lone surrogates, which no tokenizer emits)."""
-    return st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=max_size)
+    return st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=max_size)
 
 
 def rtl_text(max_size: int = 80) -> st.SearchStrategy[str]:

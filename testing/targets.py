@@ -61,8 +61,9 @@ class Target(ABC):
     allows_none = True  # TRL reads None as "this reward does not apply"; verl has no such value
 
     @abstractmethod
-    def score(self, cases: Sequence[Case]) -> list[Any]:
-        """One raw value per case, in order; may raise (a crash of the reward is a finding, not a checker error)."""
+    def score(self, cases: Sequence[Case]) -> Any:
+        """One raw value per case, in order; may raise (a crash of the reward is a finding, not a checker error).
+        A reward function's own result comes back as it is, list or not: run_call judges its shape."""
 
     def spec(self) -> TargetSpec | None:
         """How to rebuild this target in a fresh process; None when it cannot be (a lambda, a closure)."""
@@ -91,11 +92,11 @@ class RewardFunctionTarget(Target):
         self.ref = ref if ref is not None else _importable_ref(fn)
         self.description = f"TRL reward function {self.ref or _callable_name(fn)}"
 
-    def score(self, cases: Sequence[Case]) -> list[Any]:
+    def score(self, cases: Sequence[Case]) -> Any:
         keys: list[str] = []
         for case in cases:
             keys.extend(k for k in case.fields if k not in keys)
-        columns = {k: [case.fields.get(k) for case in cases] for k in keys}
+        columns: dict[str, Any] = {k: [case.fields.get(k) for case in cases] for k in keys}
         columns.update(trainer_state=_TRAINER_STATE, log_extra=_ignore, log_metric=_ignore)
         out = self.fn(
             prompts=[c.prompt for c in cases],

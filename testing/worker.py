@@ -8,7 +8,10 @@ import struct
 import sys
 import threading
 import traceback
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    from groupscore.testing.targets import Target
 
 
 def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
@@ -46,7 +49,7 @@ def main() -> int:
     from groupscore.testing.call_result import run_call
     from groupscore.testing.targets import build_target
 
-    target = None
+    target: Target | None = None
     while True:
         header = _read_exact(proto_in, 8)
         if header is None:
@@ -68,6 +71,8 @@ def main() -> int:
                 _send(proto_out, ("error", text))
                 continue
             _send(proto_out, ("ok", target.description))
+        elif target is None:  # the caller always builds first
+            _send(proto_out, ("error", f"request {op!r} before a target was built"))
         elif op == "call":
             _send(proto_out, ("ok", [run_call(target, message[1])]))
         elif op == "threads":

@@ -216,6 +216,16 @@ def test_import_linter_contracts_say_what_the_flow_table_says() -> None:
             assert not import_graph.FLOW[package] & set().union(*order[: i + 1]), package
 
 
+def test_mypy_checks_every_package_and_every_module_of_the_command() -> None:
+    # `packages` takes a package with everything below it, so the root package (cli/) is listed module by module.
+    with open(REPO / "pyproject.toml", "rb") as f:
+        mypy = tomllib.load(f)["tool"]["mypy"]
+    graph = import_graph.find_modules(REPO)
+    assert set(mypy["packages"]) == {f"groupscore.{p}" for p in set(import_graph.FLOW) - {import_graph.TOP}}
+    command = {m for m in graph.modules if import_graph.top_package(m, graph.packages) == import_graph.TOP}
+    assert set(mypy["modules"]) == command
+
+
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     """import-linter on a tree, through the view (as `make lint` runs it), with the repository's own contracts."""
     pytest.importorskip("importlinter")
