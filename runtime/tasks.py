@@ -134,8 +134,9 @@ def _debug_hooks(raw: Any) -> bytearray | None:
 
 
 def run_code_task(fields: dict[str, Any]) -> tuple[str, Any]:
-    """One SandboxFusion-style run through the verifiers layer: ("ok", RunResult) or ("sandbox_error", message)."""
-    from groupscore.verifiers.code.run_program import ProgramRun, SandboxUnavailable, run_program
+    """One SandboxFusion-style run in the sandbox: ("ok", RunResult) or ("sandbox_error", message)."""
+    from groupscore.runtime.programs import ProgramRun, run_program
+    from groupscore.sandbox import SandboxUnavailable
 
     try:
         return "ok", run_program(ProgramRun(**fields))

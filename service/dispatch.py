@@ -100,7 +100,7 @@ class Dispatcher:
         return verdicts
 
     async def run_code(self, fields: dict[str, Any]) -> tuple[str, Any]:
-        """A SandboxFusion-style run in a scoring worker, through the verifiers' run_program: ("ok", RunResult) or
+        """A SandboxFusion-style run in a scoring worker (runtime.programs.run_program): ("ok", RunResult) or
         ("sandbox_error", message). Takes one place in the queue (QueueFull when there is none)."""
         # The jail enforces the run's own limits; this outer bound only catches a worker that hangs despite them.
         timeout_s = fields["compile_timeout_s"] + fields["run_timeout_s"] + START_MARGIN_S + self.settings.stuck_grace_s

@@ -20,7 +20,6 @@ from groupscore.schema.openrlhf import OpenRLHFResponse, extra_logs, label_item,
 from groupscore.schema.sandboxfusion import SANDBOX_LANGUAGE_OF, RunCodeRequest, RunCodeResponse
 from groupscore.service.responses import json_response, too_many_items, validation_error_response
 from groupscore.service.routing import OffloadingRoute
-from groupscore.verifiers.code.run_program import LANGUAGES
 from groupscore.verifiers.composite import CheckedRewardSpec
 
 router = APIRouter(route_class=OffloadingRoute)
@@ -173,10 +172,11 @@ def unsupported_language(language: str, supported: tuple[str, ...]) -> dict[str,
 async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Response:
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
     state = request.app.state
-    language = SANDBOX_LANGUAGE_OF.get(body.language, "")  # SandboxFusion's name -> the sandbox's ("nodejs" -> ...)
-    if language not in LANGUAGES:  # SandboxFusion names more languages than the sandbox runs (its own set)
-        supported = tuple(name for name, ours in SANDBOX_LANGUAGE_OF.items() if ours in LANGUAGES)
-        return json_response(unsupported_language(body.language, supported))
+    # SandboxFusion's name -> the sandbox's ("nodejs" -> "javascript"); SandboxFusion names more languages than the
+    # sandbox runs, and the map has every one it does (tests/test_service_run_code_languages.py checks both lists).
+    language = SANDBOX_LANGUAGE_OF.get(body.language)
+    if language is None:
+        return json_response(unsupported_language(body.language, tuple(SANDBOX_LANGUAGE_OF)))
     fields = {
         "code": body.code,
         "language": language,

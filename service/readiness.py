@@ -1,10 +1,10 @@
 """The service's readiness, one answer for `/readyz` and the Ray deployment's health check: the scoring workers up
 with every scorer loaded, and the sandbox able to run a program in a jail.
 
-The sandbox is probed with one harmless program (`verifiers.code.probe`) in a thread, at most every `PROBE_EVERY_S`:
-a jail costs tens of milliseconds, and Ray Serve asks every replica every 10 s. A replica that must serve code items
-(`require_sandbox`, on for the Ray deployment) is not ready without it, so Serve routes nothing to it rather than let
-it answer every code item with an infra_error verdict.
+The sandbox is probed with one harmless program (`runtime.programs.sandbox_problem`) in a thread, at most every
+`PROBE_EVERY_S`: a jail costs tens of milliseconds, and Ray Serve asks every replica every 10 s. A replica that must
+serve code items (`require_sandbox`, on for the Ray deployment) is not ready without it, so Serve routes nothing to it
+rather than let it answer every code item with an infra_error verdict.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from groupscore.verifiers.code.probe import sandbox_problem
+from groupscore.runtime.programs import sandbox_problem
 
 PROBE_EVERY_S = 30.0  # a failed probe is repeated at the next ask, a passed one trusted this long
 

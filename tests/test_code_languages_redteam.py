@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from groupscore.runtime.programs import ProgramRun, run_program
 from groupscore.sandbox import BadRunRequest, RunResult, RunStatus
 from groupscore.sandbox.languages import java_main_class, java_top_level_classes
 from groupscore.sandbox.workdir import check_name
@@ -15,7 +16,6 @@ from groupscore.schema.verdict import Status
 from groupscore.verifiers.code.assertions import Call
 from groupscore.verifiers.code.item import CodeItem
 from groupscore.verifiers.code.plan import CallUnit, ExpectedValue
-from groupscore.verifiers.code.run_program import ProgramRun, run_program
 from groupscore.verifiers.code.runner_plans import json_runner_plan, runner_groups
 from groupscore.verifiers.code.verify import judge_runner, score_code
 

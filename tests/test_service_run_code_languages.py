@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from groupscore.sandbox import LANGUAGES
 from groupscore.schema.sandboxfusion import SANDBOX_LANGUAGE_OF
-from groupscore.verifiers.code.run_program import LANGUAGES
 
 pytestmark = pytest.mark.service(workers=1)
 

@@ -57,7 +57,9 @@ FLOW: dict[str, frozenset[str]] = {
     "testing": frozenset({"client", "service", "runtime", "verifiers", "schema"}),
     "client": frozenset({"schema"}),
     "service": frozenset({"runtime", "verifiers", "schema"}),
-    "runtime": frozenset({"verifiers", "bounded", "schema"}),
+    # The runtime scores through the verifiers; it runs programs that no verifier judges (SandboxFusion's /run_code, the
+    # readiness probe) in the sandbox itself: runtime/programs.py.
+    "runtime": frozenset({"verifiers", "bounded", "sandbox", "schema"}),
     "verifiers": frozenset({"bounded", "sandbox", "schema"}),
     "sandbox": frozenset(),
     "bounded": frozenset(),

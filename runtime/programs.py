@@ -1,7 +1,8 @@
-"""Running one caller-supplied program in the sandbox (what the service's SandboxFusion-compatible `/run_code` needs).
+"""Programs run as they are in the sandbox, judged by no verifier: a caller's program (SandboxFusion's `/run_code`,
+run by a scoring worker: `tasks.run_code_task`) and the readiness probe (can a jail start and run a program now).
 
-The verifiers layer is the only way from the service to the sandbox; this module adds no isolation of its own and
-never runs anything outside `groupscore.sandbox.run`.
+These are the runtime's only direct use of the sandbox (scoring reaches it through the verifiers); this module adds no
+isolation of its own and never runs anything outside `groupscore.sandbox.run`.
 """
 
 from __future__ import annotations
@@ -19,10 +20,6 @@ from groupscore.sandbox import (
     compile_limits_for,
     run,
 )
-
-# SandboxUnavailable and LANGUAGES are re-exported: callers above the verifiers (the service's runtime and its
-# /run_code endpoint) take them from here, never from the sandbox itself.
-__all__ = ["DEFAULT_MEMORY_MB", "LANGUAGES", "ProgramRun", "SandboxUnavailable", "decode_files", "run_program"]
 
 DEFAULT_MEMORY_MB = Limits().memory_mb  # the sandbox's own default for a run
 
@@ -67,3 +64,23 @@ def run_program(request: ProgramRun) -> RunResult:
         collect=list(request.fetch_files),
         compile_limits=compile_limits,
     )
+
+
+# The readiness probe: one harmless program in a fresh jail. The service's readiness asks (and through it the Ray
+# deployment's health check), so a replica without a working sandbox is taken out of routing instead of answering code
+# items with infra_error verdicts.
+_PROBE = ProgramRun(code="print(6 * 7)", run_timeout_s=20.0)
+
+
+def sandbox_problem() -> str | None:
+    """None when a jail ran the probe program and it printed what it should; else why not, in one line."""
+    try:
+        result = run_program(_PROBE)
+    except SandboxUnavailable as exc:
+        return f"sandbox unavailable: {exc}"
+    except Exception as exc:  # noqa: BLE001 - whatever stops the probe makes the sandbox unusable here
+        return f"sandbox probe failed: {type(exc).__name__}: {exc}"
+    if result.status.value != "ok" or result.stdout.strip() != "42":
+        why = result.error or result.stderr.strip()[-200:] or f"printed {result.stdout[:40]!r}"
+        return f"sandbox probe jail ended {result.status.value}: {why}".replace("\n", " ")
+    return None
