@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from groupscore.verifiers.math.boxes import box_spans_from_end, boxed_contents
+from groupscore.schema.boxes import boxed_contents
+from groupscore.verifiers.math.boxes import box_spans_from_end
 from groupscore.verifiers.math.parser import (
     LENIENT,
     NO_FALLBACK,

@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groupscore.schema.boxes import boxed_contents
 from groupscore.train.config import ColumnMap, TasksetConfig
 from groupscore.train.taskset import Task, parse_messages, raise_problems
-from groupscore.verifiers.math.boxes import boxed_contents
 from groupscore.verifiers.registry import KINDS, describe_error, parse_item
 
 _GSM8K_MARK = "####"

@@ -1,7 +1,8 @@
 """Boxed answers: `\\boxed{}` / `\\fbox{}` found by brace matching, and the run of boxes a text ends with.
 
-Each scan is linear in the text's length: `boxed_contents` is one pass over brace tokens, and `box_spans_from_end`
-probes from the end with `rfind`, at most `MAX_PROBES` windows however long the text. `final_box_group` keeps the
+Each scan is linear in the text's length: `boxed_contents` (in groupscore.schema.boxes, which the trainer reads too) is
+one pass over brace tokens, and `box_spans_from_end` probes from the end with `rfind`, at most `MAX_PROBES` windows
+however long the text. `final_box_group` keeps the
 last boxes joined only by connectors (`\\boxed{1} and \\boxed{2}`): what counts as a connector differs for a
 reference (`_joins_boxes`, the default) and a completion (`connects_answers`, where reasoning between boxes makes
 them a correction). The answer extraction (parser.py) and the reference reader (reference.py) both use them.
@@ -13,39 +14,6 @@ import re
 from collections.abc import Callable
 
 MAX_PROBES = 64  # how many occurrences a search from the end tries before it gives up (or scans once)
-# One token per structural event; `\{` and `\}` are literal braces of a set and never open or close a group.
-_BOX_SCAN = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]|\\boxed[ \t]+([^\s${}\\]+)")
-
-
-def boxed_contents(text: str) -> list[tuple[int, str]]:
-    """(start, content) of every outermost, closed \\boxed{...} or \\fbox{...}, in order; one linear pass."""
-    boxes: list[tuple[int, str]] = []
-    stack: list[tuple[bool, int, int]] = []  # (is_box, opener_start, content_start) per open brace
-    open_boxes = 0
-    first = min((p for p in (text.find("\\boxed"), text.find("\\fbox")) if p >= 0), default=-1)
-    if first < 0:
-        return boxes
-    for match in _BOX_SCAN.finditer(text, first):  # braces before the first box cannot matter
-        token = match.group(0)
-        if match.group(1) is not None:  # `\boxed 5`: a box without braces
-            if open_boxes == 0:
-                boxes.append((match.start(), match.group(1)))
-        elif token.endswith("{") and token.startswith("\\") and len(token) > 2:
-            stack.append((True, match.start(), match.end()))
-            open_boxes += 1
-        elif token == "{":
-            stack.append((False, match.start(), match.end()))
-        elif token == "}":
-            if not stack:
-                continue
-            is_box, opener, start = stack.pop()
-            if is_box:
-                open_boxes -= 1
-                if open_boxes == 0:
-                    boxes.append((opener, text[start : match.start()]))
-    return boxes
-
-
 BOX_OPENER = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 

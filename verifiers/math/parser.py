@@ -17,13 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from groupscore.verifiers.math.boxes import (
-    MAX_PROBES,
-    box_spans_from_end,
-    boxed_contents,
-    connects_answers,
-    final_box_group,
-)
+from groupscore.schema.boxes import boxed_contents
+from groupscore.verifiers.math.boxes import MAX_PROBES, box_spans_from_end, connects_answers, final_box_group
 from groupscore.verifiers.math.qualifiers import qualified_number, qualifiers
 
 
