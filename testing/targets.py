@@ -9,19 +9,16 @@ is tested.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
-import importlib.util
 import inspect
-import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from groupscore.client.functions import attribute, file_of, load_module, split_reference
 from groupscore.testing.cases import Case, CasesError
 from groupscore.testing.signature import TRL_EXTRAS, signature_problem
 
@@ -353,49 +350,24 @@ def build_target(spec: TargetSpec) -> Target:
 
 def load_callable(ref: str) -> Callable[..., Any]:
     """Import `module:attr` or `path/file.py:attr` (attr may be dotted). Raises TargetError with the cause."""
-    module_ref, sep, attr = ref.rpartition(":")
-    if not sep or not module_ref or not attr:
-        raise TargetError(f"bad target {ref!r}: expected module:function")
     try:
-        module = _load_module(module_ref)
-    except TargetError:
-        raise
+        module_ref, attr = split_reference(ref)
+    except ValueError:
+        raise TargetError(f"bad target {ref!r}: expected module:function") from None
+    path = file_of(module_ref)
+    if path is not None and not path.is_file():
+        raise TargetError(f"target file not found: {module_ref}")
+    try:
+        module = load_module(module_ref)
     except BaseException as exc:  # noqa: BLE001 - an import can raise anything, SystemExit included
         raise TargetError(f"cannot import {module_ref!r}: {type(exc).__name__}: {exc}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise TargetError(f"{module_ref!r} has no attribute {attr!r}") from None
+    try:
+        obj = attribute(module, attr)
+    except AttributeError:
+        raise TargetError(f"{module_ref!r} has no attribute {attr!r}") from None
     if not callable(obj):
         raise TargetError(f"{ref!r} is not callable (it is a {type(obj).__name__})")
     return obj
-
-
-def _load_module(module_ref: str) -> Any:
-    if module_ref.endswith(".py") or os.sep in module_ref or "/" in module_ref:
-        path = Path(module_ref).resolve()
-        if not path.is_file():
-            raise TargetError(f"target file not found: {module_ref}")
-        # A stable module name per file, so the module can be found again (pickling, a second import).
-        name = f"_groupscore_target_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise TargetError(f"cannot load {module_ref} as a Python module")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        return module
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the cases file are importable
-    return importlib.import_module(module_ref)
 
 
 def _importable_ref(fn: Callable[..., Any]) -> str | None:

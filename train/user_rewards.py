@@ -4,18 +4,13 @@ reward and the group advantages the policy trains on."""
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import inspect
 import math
-import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from groupscore.client.functions import attribute, load_module, split_reference
 from groupscore.train.config import RewardsConfig
 
 ADVANTAGE_EPS = 1e-4  # the service's default: (r - mean) / (std + eps), sample std
@@ -47,37 +42,15 @@ class UserReward:
         return values
 
 
-def _module(ref: str) -> Any:
-    if ref.endswith(".py") or "/" in ref or os.sep in ref:
-        path = Path(ref).resolve()
-        if not path.is_file():
-            raise FileNotFoundError(f"file not found: {ref}")
-        name = f"_groupscore_reward_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {ref} as a Python module")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: a rewards.py beside the config is importable
-    return importlib.import_module(ref)
-
-
 def load_reward_functions(cfg: RewardsConfig, service_components: Sequence[str] = ()) -> list[UserReward]:
     """Import every configured function; a bad reference is one line naming its field."""
     loaded: list[UserReward] = []
     names = {"service", *service_components}
     for index, entry in enumerate(cfg.functions):
         field = f"rewards.functions.{index}.function"
-        module_ref, _, attr = entry.function.rpartition(":")
+        module_ref, attr = split_reference(entry.function)  # the config checked its form
         try:
-            obj: Any = _module(module_ref)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
+            obj = attribute(load_module(module_ref), attr)
         except Exception as exc:  # noqa: BLE001 - an import can raise anything; it is the user's module
             raise ValueError(f"{field}: cannot load {entry.function} ({type(exc).__name__}: {exc})") from None
         if not callable(obj):
