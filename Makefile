@@ -1,5 +1,6 @@
 # Two entry points: `make demo` and `make test`. Both build the environment first. `make lint` checks the code's
-# form and structure (ruff, mypy, the import contracts); CI (.ci/run) runs lint, then test.
+# form and structure (ruff, mypy, the import contracts) and builds the docs site (docs/, mkdocs.yml: a broken link
+# fails it); CI (.ci/run) runs lint, then test.
 PYTHON312 := $(shell tools/find-python312)
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -49,6 +50,7 @@ lint: $(STAMP)
 	test $$status -eq 0 || fail=1; \
 	echo "== lint-imports"; PYTHONPATH=$(LINT_VIEW) $(VENV)/bin/lint-imports --no-cache || fail=1; \
 	echo "== tools/import_graph.py"; $(VENV)/bin/python tools/import_graph.py || fail=1; \
+	echo "== mkdocs build --strict"; $(VENV)/bin/mkdocs build --strict --site-dir build/site || fail=1; \
 	exit $$fail
 
 bench: $(STAMP)

@@ -1,6 +1,7 @@
 """groupscore-client on its own, where trainers live: its wheel is built from client-dist/, installed into a fresh
-venv of a Python older than 3.12 (pyenv's 3.10 or 3.11, else the system's), and the README's trainer examples
-(examples/) run there, as written but for the service's address, against a real service started from this venv.
+venv of a Python older than 3.12 (pyenv's 3.10 or 3.11, else the system's), and the trainer examples (examples/,
+shown in docs/integrations.md) run there, as written but for the service's address, against a real service started
+from this venv.
 
 Cost: ~30-60 s, most of it pip installing httpx, pydantic, orjson and sandbox-fusion from the index into the fresh
 venv (pip's cache makes a second run faster). It needs the index: PyPI is reachable in CI.
@@ -238,9 +239,11 @@ def test_the_readme_sandbox_fusion_example_with_its_official_client(thin):
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.iterdir() if p.suffix in (".py", ".yaml", ".sh")))
-def test_the_readme_shows_each_example_as_it_is_run(name):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert (EXAMPLES / name).read_text(encoding="utf-8").rstrip("\n") in readme, f"README's copy of examples/{name}"
+def test_the_docs_show_each_example_as_it_is_run(name):
+    page = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    assert (EXAMPLES / name).read_text(encoding="utf-8").rstrip("\n") in page, (
+        f"docs/integrations.md's copy of examples/{name}"
+    )
 
 
 def test_the_readme_openrlhf_command_line_as_openrlhf_calls_the_service():

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 450
 # A long module's docstring carries a sentence that starts like this and says why it is one file.
 REASON = re.compile(r"(?i)\bone (module|file)\b[^.]*\bbecause\b|\bkept whole\b|\bnot split\b")
-NON_PACKAGE_ROWS = {"fixtures/", "bench/", "client-dist/", "examples/", "recipes/"}
+NON_PACKAGE_ROWS = {"fixtures/", "bench/", "client-dist/", "examples/", "recipes/", "docs/"}
 
 
 def _package_dirs() -> dict[str, str]:

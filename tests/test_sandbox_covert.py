@@ -2,7 +2,7 @@
 running at the same time tries to read it back. Each test pins that the receiver learns nothing.
 
 Every channel here was open before the fix (the test failed), except those marked "closed by namespaces/kernel",
-which are kept as regression guards. What is left by design is in README.md ("Sandbox: covert channels").
+which are kept as regression guards. What is left by design is in docs/sandbox/covert-channels.md ("Left open").
 """
 
 from __future__ import annotations

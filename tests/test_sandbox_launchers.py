@@ -4,9 +4,9 @@ mounts, environment, ...) and from what the host sees of it (its seccomp filter,
 
 FIELD_CHECKS holds one check per field of the policy: a field added to the policy fails
 test_every_policy_field_is_checked_for_both_launchers until a check here shows that both launchers apply it. The one
-difference left is the uid and gid inside the jail, which README's "Warm Python runs" lists: a warm run's user
-namespace is its template's, where each run has an id of its own from INSIDE_BASE up (the host id is the run's own
-either way). RunResult.launcher and RunResult.fallback say which launcher ran a program and why a run that could have
+difference left is the uid and gid inside the jail, which docs/sandbox/warm.md ("Differences a program can see")
+lists: a warm run's user namespace is its template's, where each run has an id of its own from INSIDE_BASE up (the
+host id is the run's own either way). RunResult.launcher and RunResult.fallback say which launcher ran a program and why a run that could have
 been warm was not.
 """
 
@@ -224,7 +224,8 @@ def check_network(policy: Policy, seen: dict[str, Any]) -> None:
 
 
 def check_uid_and_gid_inside(policy: Policy, seen: dict[str, Any]) -> None:
-    # nsjail: the policy's ids. Warm: README's one listed difference, an id of its own from INSIDE_BASE up.
+    # nsjail: the policy's ids. Warm: docs/sandbox/warm.md's one listed difference, an id of its own from INSIDE_BASE
+    # up.
     nsjail, warm_probe = seen["nsjail"]["probe"], seen["warm"]["probe"]
     assert (nsjail["uid"], nsjail["gid"]) == (policy.uid_inside, policy.gid_inside)
     assert warm_probe["uid"] == warm_probe["gid"] >= warm.INSIDE_BASE

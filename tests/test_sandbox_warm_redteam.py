@@ -534,7 +534,7 @@ time.sleep(1.5)
 
 def test_each_run_is_a_session_of_its_own(through_nsjail) -> None:
     # HOLE, fixed in e76f6d3 (CPU fairness, same cause): with kernel.sched_autogroup_enabled=1 the scheduler shares CPU between
-    # sessions first (README: each nsjail gets its own autogroup); warm runs all sit in the template's session, so
+    # sessions first (docs/sandbox/covert-channels.md: each nsjail gets its own autogroup); warm runs all sit in the template's session, so
     # one run's 32 spinning threads take 32 shares of every other warm run's one. Through nsjail: getsid() == getpgrp()
     # == 1 and a new autogroup per run. Fix: setsid in B.
     program = "import os\nprint(os.getsid(0), os.getpgrp())\nprint(open('/proc/self/autogroup').read().split()[0])\n"
@@ -724,7 +724,7 @@ def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
 
 @pytest.mark.xfail(
     strict=False,  # nsjail's own count varies between runs (14 or 22 threads seen), so it may match now and then
-    reason="known difference, in README (Warm Python runs): near the address-space limit a warm run starts more "
+    reason="known difference, in docs/sandbox/warm.md and docs/limits.md: near the address-space limit a warm run starts more "
     "threads than a fresh interpreter usually does (its threads reserve no new malloc arena); more lenient, never a "
     "pass for a wrong answer",
 )

@@ -1,8 +1,8 @@
 """Every GROUPSCORE_* variable is read by one settings object per part: the service's, the client's, the verifiers',
 the sandbox's and the bounded workers'. Each part: its defaults, an override from the environment, a bad value's
-one-line error naming the variable. Across the tree: no other module reads a GROUPSCORE_ variable, the README's one
-settings table lists exactly the variables the objects read with their defaults, and `groupscore serve --help` shows
-the service's from its object."""
+one-line error naming the variable. Across the tree: no other module reads a GROUPSCORE_ variable, the one settings
+table (docs/service/settings.md) lists exactly the variables the objects read with their defaults, and `groupscore
+serve --help` shows the service's from its object."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ SETTINGS_MODULES = {
     "sandbox/settings.py",
     "bounded/settings.py",
 }
-# Switches of the tests and tools themselves, never read by groupscore (the README says so under its table).
+# Switches of the tests and tools themselves, never read by groupscore (docs/service/settings.md says so under its
+# table).
 TEST_ONLY = {"GROUPSCORE_FULL_PIN_CHECK", "GROUPSCORE_SCHEMATHESIS_EXAMPLES"}
 
 
@@ -375,7 +376,7 @@ def test_the_scan_leaves_writes_and_other_variables_alone():
 
 
 def _settings_variables() -> dict[str, str]:
-    """Each variable a settings object reads -> its default as the README writes it."""
+    """Each variable a settings object reads -> its default as docs/service/settings.md writes it."""
     variables: dict[str, str] = {}
     for name, field in Settings.model_fields.items():
         default = "the usable cores" if name == "workers" else field.get_default()
@@ -397,8 +398,9 @@ def _settings_variables() -> dict[str, str]:
 
 
 def _readme_settings_table() -> dict[str, str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    """The settings table of docs/service/settings.md (it was the README's)."""
+    text = (ROOT / "docs" / "service" / "settings.md").read_text(encoding="utf-8")
+    section = text.split("# Settings\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(GROUPSCORE_[A-Z0-9_]+)` \| ([^|]+) \|", section, flags=re.M)
     return {name: default.strip().strip("`") for name, default in rows}
 
@@ -411,6 +413,7 @@ def test_every_groupscore_variable_named_in_the_tree_is_a_setting_or_test_only()
     named = set()
     for path in [
         *ROOT.glob("*.md"),
+        *ROOT.glob("docs/**/*.md"),
         *(p for f in _package_folders() for p in (ROOT / f).rglob("*.py")),
         *(ROOT / "tests").glob("*.py"),
         *(ROOT / "tools").glob("*.py"),

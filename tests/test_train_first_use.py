@@ -340,7 +340,8 @@ def test_the_trl_example_without_a_server_is_one_line(tmp_path):
 
 
 def test_every_documented_check_command_gives_its_cases():
-    for name in ("README.md", "train/README.md"):
+    docs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
+    for name in ("README.md", "train/README.md", *docs):
         text = (ROOT / name).read_text()
         for command in re.findall(r"groupscore check [^`\n]*", text):
             if "--cases" not in command:
