@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections.abc import Callable
@@ -199,10 +198,12 @@ def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         known = [c for p in _parsers(parser) for a in p._actions for c in (a.choices or ()) if isinstance(c, str)]
     else:
         return ""
+    from groupscore.schema.names import closest
+
     for word in words:
-        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+        close = closest(word.split("=", 1)[0], known)
         if close:
-            return f" (did you mean {close[0]}?)"
+            return f" (did you mean {close}?)"
     return ""
 
 
