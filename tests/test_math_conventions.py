@@ -137,8 +137,12 @@ def test_every_convention_is_an_item_field_and_a_service_default():
     """One list of option names: the conventions, the item model, and what GROUPSCORE_MATH_DEFAULTS may set agree."""
     from dataclasses import fields
 
+    from groupscore.schema.columns import BASE_FIELDS
     from groupscore.service.settings import MATH_DEFAULTABLE
 
     conventions = {f.name for f in fields(Conventions)} - DERIVED
     assert conventions <= set(MathItem.model_fields)
     assert conventions | {"profile", "reference", "fallback", "strict", "rel_tol", "timeout_s"} == set(MATH_DEFAULTABLE)
+    # every option of the item model, and nothing else, may have a service default (the answer and question are data)
+    options = set(MathItem.model_fields) - BASE_FIELDS - {"answer", "question"}
+    assert set(MATH_DEFAULTABLE) == options
