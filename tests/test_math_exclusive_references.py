@@ -6,8 +6,8 @@ Math-Verify's suite (fixtures/peers/). From each one the generators derive sets 
 (the permutations of an ordered or labelled answer, a value with its negation, double, half and square, a.m. against
 p.m., the members of a list taken one at a time), and the completions are the hedges a policy would try against
 such a set: several members in one box, joined by "or", `\\pm`, a false equation, boxes in a row, a prose sentence
-without a marker, a clock time without a.m./p.m., value-changing words. The table of what these found on cf31c2f is
-in cli/data/math/README.md ("Exclusive references").
+without a marker, a clock time without a.m./p.m., value-changing words. The table of what these found before math@3
+is in cli/data/math/README.md ("Exclusive references").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Round-3b red team of the math reward verifier: what a GRPO policy could aim at after the math@3 fixes (2e427ab).
+"""Round-3b red team of the math reward verifier: what a GRPO policy could aim at after round 3's fixes (math@3).
 
 The invariant, as in tests/test_math_redteam_round3.py: for one completion and a set of references that exclude each
 other, the rewards over the set sum to at most 1; a wrong value earns 0; arithmetic left to do earns 0 when a question
@@ -172,7 +172,7 @@ def test_more_value_changing_words_are_not_units(completion, wrong):
     assert _reward(_boxed(completion), wrong) == 0.0
 
 
-# -- regressions of 2e427ab: honest answers refused ----------------------------------------------------------------
+# -- honest answers that round 3's fixes refused -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

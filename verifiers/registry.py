@@ -34,7 +34,7 @@ from groupscore.verifiers.sql.item import SqlItem
 # `groupscore score --compare OLD.jsonl` shows which verdicts a new version changes.
 #
 # History (what each bump changed):
-#   math 1  verdicts as of be62d36.
+#   math 1  the first pinned verdicts.
 #   math 2  issue 11: answers as real models and datasets write them (MATH thousands separators, solution-text
 #           references, multi-answer and labelled answers, relations and sets, fallback extraction, options).
 #   math 3  issue 23: no reading that gives up order, sign, a side of an equation or a word pays a hedge (labelled
@@ -43,9 +43,9 @@ from groupscore.verifiers.sql.item import SqlItem
 #           hedging sentences without a marker); a decimal comma in plain text, Indian grouping with `\\!`, solution
 #           tuples joined by `and`; options clock_12h, scale_words, scientific_tolerance, check_equations; then the
 #           review's holes: a decimal within one unit of its last digit, a numeric question wants a written number.
-#   code 1  verdicts as of be62d36.
+#   code 1  the first pinned verdicts.
 #   code 2  issue 10: reward-integrity fixes found by the adversarial review.
-#   format, length, json, sql 1  verdicts as of be62d36.
+#   format, length, json, sql 1  the first pinned verdicts.
 VERSIONS: dict[str, int] = {"math": 3, "code": 2, "format": 1, "length": 1, "json": 1, "sql": 1}
 
 
