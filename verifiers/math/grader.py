@@ -82,15 +82,16 @@ def compare_answers(
 def _percent_readings(pred: str, gold: str, percent: str) -> list[tuple[str, str]]:
     """(pred, gold) as the percent convention reads them: `25\\%` as 25 ("number") or as 1/4 ("fraction")."""
     marked = (pred.endswith(PERCENT_MARK), gold.endswith(PERCENT_MARK))
-    number = tuple(t.removesuffix(PERCENT_MARK) for t in (pred, gold))
+    number = (pred.removesuffix(PERCENT_MARK), gold.removesuffix(PERCENT_MARK))
     if not any(marked):
-        return [number]  # type: ignore[list-item]
-    fraction = tuple(f"\\frac{{{t}}}{{100}}" if m else t for t, m in zip(number, marked))
+        return [number]
+    pred_f, gold_f = (f"\\frac{{{t}}}{{100}}" if m else t for t, m in zip(number, marked))
+    fraction = (pred_f, gold_f)
     if percent == "number":
-        return [number]  # type: ignore[list-item]
+        return [number]
     if percent == "fraction":
-        return [fraction]  # type: ignore[list-item]
-    return [number, fraction]  # type: ignore[list-item]
+        return [fraction]
+    return [number, fraction]
 
 
 _LETTER_NAME = "(?<![\\\\a-zA-Z]){}(?![a-zA-Z])"

@@ -42,7 +42,7 @@ def distinct_unknowns(items: tuple[Node, ...]) -> bool:
     unlabelled answer must follow it. Not `x_1=2, x_2=3` (the roots of one unknown) nor `W(x)=1, W(x)=-1`."""
     if len(items) < 2 or not all(isinstance(i, Relation) and i.is_assignment for i in items):
         return False
-    bases = [_SUBSCRIPT.sub("", i.lhs.strip()) for i in items]  # type: ignore[union-attr]
+    bases = [_SUBSCRIPT.sub("", i.lhs.strip()) for i in items if isinstance(i, Relation)]  # every item is one
     return len(set(bases)) == len(bases)
 
 
@@ -85,10 +85,11 @@ def _tuple_labels(lhs: str) -> list[re.Match[str]] | None:
     lhs = lhs.strip()
     if not (lhs.startswith("(") and lhs.endswith(")")):
         return None
-    labels = [_LETTER_LABEL.fullmatch(part.strip()) for part in lhs[1:-1].split(",")]
-    if len(labels) < 2 or not all(labels) or len({m.group(0) for m in labels}) < len(labels):  # type: ignore
+    matches = [_LETTER_LABEL.fullmatch(part.strip()) for part in lhs[1:-1].split(",")]
+    labels = [m for m in matches if m is not None]
+    if len(matches) < 2 or len(labels) < len(matches) or len({m.group(0) for m in labels}) < len(labels):
         return None
-    return labels  # type: ignore[return-value]
+    return labels
 
 
 def one_label(node: Node) -> str | None:

@@ -203,10 +203,10 @@ def _sampled_values(
         va, vb = evaluate(a, point), evaluate(b, point)
         x = to_complex(va) if va is not None else None
         y = to_complex(vb) if vb is not None else None
-        if x is None or y is None:
+        if va is None or vb is None or x is None or y is None:
             yield None, 0j, False
             return
-        yield x, y, va.sample_sound and vb.sample_sound  # type: ignore[union-attr]
+        yield x, y, va.sample_sound and vb.sample_sound
 
 
 def _as_difference(relation: Relation) -> tuple[str, bool, str]:

@@ -311,8 +311,10 @@ def _without_common(preds: Sequence[Node], golds: Sequence[Node]) -> tuple[list[
 def _matrix_rows(node: Node) -> tuple[tuple[str, ...], ...] | None:
     if isinstance(node, Matrix):
         return node.rows
-    if isinstance(node, Items) and node.kind == "tuple" and all(isinstance(i, Expr) for i in node.items):
-        return (tuple(i.text for i in node.items),)  # type: ignore[union-attr]
+    if isinstance(node, Items) and node.kind == "tuple":
+        texts = tuple(i.text for i in node.items if isinstance(i, Expr))
+        if len(texts) == len(node.items):
+            return (texts,)
     return None
 
 
