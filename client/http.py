@@ -150,17 +150,8 @@ class _Base:
 
     def _score_payloads(
         self, items: Sequence[Any], reward: RewardSpec | dict | None, deadline_s: float | None
-    ) -> list[tuple[int, int, dict[str, Any]]]:
-        extra: dict[str, Any] = {}
-        if reward is not None:
-            extra["reward"] = _as_json(reward)
-        if deadline_s is not None:
-            extra["deadline_s"] = deadline_s
-        raw = [_as_json(item) for item in items]
-        return [
-            (start, stop, {"items": raw[start:stop], **extra})
-            for start, stop in _shards(len(raw), len(self.urls), self.max_batch)
-        ]
+    ) -> list[dict[str, Any]]:
+        return score_bodies(items, reward, deadline_s, len(self.urls), self.max_batch)
 
     def _groups_payloads(
         self,
@@ -170,13 +161,46 @@ class _Base:
         std: str,
         deadline_s: float | None,
     ) -> list[dict[str, Any]]:
-        extra: dict[str, Any] = {"eps": eps, "std": std}
-        if reward is not None:
-            extra["reward"] = _as_json(reward)
-        if deadline_s is not None:
-            extra["deadline_s"] = deadline_s
-        raw = [group.model_dump(mode="json") if isinstance(group, BaseModel) else dict(group) for group in groups]
-        return [{"groups": shard, **extra} for shard in group_shards(raw, len(self.urls), self.max_batch)]
+        return groups_bodies(groups, reward, eps, std, deadline_s, len(self.urls), self.max_batch)
+
+
+# -- request bodies: the same for this module's clients and the Serve handle client (serve_handle.py) ----------------
+
+
+def score_bodies(
+    items: Sequence[Any], reward: RewardSpec | dict | None, deadline_s: float | None, n_shards: int, max_batch: int
+) -> list[dict[str, Any]]:
+    """The bodies of one batch's `/v1/score` requests: the items cut into about `n_shards` runs (`_shards`), each with
+    the batch's options."""
+    raw = [_as_json(item) for item in items]
+    options = _options(reward, deadline_s)
+    return [{"items": raw[start:stop], **options} for start, stop in _shards(len(raw), n_shards, max_batch)]
+
+
+def groups_bodies(
+    groups: Sequence[Mapping[str, Any] | BaseModel],
+    reward: RewardSpec | dict | None,
+    eps: float,
+    std: str,
+    deadline_s: float | None,
+    n_shards: int,
+    max_batch: int,
+) -> list[dict[str, Any]]:
+    """The bodies of one batch's `/v1/score/groups` requests: whole groups cut into about `n_shards` runs
+    (`group_shards`), each with the batch's options."""
+    raw = [group.model_dump(mode="json") if isinstance(group, BaseModel) else dict(group) for group in groups]
+    options = {"eps": eps, "std": std, **_options(reward, deadline_s)}
+    return [{"groups": shard, **options} for shard in group_shards(raw, n_shards, max_batch)]
+
+
+def _options(reward: RewardSpec | dict | None, deadline_s: float | None) -> dict[str, Any]:
+    """A batch's optional fields, present only when set: its reward spec and its deadline."""
+    options: dict[str, Any] = {}
+    if reward is not None:
+        options["reward"] = _as_json(reward)
+    if deadline_s is not None:
+        options["deadline_s"] = deadline_s
+    return options
 
 
 def group_shards(raw: list[dict[str, Any]], n_shards: int, max_batch: int) -> list[list[dict[str, Any]]]:
@@ -238,10 +262,10 @@ class ScoreClient(_Base):
         """Verdicts as plain dicts, in input order."""
         payloads = self._score_payloads(items, reward, deadline_s)
         if len(payloads) == 1:
-            return self.request("POST", "/v1/score", payloads[0][2])["results"]
+            return self.request("POST", "/v1/score", payloads[0])["results"]
         futures = [
             self._threads.submit(self.request, "POST", "/v1/score", payload, index)
-            for index, (_, _, payload) in enumerate(payloads)
+            for index, payload in enumerate(payloads)
         ]
         return [verdict for future in futures for verdict in future.result()["results"]]
 
@@ -313,7 +337,7 @@ class AsyncScoreClient(_Base):
     ) -> list[dict[str, Any]]:
         payloads = self._score_payloads(items, reward, deadline_s)
         answers = await asyncio.gather(
-            *(self.request("POST", "/v1/score", payload, index) for index, (_, _, payload) in enumerate(payloads))
+            *(self.request("POST", "/v1/score", payload, index) for index, payload in enumerate(payloads))
         )
         return [verdict for answer in answers for verdict in answer["results"]]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from groupscore.client.http import RetryPolicy, ServiceError, group_shards
+from groupscore.client.http import RetryPolicy, ServiceError, groups_bodies, score_bodies
 from groupscore.schema import codec
 from groupscore.schema.reward import RewardSpec
 from groupscore.schema.verdict import Verdict
@@ -47,14 +47,6 @@ class _Retry(Exception):
     def __init__(self, why: str, wait_s: float | None = None) -> None:
         super().__init__(why)
         self.wait_s = wait_s
-
-
-def _payload(body: Any, reward: RewardSpec | dict | None, deadline_s: float | None) -> dict[str, Any]:
-    if reward is not None:
-        body["reward"] = reward.model_dump(mode="json") if isinstance(reward, BaseModel) else reward
-    if deadline_s is not None:
-        body["deadline_s"] = deadline_s
-    return dict(body)
 
 
 class ServeHandleClient:
@@ -168,15 +160,12 @@ class ServeHandleClient:
                 await asyncio.sleep(self._wait(attempt, failure))
         raise self._gave_up(method, failure)
 
-    # -- payloads -----------------------------------------------------------------------------------------------------
+    # -- payloads: the HTTP clients' (http.score_bodies, http.groups_bodies), one shard a replica ---------------------
 
     def _score_payloads(
         self, items: Sequence[Any], reward: RewardSpec | dict | None, deadline_s: float | None
     ) -> list[dict[str, Any]]:
-        raw = [item.model_dump(mode="json") if isinstance(item, BaseModel) else item for item in items]
-        size = max(1, min(self.max_batch, -(-len(raw) // self.shards)))
-        cuts = [raw[start : start + size] for start in range(0, len(raw), size)] or [[]]
-        return [_payload({"items": cut}, reward, deadline_s) for cut in cuts]
+        return score_bodies(items, reward, deadline_s, self.shards, self.max_batch)
 
     def _groups_payloads(
         self,
@@ -186,9 +175,7 @@ class ServeHandleClient:
         std: str,
         deadline_s: float | None,
     ) -> list[dict[str, Any]]:
-        raw = [group.model_dump(mode="json") if isinstance(group, BaseModel) else dict(group) for group in groups]
-        shards = group_shards(raw, self.shards, self.max_batch)
-        return [_payload({"groups": shard, "eps": eps, "std": std}, reward, deadline_s) for shard in shards]
+        return groups_bodies(groups, reward, eps, std, deadline_s, self.shards, self.max_batch)
 
     # -- blocking -----------------------------------------------------------------------------------------------------
 
