@@ -14,12 +14,13 @@ class RunStatus(str, Enum):
     TIMEOUT = "timeout"  # wall clock or CPU time limit
     MEMORY_LIMIT = "memory_limit"  # cgroup OOM kill, or the program's own out-of-memory error
     OUTPUT_LIMIT = "output_limit"  # stdout or stderr went past max_output_bytes; the run was stopped
-    COMPILE_ERROR = "compile_error"  # C/C++ only; see RunResult.compile
+    COMPILE_ERROR = "compile_error"  # a compiled language's compile step failed; see RunResult.compile
     SANDBOX_ERROR = "sandbox_error"  # the jail failed for this run (bad request, setup error); see error
 
 
 class CompileResult(BaseModel):
-    """The compile step of a C/C++ run: itself a sandboxed run of gcc/g++ with its own limits."""
+    """The compile step of a compiled language's run (C, C++, TypeScript, Java, Go, Rust): itself a sandboxed run of
+    the compiler with its own limits."""
 
     model_config = ConfigDict(frozen=True)
 

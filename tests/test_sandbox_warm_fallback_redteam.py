@@ -1,4 +1,4 @@
-"""Red team of the warm path's final shape (0f299af, b0c7ced): the nsjail rerun of a warm run whose jail could not be
+"""Red team of the warm path's final shape: the nsjail rerun of a warm run whose jail could not be
 set up (`never_started`), the template given up after two such failures in a row, the program's process joining its
 cgroup slot itself (B, the run's init, stays out), and R, the template's fork that reaps an as_init run's B and sends
 its "reaped" report.
@@ -6,7 +6,7 @@ its "reaped" report.
 A GRPO policy would want: a second try through nsjail for a program that has already run (a nondeterministic answer
 drawn twice), a sandbox error instead of its own failing verdict, a slot that holds less than its processes (more
 memory or processes than through nsjail), group-mates' runs failed or pushed onto the slow path (the template given
-up), a forged report. Each test pins the secure outcome. What held on 0f299af: no program that has run can make its
+up), a forged report. Each test pins the secure outcome. What held: no program that has run can make its
 run a `never_started` one or a sandbox error, every process it makes is in its slot, tmpfs and memfd OOMs, forks and
 memory are nsjail's, hostile group-mates push no run onto nsjail. Holes: SysV shared memory a run left shrinking the
 next run in its slot (both paths; fixed), two verdicts that differed (a zip-archive script, bytecode under a source
@@ -267,7 +267,7 @@ def test_no_reaper_or_init_outlives_its_run() -> None:
 
 
 def test_a_script_that_is_a_zip_archive_runs_as_the_interpreter_runs_it(through_nsjail) -> None:
-    """HOLE (a verdict that differs), fixed with this test: CPython runs a script file that is a zip archive (by its
+    """A hole the tests found (a verdict that differs), fixed with this test: CPython runs a script file that is a zip archive (by its
     content, whatever its name: an end-of-directory record near its end) as a zip application, its __main__.py; the
     template compiled the file as source. A text-only polyglot (ASCII: a model can write it) got RUNTIME_ERROR warm
     (NUL bytes in source) and OK through nsjail. Such a script now goes through nsjail (warm.warm_argv)."""
@@ -285,7 +285,7 @@ def test_a_script_that_is_a_zip_archive_runs_as_the_interpreter_runs_it(through_
 
 
 def test_bytecode_under_a_source_name_runs_as_the_interpreter_runs_it(through_nsjail) -> None:
-    """HOLE (a verdict that differs), fixed with this test: CPython runs a script as bytecode when its first two bytes
+    """A hole the tests found (a verdict that differs), fixed with this test: CPython runs a script as bytecode when its first two bytes
     are its magic number's, whatever the name (maybe_pyc_file); the template did so for a .pyc name only, so a main.py
     of bytecode (bytes files from a caller: UTF-8 text cannot start with those two bytes) failed warm and ran through
     nsjail. The template now tells bytecode as the interpreter does."""
@@ -305,7 +305,7 @@ PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 
 @pytest.mark.skipif(not (PIDS_ROOT / "cgroup.procs").exists(), reason="needs the v1 pids hierarchy to starve a fork")
 def test_a_passing_fork_shortage_does_not_turn_warm_runs_off_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
-    """HOLE (performance DoS, low), fixed with this test: two fork failures in a row in the template (EAGAIN: the
+    """A hole the tests found (performance DoS, low), fixed with this test: two fork failures in a row in the template (EAGAIN: the
     worker's pids or memory cgroup full, as group-mates' fork bombs and hogs can make it where slots nest under a
     container's limits) gave the template up for the process's life (warm._BROKEN), though the shortage passes. Now a
     shortage (EAGAIN, ENOMEM) never counts toward giving up. Here the template's process is alone in a pids cgroup of
@@ -340,7 +340,7 @@ print('left', segment >= 0, flush=True)
 
 @pytest.mark.parametrize("path", ["warm", "nsjail"])
 def test_shared_memory_a_run_leaves_does_not_shrink_the_next_run_in_its_slot(path: str, through_nsjail) -> None:
-    """HOLE (a group-mate's verdict, both paths; it pays in GRPO, whose advantage is relative to the group), fixed
+    """A hole the tests found (a group-mate's verdict, both paths; it pays in GRPO, whose advantage is relative to the group), fixed
     with this test: a SysV segment a run creates and never removes lives until its IPC namespace is freed, which the
     kernel does in a work item after the run's last process, so still charged to the run's (v1, reused) slot when the
     slot was released: 100 MiB charged there, the next run in that slot (128 MiB) got MEMORY_LIMIT for 90 MiB (1 in 3
@@ -375,7 +375,7 @@ print('queued', queued >> 20, flush=True)
 
 @pytest.mark.parametrize("path", ["warm", "nsjail"])
 def test_message_queues_a_run_leaves_are_gone_before_its_slot_is_reused(path: str, through_nsjail) -> None:
-    """HOLE (a group-mate's memory, both paths; racy, so low), fixed with this test: SysV message queues a run leaves
+    """A hole the tests found (a group-mate's memory, both paths; racy, so low), fixed with this test: SysV message queues a run leaves
     (kernel memory, not shmem) stayed charged to its v1 slot until its IPC namespace was freed after the run: the slot
     was released with ~100 MiB charged. Waiting on kernel memory as on shmem would wait out reclaimable slab (negative
     dentries) too; instead SysV message queues and semaphores fail with ENOSYS in the jail (seccomp.DENIED_ENOSYS)."""

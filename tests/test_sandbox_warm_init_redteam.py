@@ -1,12 +1,12 @@
-"""Red team of warm as_init runs (4cc598e): the code verifier's call runner as its jail's pid 1 in a fork of the warm
+"""Red team of warm as_init runs: the code verifier's call runner as its jail's pid 1 in a fork of the warm
 template (B becomes the program; the template reaps B and reports its exit), attacked as a GRPO policy would.
 
 The candidate runs in the runner's workers, forks of B (itself a fork of the template interpreter). Each test pins
 the secure outcome: what a worker sees is what it sees through nsjail (GROUPSCORE_SANDBOX_WARM=0), nothing of the
 plan (the result marker, hidden residual code) is in a worker's memory, no attack from a worker makes a wrong answer
 pass or changes a verdict, each concurrent run gets its own exit report, a pid-1 program reaches nothing of the
-template (other runs' stdin, the spool, earlier runs' reports). A test marked HOLE failed on 4cc598e; its comment
-names the fix. One file: the as_init red-team record, read together.
+template (other runs' stdin, the spool, earlier runs' reports). A test marked as a hole the tests found failed on
+the first as_init version; its comment names the fix. One file: the as_init red-team record, read together.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ RESIDUAL_DEPTH = (
 
 
 def test_what_a_worker_and_the_runner_see_is_the_same_warm_and_through_nsjail(through_nsjail) -> None:
-    # HOLE, fixed here (verdict, minor): warm, the runner's environment had PWD=/work (the template's request adds it
+    # A hole the tests found, closed (verdict, minor): warm, the runner's environment had PWD=/work (the template's request adds it
     # for the init shell it stands in for), which an as_init run through nsjail has not: os.environ["PWD"] in a
     # candidate worked warm and raised KeyError through nsjail. warm_launcher.py now adds PWD only to pid-2 runs.
     units = [_call("facts", g) for g in ("interpreter", "process", "limits", "signals", "reach")]

@@ -4,10 +4,9 @@ interpreter, under a jail that a Python process built, attacks what that design 
 Two kinds of test. Attacks on the jail (another run's files, stdin or request; the jail's pid 1, B, which reports the
 run; the template; the cgroup slot; the host): each pins that the attack is blocked. Verdict fidelity: the same
 program through nsjail (GROUPSCORE_SANDBOX_WARM=0) and warm must get the same verdict, since a GRPO policy finds any
-exit path that pays more on one of them. A test marked HOLE failed on the code it was written against (44c72fa and
-its follow-ups up to 0ce341d, or the commit it names); its comment names the hole and the fix proposed. Those marked
-"HOLE, fixed in <commit>" pass since then and stay as regression tests; one known difference is an xfail (the thread
-count near RLIMIT_AS). One file because each test is one attack and its proof, read together as the warm path's
+exit path that pays more on one of them. A test whose comment says "a hole the tests found, closed" failed on the
+warm path as it was first written and names the hole and its fix; it stays as a regression test. One known
+difference is an xfail (the thread count near RLIMIT_AS); git log holds when each hole closed. One file because each test is one attack and its proof, read together as the warm path's
 red-team record.
 """
 
@@ -371,7 +370,7 @@ def test_hostile_runs_leave_the_template_serving() -> None:
 
 
 def test_a_slow_start_does_not_kill_the_runs_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    # HOLE, fixed in e76f6d3 (robustness; a masked infra error for every run in flight): when one run's init does not say ready within
+    # A hole the tests found, closed (robustness; a masked infra error for every run in flight): when one run's init does not say ready within
     # _READY_TIMEOUT_S (10 s: a loaded host, or every warm run's threads sharing the template's one session and so
     # one autogroup), warm.py closes the template, which kills its pid namespace and with it every other run in
     # flight: each ends as sandbox_error ("the jail's init ended without a report"), masked instead of scored. Here
@@ -407,7 +406,7 @@ def test_a_slow_start_does_not_kill_the_runs_in_flight(monkeypatch: pytest.Monke
 
 
 def test_limits_do_not_multiply_templates() -> None:
-    # HOLE, fixed in 6dfa76e (host resources; a caller of run() or of the service picks the limits): template_for keys templates on
+    # A hole the tests found, closed (host resources; a caller of run() or of the service picks the limits): template_for keys templates on
     # policy.mounts, which hold the work tmpfs's size (limits.tmpfs_mb), though a template never mounts it (the run's
     # request carries it): every distinct tmpfs_mb starts one more template (an nsjail, an interpreter, a host id),
     # and none is ever closed before the process exits. Fix: key on the mounts without the work dir's tmpfs.
@@ -466,7 +465,7 @@ def _beside(sender: str, receiver: str, hold_s: float = 0.5) -> tuple[RunResult,
 
 
 def test_signals_to_the_process_group_reach_no_other_run() -> None:
-    # HOLE, fixed in e76f6d3 (covert channel, cross-run interference): nothing in the warm path calls setsid, so every run's processes
+    # A hole the tests found, closed (covert channel, cross-run interference): nothing in the warm path calls setsid, so every run's processes
     # share the template's session and process group (getsid() and getpgrp() read 0 in the run: the leader is
     # outside its pid namespace). kill(0, SIGCONT) goes to the whole process group across pid namespaces, and SIGCONT
     # needs no uid match within a session: a run's SIGCONT handler counts another run's signals (200 of 200), and a
@@ -493,7 +492,7 @@ print('sent')
 
 
 def test_a_run_cannot_resume_another_runs_stopped_process() -> None:
-    # HOLE, fixed in e76f6d3 (cross-run verdict change, same cause as above): a run that stops itself times out through nsjail; beside
+    # A hole the tests found, closed (cross-run verdict change, same cause as above): a run that stops itself times out through nsjail; beside
     # a warm run that sends SIGCONT to its process group it is resumed and ends OK.
     victim = "import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)\nprint('resumed')\n"
     box: dict[str, RunResult] = {}
@@ -509,7 +508,7 @@ def test_a_run_cannot_resume_another_runs_stopped_process() -> None:
 
 
 def test_io_priority_of_the_process_group_carries_nothing() -> None:
-    # HOLE, fixed in e76f6d3 (covert channel, same cause): ioprio_get(IOPRIO_WHO_PGRP, 0) returns the best I/O priority of every process
+    # A hole the tests found, closed (covert channel, same cause): ioprio_get(IOPRIO_WHO_PGRP, 0) returns the best I/O priority of every process
     # in the caller's process group, with no uid check; a sender that sets its own (best-effort level 0, allowed
     # unprivileged) is read by a receiver in another run (16388 alone, 16384 beside the sender). Fix: setsid in B.
     receiver = """
@@ -533,7 +532,7 @@ time.sleep(1.5)
 
 
 def test_each_run_is_a_session_of_its_own(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (CPU fairness, same cause): with kernel.sched_autogroup_enabled=1 the scheduler shares CPU between
+    # A hole the tests found, closed (CPU fairness, same cause): with kernel.sched_autogroup_enabled=1 the scheduler shares CPU between
     # sessions first (docs/sandbox/covert-channels.md: each nsjail gets its own autogroup); warm runs all sit in the template's session, so
     # one run's 32 spinning threads take 32 shares of every other warm run's one. Through nsjail: getsid() == getpgrp()
     # == 1 and a new autogroup per run. Fix: setsid in B.
@@ -549,7 +548,7 @@ def test_each_run_is_a_session_of_its_own(through_nsjail) -> None:
 
 
 def test_sys_exit_of_a_huge_int(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, pays): the interpreter exits with (int)PyLong_AsLong(code), so sys.exit(2**64) overflows to -1
+    # A hole the tests found, closed (verdict, pays): the interpreter exits with (int)PyLong_AsLong(code), so sys.exit(2**64) overflows to -1
     # and exits 255 (runtime_error); the template takes code & 0xFF = 0 and reports OK. Fix in _exit_code: use
     # int.__index__(code) (no subclass hooks), -1 when it does not fit a C long, then & 0xFF.
     hot, cold = _agree(through_nsjail, "import sys\nsys.exit(2 ** 64)\n")
@@ -558,7 +557,7 @@ def test_sys_exit_of_a_huge_int(through_nsjail) -> None:
 
 
 def test_sys_exit_of_an_int_subclass(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, pays): `code & 0xFF` calls the program's own __and__, which returns 0 for an exit of 3; the
+    # A hole the tests found, closed (verdict, pays): `code & 0xFF` calls the program's own __and__, which returns 0 for an exit of 3; the
     # interpreter reads the int's value. Fix: int.__and__(code, 0xFF) / int.__index__, never the subclass's operator.
     program = "import sys\nclass Code(int):\n    def __and__(self, other):\n        return 0\nsys.exit(Code(3))\n"
     hot, cold = _agree(through_nsjail, program)
@@ -574,7 +573,7 @@ def test_exit_status_above_128(through_nsjail) -> None:
 
 
 def test_closed_stdout_at_exit(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, honest programs lose): the interpreter skips a closed sys.stdout at exit (file_is_closed) and
+    # A hole the tests found, closed (verdict, honest programs lose): the interpreter skips a closed sys.stdout at exit (file_is_closed) and
     # exits 0; the template flushes it anyway, gets ValueError and exits 120. Fix in _finalize: skip None, a stream
     # without flush, and one whose .closed is true, as flush_std_files does; 120 also when stderr's flush fails.
     hot, cold = _agree(through_nsjail, "import sys\nprint('hi')\nsys.stdout.close()\n")
@@ -583,7 +582,7 @@ def test_closed_stdout_at_exit(through_nsjail) -> None:
 
 
 def test_stdout_set_to_none(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict): `sys.stdout = None` at the end: the interpreter exits 0 and its sys.__stdout__ is flushed when
+    # A hole the tests found, closed (verdict): `sys.stdout = None` at the end: the interpreter exits 0 and its sys.__stdout__ is flushed when
     # finalised ('hi' arrives); the template exits 120 and loses the buffered 'hi'. Fix: as above, and flush
     # sys.__stdout__/sys.__stderr__ too (the interpreter's finalisation does).
     hot, cold = _agree(through_nsjail, "import sys\nprint('hi')\nsys.stdout = None\n")
@@ -592,7 +591,7 @@ def test_stdout_set_to_none(through_nsjail) -> None:
 
 
 def test_stdout_deleted(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict): `del sys.stdout`: the interpreter exits 0; _finalize's (sys.stdout, sys.stderr) raises
+    # A hole the tests found, closed (verdict): `del sys.stdout`: the interpreter exits 0; _finalize's (sys.stdout, sys.stderr) raises
     # AttributeError outside its try, so the run exits 1. Fix: getattr(sys, name, None).
     hot, cold = _agree(through_nsjail, "import sys\nprint('hi', flush=True)\ndel sys.stdout\n")
     assert cold.status is RunStatus.OK
@@ -600,7 +599,7 @@ def test_stdout_deleted(through_nsjail) -> None:
 
 
 def test_finalizers_run_at_exit(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, honest programs lose output): the interpreter's shutdown clears the modules' globals, so
+    # A hole the tests found, closed (verdict, honest programs lose output): the interpreter's shutdown clears the modules' globals, so
     # __del__ methods run (and may print); the template ends with os._exit after atexit and loses that output. Fix:
     # after atexit, clear __main__'s dict and gc.collect() (what finalize_modules does first), then flush.
     program = "class Bye:\n    def __del__(self):\n        print('bye')\n\nkeep = Bye()\nprint('hi')\n"
@@ -610,7 +609,7 @@ def test_finalizers_run_at_exit(through_nsjail) -> None:
 
 
 def test_unclosed_collected_file_is_flushed(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, honest programs lose results): a file written and never closed is flushed when the interpreter
+    # A hole the tests found, closed (verdict, honest programs lose results): a file written and never closed is flushed when the interpreter
     # finalises its module globals; in the template the buffered data is lost with os._exit, so the collected file is
     # empty. Fix: the same finalisation as above (clear __main__, collect) before os._exit.
     program = "out = open('out.txt', 'w')\nout.write('answer 42')\nprint('done')\n"
@@ -620,7 +619,7 @@ def test_unclosed_collected_file_is_flushed(through_nsjail) -> None:
 
 
 def test_recursion_depth_is_the_interpreters(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict): at 44c72fa the program's module ran 7 frames below the template's top level (serve, _fork_run,
+    # A hole the tests found, closed (verdict): the program's module ran 7 frames below the template's top level (serve, _fork_run,
     # _jail_init, _program, _run_program, the template's <module>), 2 after the module-level rewrite (the template's
     # <module> and exec): it reaches fewer levels before RecursionError, so a recursion of depth 992..998 passes
     # through nsjail and fails warm. Fix: raise the limit by the offset and have sys.get/setrecursionlimit hide it.
@@ -633,7 +632,7 @@ def test_recursion_depth_is_the_interpreters(through_nsjail) -> None:
 
 
 def test_standard_streams_are_the_runs(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (minor, observable): sys.stdin/stdout/stderr were made when the template's fds were /dev/null, so they keep
+    # A hole the tests found, closed (minor, observable): sys.stdin/stdout/stderr were made when the template's fds were /dev/null, so they keep
     # /dev/null's cached seekable() (True for the run's pipe) and tell() fails with ESPIPE instead of
     # UnsupportedOperation. Fix: rebuild the three streams after dup2 as the interpreter's create_stdio does.
     program = (
@@ -645,7 +644,7 @@ def test_standard_streams_are_the_runs(through_nsjail) -> None:
 
 
 def test_process_limit_is_the_same(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (minor, limit): through nsjail the init shell runs as the run's uid and counts in RLIMIT_NPROC (and the
+    # A hole the tests found, closed (minor, limit): through nsjail the init shell runs as the run's uid and counts in RLIMIT_NPROC (and the
     # slot); warm, B is the template's root, so the program gets more processes than through nsjail (32 against 30
     # with the defaults). Fixed by giving the warm run's slot one task for its init (nsjail's takes three), RLIMIT_NPROC unchanged.
     bomb = (
@@ -657,7 +656,7 @@ def test_process_limit_is_the_same(through_nsjail) -> None:
 
 
 def test_output_left_in_a_writer_on_fd_1(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, honest stdio programs fail): a fast-output idiom writes to its own file object on fd 1 and never
+    # A hole the tests found, closed (verdict, honest stdio programs fail): a fast-output idiom writes to its own file object on fd 1 and never
     # closes it; the interpreter flushes it when it finalises the module's globals, the template's os._exit loses it:
     # through nsjail the answer arrives, warm the stdout is empty (a wrong answer). Fix: as for __del__ above.
     program = "import os\nout = os.fdopen(1, 'w')\nout.write('42\\n')\n"
@@ -667,7 +666,7 @@ def test_output_left_in_a_writer_on_fd_1(through_nsjail) -> None:
 
 
 def test_excepthook_that_exits(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict): an excepthook that raises SystemExit: the interpreter honours it (handle_system_exit in
+    # A hole the tests found, closed (verdict): an excepthook that raises SystemExit: the interpreter honours it (handle_system_exit in
     # PyErr_PrintEx: exit 0, OK), the template's _program lets it escape and exits with its preset 1, without atexit
     # or a flush of stdout. Fix: in _run_program, catch SystemExit raised by the hook and treat it as the exit.
     program = "import sys\nprint('answer')\nsys.excepthook = lambda *a: sys.exit(0)\nraise ValueError\n"
@@ -677,7 +676,7 @@ def test_excepthook_that_exits(through_nsjail) -> None:
 
 
 def test_directories_of_input_files_are_the_runs(through_nsjail) -> None:
-    # HOLE, fixed in e76f6d3 (verdict, honest programs fail): B makes the directories of input and collected files (data/, out/) as the
+    # A hole the tests found, closed (verdict, honest programs fail): B makes the directories of input and collected files (data/, out/) as the
     # template's root after chowning /work, so the program cannot create a file beside its inputs (EACCES); through
     # nsjail those directories are the run's uid's. Fix: chown each directory makedirs creates to the run's uid/gid.
     program = "open('data/new.txt', 'w').write('x')\nopen('out/more.txt', 'w').write('y')\nprint('ok')\n"
@@ -698,7 +697,7 @@ def test_undecodable_stdin(through_nsjail) -> None:
 
 
 def test_recursion_depth_in_a_thread(through_nsjail) -> None:
-    # HOLE, fixed in 6dfa76e (verdict, minor; from e76f6d3's fix for the test above): a thread starts at depth 0, so the limit
+    # A hole the tests found, closed (verdict, minor; from the fix for the test above): a thread starts at depth 0, so the limit
     # raised by the template's 2 frames gives every thread 2 more levels than through nsjail (997 against 995). Fix:
     # have new threads spend the offset too (wrap _thread.start_new_thread so the target runs `offset` frames deep).
     program = (
@@ -711,7 +710,7 @@ def test_recursion_depth_in_a_thread(through_nsjail) -> None:
 
 
 def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
-    # HOLE, fixed in 6dfa76e (verdict, honest programs lose output): the interpreter sizes its standard streams' buffers from the fd's
+    # A hole the tests found, closed (verdict, honest programs lose output): the interpreter sizes its standard streams' buffers from the fd's
     # st_blksize (4096 for a pipe); the template's new streams take io's default 8192. An answer of 4097..8192 bytes
     # written to sys.stdout.buffer before os._exit(0) (a fast-output idiom) arrives through nsjail (it passed the
     # buffer and was written at once) and is lost warm. Fix: io.open(fd, mode, buffering=-1, closefd=False) or
@@ -729,7 +728,7 @@ def test_stdout_buffer_size_is_the_interpreters(through_nsjail) -> None:
     "pass for a wrong answer",
 )
 def test_thread_count_under_the_address_space_limit(through_nsjail) -> None:
-    # HOLE (verdict, minor): each new thread costs its stack (8 MiB) and, while glibc makes new malloc arenas, a
+    # A known difference (verdict, minor; the xfail below): each new thread costs its stack (8 MiB) and, while glibc makes new malloc arenas, a
     # 64 MiB arena reservation, all under RLIMIT_AS (memory_mb * 2 + 512). Through nsjail a fresh interpreter gets 14
     # threads at memory_mb=256 before "can't start new thread"; warm, the forked interpreter stops making arenas
     # sooner and gets 21, so a program with 15-20 threads fails through nsjail and passes warm. Fix: find which
@@ -764,7 +763,7 @@ def test_a_writer_held_by_the_uncaught_exception(through_nsjail) -> None:
 
 
 def test_a_writer_kept_in_another_module(through_nsjail) -> None:
-    # HOLE, fixed after 6dfa76e (verdict, minor; in the manual exit of 6dfa76e): module teardown clears every
+    # A hole the tests found, closed (verdict, minor; in the template's manual exit): module teardown clears every
     # module, not only __main__, so a writer the program parked in another module's namespace (or in a module of its
     # own that it imported) is flushed at exit through nsjail and lost warm. Fix: at exit also clear the dicts of the
     # modules the run imported, and drop the names the run added to the template's preloaded modules (a snapshot of
