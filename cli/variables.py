@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 PREFIX = "GROUPSCORE_"
-# Read by the tests and tools, never by groupscore (README, "Settings"): not misspellings.
+# Read by the tests and tools, never by groupscore (docs/service/settings.md): not misspellings.
 TEST_ONLY = ("GROUPSCORE_FULL_PIN_CHECK", "GROUPSCORE_SCHEMATHESIS_EXAMPLES")
 
 

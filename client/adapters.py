@@ -290,7 +290,7 @@ def trl_reward_funcs(
     each one's mean and std on its own, and all of them share one request per batch (the first called sends it).
 
     TRL adds them up as `sum(reward_weights[i] * f_i)`: `GRPOConfig(reward_weights=trl_reward_weights(reward))`
-    gives the spec's weighted mean (README, "TRL"). Arguments as for trl_reward_func.
+    gives the spec's weighted mean (docs/integrations.md, "TRL"). Arguments as for trl_reward_func.
     """
     spec = RewardSpec.model_validate(reward) if isinstance(reward, dict) else reward
     builder = _ItemBuilder(verifier, columns, fixed, kind_column)

@@ -68,7 +68,7 @@ DATA_SOURCE_KINDS: dict[str, str] = {
     "taco": "code",
 }
 
-# The reward_kwargs compute_score takes (README, "verl"), with what each holds.
+# The reward_kwargs compute_score takes (docs/integrations.md, "verl"), with what each holds.
 REWARD_KWARGS = {
     "url": "the service's base URL, a list of them, or serve://APP: a Ray Serve handle (default: GROUPSCORE_URL)",
     "token": "the service's bearer token (default: GROUPSCORE_TOKEN)",
@@ -270,8 +270,8 @@ def _code_tests(reference: dict[str, Any]) -> list[dict[str, Any]]:
 
 def verl_result(verdict: dict[str, Any]) -> dict[str, Any]:
     # verl takes a dict with "score" and logs the other keys per sample: numbers only, same keys every time. verl has
-    # no "no reward" value, so a sample the service could not score gets score 0.0 with infra_error 1.0 (README,
-    # "Statuses"): filter on it, or at least watch its mean.
+    # no "no reward" value, so a sample the service could not score gets score 0.0 with infra_error 1.0
+    # (docs/scoring.md): filter on it, or at least watch its mean.
     return {
         "score": float(verdict["reward"]),
         "acc": 1.0 if verdict["status"] == "correct" else 0.0,

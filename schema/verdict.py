@@ -29,7 +29,7 @@ class Status(StrEnum):
     timeout = "timeout"
     error = "error"  # the item itself was bad, or the verifier failed on it
     # Nothing was judged: the sandbox could not start, a worker died twice, the request's deadline ran out before the
-    # item was scored. Its reward 0.0 is a placeholder, not a score: trainers mask it (see README, "Statuses").
+    # item was scored. Its reward 0.0 is a placeholder, not a score: trainers mask it (see docs/scoring.md).
     infra_error = "infra_error"
 
 

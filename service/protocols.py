@@ -63,7 +63,7 @@ async def openrlhf_get_reward(body: OpenRLHFRequest, request: Request) -> Respon
     reward = body.reward if body.reward is not None else settings.openrlhf_default_reward()  # OpenRLHF sends none
     verdicts = await request.app.state.dispatcher.score(raw_items, reward)
     # OpenRLHF has no "no reward" value: an infra_error sample gets reward 0.0 and infra_error 1.0 in extra_logs, so
-    # a run can filter or at least see them (README, "Statuses").
+    # a run can filter or at least see them (docs/scoring.md).
     rewards = [v["reward"] for v in verdicts]
     logs = extra_logs(verdicts, [c.name for c in reward.components] if reward else [])
     return json_response({"rewards": rewards, "scores": rewards, "extra_logs": logs})

@@ -82,7 +82,7 @@ class Settings(BaseSettings):
         default="",
         description=(
             "server-side defaults of the math item's conventions, a JSON object such as '{\"profile\": "
-            '"math_verify"}\': applied to every math item that leaves the option out (README, "Math answers")'
+            '"math_verify"}\': applied to every math item that leaves the option out (docs/verifiers/math-answers.md)'
         ),
     )
     require_sandbox: bool = Field(
@@ -229,6 +229,6 @@ def help_text(width: int = 100) -> str:
         lines += textwrap.wrap(what, width=width, initial_indent="      ", subsequent_indent="      ")
     lines.append(
         "The scoring processes also read the verifiers', the sandbox's and the bounded workers' settings "
-        '(README, "Settings").'
+        "(docs/service/settings.md)."
     )
     return "\n".join(lines)

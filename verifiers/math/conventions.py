@@ -1,6 +1,6 @@
 """Conventions graders disagree on (percent, decimal comma, precision, order, names, clocks, scales), as one value.
 
-Each is a field of the math item (README, "Math conventions"); `profile` picks a bundle and explicit fields win.
+Each is a field of the math item (docs/verifiers/math-conventions.md); `profile` picks a bundle and explicit fields win.
 The grader receives one frozen `Conventions`, so cached outcomes are keyed by it.
 """
 
@@ -33,7 +33,7 @@ class Conventions:
 
 
 PROFILES: dict[str, Conventions] = {
-    # For RL rewards: the value as written, nothing a policy could learn to exploit (README, "Math conventions").
+    # For RL rewards: the value as written, nothing a policy could learn to exploit (docs/verifiers/math-conventions.md)
     "default": Conventions(),
     # Math-Verify's choices: a percentage is its number or its fraction (`9\\%` = 9, `10\\%` = 0.1), an equation states
     # its last side unchecked (`x = 5+5+1 = 7 = 11` states 11). Its decimal comma

@@ -27,7 +27,7 @@ class MathItem(ItemBase):
         "the precision it is written to (`2000000.5` is neither 2000000 nor 2000001). Set: this tolerance as stated, "
         "whatever the digits.",
     )
-    # Comparison conventions (README, "Math conventions"): None takes the profile's value.
+    # Comparison conventions (docs/verifiers/math-conventions.md): None takes the profile's value.
     profile: Profile = Field(
         default="default",
         description="A bundle of the conventions below: default (for RL: the value as written, no second reading), "

@@ -2,7 +2,7 @@
 
 Every scan is linear in the completion's length (single-pass brace matching, regexes without nested quantifiers,
 `rfind` from the end where the last occurrence is what counts), so a 1 MB completion costs milliseconds.
-Priority, most explicit first (README, "Math answers: where the answer is read from"):
+Priority, most explicit first (docs/verifiers/math-answers.md, "Where the answer is read from"):
 1. an `<answer>` tag; 2. the last `\\boxed{}`/`\\fbox{}` (or, when the reference has several answers, the run of
 boxes it ends: `\\boxed{1} and \\boxed{2}`), unless a `#### X` / `Final answer:` sentence comes after it;
 3. the last of `#### X`, `Final answer: X` and Minerva's "The final answer is $X$"; 4. "The answer is X" and
