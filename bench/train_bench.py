@@ -32,7 +32,7 @@ def main() -> None:
     from groupscore.train.config import load_config
     from groupscore.train.grpo import run_grpo
     from groupscore.train.observe import Monitor
-    from groupscore.train.pipeline import prepare
+    from groupscore.train.prepare import prepare
     from groupscore.train.scoring import ServiceScorer
     from groupscore.train.sft import cold_start
 

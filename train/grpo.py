@@ -40,7 +40,7 @@ from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_gr
 from groupscore.train.rewards import ServiceReward
 from groupscore.train.scoring import GroupScorer, unscored
 from groupscore.train.summary import BatchStats, EvalRecord, StepMetrics
-from groupscore.train.taskset import Task
+from groupscore.train.task import Task
 from groupscore.train.user_rewards import UserReward
 
 if TYPE_CHECKING:

@@ -1,36 +1,21 @@
-"""Resolve the configured model to a local folder and load it (model, tokenizer) on the picked hardware."""
+"""The configured model: its folder or hub id checked before any other work, resolved to a loadable folder (the
+bundled models built on first use), its tokenizer; and, once the run trains, its weights on the picked hardware."""
 
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groupscore.train.config import ModelConfig
 from groupscore.train.hardware import Hardware
 from groupscore.train.localpaths import local_path, looks_local
-from groupscore.train.taskset import Task
+from groupscore.train.task import Task
 from groupscore.train.tiny_model import ensure_tiny_model
 
 if TYPE_CHECKING:
     from peft import LoraConfig
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
-
-
-def quiet_libraries() -> None:
-    """TRL's and transformers' chatter stays quiet. Whether anything downloads is the user's choice (HF_HUB_OFFLINE):
-    nothing here sets it."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # else a warning at every fork after a tokenizer ran
-    import datasets
-    import transformers
-
-    # Our progress bar and log lines say what happens; per-map and per-shard bars would bury them.
-    datasets.disable_progress_bars()
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
-    # TRL 1.x still calls the gradient_checkpointing_* names that transformers 5 renamed; nothing for a user to fix.
-    warnings.filterwarnings("ignore", message=r".*gradient_checkpointing.*deprecated", category=FutureWarning)
 
 
 def hub_offline() -> bool:
@@ -121,44 +106,3 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
         raise ValueError(
             f"model.path: cannot load a tokenizer from {path} ({str(exc).splitlines()[0][:200]})"
         ) from None
-
-
-def render_prompts(
-    tasks: list[Task], tokenizer: PreTrainedTokenizerBase, chat_template: bool | str, system_prompt: str | None
-) -> list[Task]:
-    """Each prompt rendered once (the system prompt, the conversation or the user turn, the assistant header), so
-    SFT, preflight, GRPO and evaluation all see the same text. Without a chat template: the system prompt and the
-    user text, a blank line apart; a conversation then has nothing to render it."""
-    from dataclasses import replace
-
-    use_template = bool(tokenizer.chat_template) if chat_template == "auto" else bool(chat_template)
-    if use_template and not tokenizer.chat_template:
-        raise ValueError(
-            f"model.chat_template: true, but the tokenizer of {tokenizer.name_or_path} has no chat template; use an "
-            "instruct model or set model.chat_template: false"
-        )
-    out = []
-    for task in tasks:
-        if use_template:
-            turns = [{"role": m.role, "content": m.content} for m in task.messages or ()] or [
-                {"role": "user", "content": task.prompt}
-            ]
-            if system_prompt is not None and turns[0]["role"] != "system":
-                turns.insert(0, {"role": "system", "content": system_prompt})
-            out.append(replace(task, prompt=_rendered(tokenizer, turns)))
-        elif task.messages is not None and len(task.messages) > 1:
-            raise ValueError(
-                f"task {task.id}: a conversational prompt needs a chat template, and {tokenizer.name_or_path} has none "
-                "(model.chat_template); give plain-text prompts or an instruct model"
-            )
-        else:
-            text = task.prompt if system_prompt is None else f"{system_prompt}\n\n{task.prompt}"
-            out.append(replace(task, prompt=text))
-    return out
-
-
-def _rendered(tokenizer: PreTrainedTokenizerBase, turns: list[dict[str, str]]) -> str:
-    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
-    if not isinstance(text, str):  # tokenize=False renders text; anything else is a transformers change to notice
-        raise TypeError(f"apply_chat_template(tokenize=False) returned {type(text).__name__}, not text")
-    return text

@@ -1,4 +1,5 @@
-"""The whole run, top to bottom: cold start, preflight, GRPO, evaluation, selection, merge, report.
+"""The whole run, top to bottom: everything checked and prepared (prepare.py), then cold start, preflight, GRPO,
+evaluation, selection, merge, report.
 
 Each stage is optional (its config section left out) and hands the next one a model folder.
 """
@@ -7,25 +8,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig
 from groupscore.train.evaluate import evaluate
-from groupscore.train.hardware import Hardware, barrier, is_main_process, pick_hardware
-from groupscore.train.models import (
-    check_model_available,
-    load_model,
-    load_tokenizer,
-    lora_config,
-    quiet_libraries,
-    render_prompts,
-    resolve_model,
-)
+from groupscore.train.hardware import Hardware, barrier, is_main_process
+from groupscore.train.models import load_model, lora_config
 from groupscore.train.observe import Monitor, plot_run
+from groupscore.train.prepare import prepare
 from groupscore.train.scoring import GroupScorer, open_scorer
-from groupscore.train.sources import all_local, check_local_sources, load_taskset
 from groupscore.train.summary import (
     EvalRecord,
     EvalResult,
@@ -37,8 +28,7 @@ from groupscore.train.summary import (
     SftStage,
     StepMetrics,
 )
-from groupscore.train.taskset import Task
-from groupscore.train.user_rewards import UserReward, check_signatures, load_reward_functions
+from groupscore.train.task import Task
 
 FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, not the ones selection looked at
 
@@ -46,60 +36,6 @@ FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, 
 def say(message: str) -> None:
     if is_main_process():  # one voice under `accelerate launch`
         print(f"[train] {message}", flush=True)
-
-
-@dataclass
-class Prepared:
-    """Everything checked before any model weights load: the hardware, the tasks (rendered prompts), the model's
-    local folder or hub id, and the user's reward functions."""
-
-    hardware: Hardware
-    train_tasks: list[Task]
-    eval_tasks: list[Task]
-    model_path: str
-    reward_functions: list[UserReward]
-
-
-def check_report_to(names: Sequence[str]) -> None:
-    import importlib.util
-
-    needs = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",)}
-    for name in names:
-        if not any(importlib.util.find_spec(module) for module in needs[name]):
-            raise ValueError(f"report_to: {name} needs its package (pip install {name}); or leave it out of report_to")
-
-
-def prepare(config: TrainConfig) -> Prepared:
-    """The order matters: what is checked on this machine first (the model's folder, report_to, the reward
-    functions, the taskset's files), then what needs the network (a hub model's tokenizer, a hub dataset), the model's
-    weights never. Each failure is one line (exit code 2)."""
-    quiet_libraries()
-    check_model_available(config.model, config.config_dir)
-    check_report_to(config.report_to)
-    spec = config.service.reward
-    reward_functions = load_reward_functions(config.rewards, [c.name for c in spec.components] if spec else [])
-    check_local_sources(config.taskset)
-    tokenizer = None
-    if config.model.path is not None and not all_local(config.taskset):
-        tokenizer = load_tokenizer(config.model.path)  # a hub model answers before a hub dataset is read
-    train_tasks, eval_tasks = load_taskset(config.taskset, config.seed)
-    check_signatures(reward_functions, train_tasks)
-    if config.grpo is not None and config.grpo.prompts_per_step > len(train_tasks):
-        raise ValueError(
-            f"grpo.prompts_per_step: {config.grpo.prompts_per_step} prompts a step, but the taskset has "
-            f"{len(train_tasks)} train prompts; lower it or add rows"
-        )
-    from transformers import set_seed
-
-    set_seed(config.seed)
-    grpo_vllm = config.grpo.use_vllm if config.grpo else False
-    hardware = pick_hardware(config.device, config.precision, config.threads, grpo_vllm)
-    model_path = resolve_model(config.model, train_tasks + eval_tasks, config.run_dir / "cache", config.seed)
-    tokenizer = tokenizer or load_tokenizer(model_path)
-    system_prompt = config.taskset.system_prompt
-    train_tasks = render_prompts(train_tasks, tokenizer, config.model.chat_template, system_prompt)
-    eval_tasks = render_prompts(eval_tasks, tokenizer, config.model.chat_template, system_prompt)
-    return Prepared(hardware, train_tasks, eval_tasks, model_path, reward_functions)
 
 
 def evaluate_folder(

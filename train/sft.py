@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from groupscore.train.config import SftConfig
 from groupscore.train.hardware import Hardware
-from groupscore.train.taskset import Task
+from groupscore.train.task import Task
 
 if TYPE_CHECKING:
     from peft import PeftConfig

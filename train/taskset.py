@@ -1,42 +1,74 @@
-"""The taskset: tasks of a prompt, a worked solution and a verifier item; and groupscore's own JSONL rows of
-{id, prompt, solution, item}, where `item` is a registry item minus its completion."""
+"""The taskset: each source's rows (data.py) made tasks, groupscore's own rows here and rows of other shapes through
+the column mapping (columns.py); the held-out split; the prompt template around each prompt.
+
+groupscore's own rows are {id, prompt, solution, item}, where `item` is a registry item minus its completion. Every
+problem with the data is raised here, all of a source's bad rows at once, before any model loads.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import random
+import re
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import ValidationError
 
+from groupscore.train.columns import tasks_from_rows
+from groupscore.train.config import TasksetConfig
+from groupscore.train.data import Rows, Unreadable, read_jsonl, read_rows
+from groupscore.train.task import Message, Task, parse_messages, raise_problems
 from groupscore.verifiers.registry import describe_error, parse_item
 
 
-class Message(NamedTuple):
-    """One turn of a conversational prompt."""
+def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]:
+    """(train tasks, held-out tasks), their prompts templated; each source is read and checked in turn."""
+    train = tasks(read_rows(cfg.train, cfg, "taskset.train"), cfg, "train")
+    if cfg.eval is not None:
+        held_out = tasks(read_rows(cfg.eval, cfg, "taskset.eval"), cfg, "eval")
+    elif isinstance(cfg.eval_split, str):
+        split = cfg.eval_split
+        held_out = tasks(read_rows(cfg.train, cfg, "taskset.eval_split", split=split), cfg, split)
+    else:
+        fraction = float(cfg.eval_split or 0)
+        order = list(range(len(train)))
+        random.Random(seed).shuffle(order)
+        n_eval = max(1, round(len(train) * fraction))
+        if n_eval >= len(train):
+            raise ValueError(f"taskset.eval_split: {len(train)} train rows leave none to train on after the split")
+        held = set(order[:n_eval])
+        held_out = [t for i, t in enumerate(train) if i in held]
+        train = [t for i, t in enumerate(train) if i not in held]
+    return [templated(t, cfg) for t in train], [templated(t, cfg) for t in held_out]
 
-    role: str
-    content: str
+
+def tasks(rows: Rows, cfg: TasksetConfig, id_prefix: str) -> list[Task]:
+    """One source's tasks: mapped through taskset.columns (ids default to `id_prefix-N`), or groupscore's own rows."""
+    if cfg.columns is not None:
+        return tasks_from_rows(rows.rows, cfg, rows.where, id_prefix)
+    return own_tasks(rows)
 
 
-@dataclass(frozen=True)
-class Task:
-    id: str
-    prompt: str  # the text the model sees (rendered with the chat template once the model is known)
-    solution: str | None  # a worked solution: SFT target and the dry run's reference completion
-    item: dict[str, Any]  # verifier fields (answer, tests, hidden_tests...): never shown to the model
-    messages: tuple[Message, ...] | None = None  # a conversational prompt, before rendering
-    columns: dict[str, Any] = field(default_factory=dict)  # the row's other columns, for user reward functions
+def own_tasks(rows: Rows) -> list[Task]:
+    """groupscore's own rows as tasks; every bad row (and unreadable line) reported at once."""
+    made: list[Task] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for row, label in zip(rows.rows, rows.labels):
+        task = f"{label}: {row.problem}" if isinstance(row, Unreadable) else own_row_task(row, label, seen)
+        if isinstance(task, str):
+            problems.append(task)
+        else:
+            made.append(task)
+    raise_problems(problems, rows.where)
+    return made[: rows.keep]
 
 
-def raise_problems(problems: list[str], where: str) -> None:
-    if problems:
-        raise ValueError(
-            f"invalid taskset {where}:\n  "
-            + "\n  ".join(problems[:20])
-            + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
-        )
+def load_tasks(path: Path) -> list[Task]:
+    """A JSONL file of groupscore's own rows as tasks; all problems at once, with line numbers."""
+    return own_tasks(read_jsonl(Path(path)))
 
 
 def own_row_task(row: Any, label: str, seen: set[str]) -> Task | str:
@@ -74,67 +106,33 @@ def own_row_task(row: Any, label: str, seen: set[str]) -> Task | str:
     return Task(task_id, text, row.get("solution"), item, messages=messages, columns=other)
 
 
-def parse_messages(value: Any) -> tuple[Message, ...] | None:
-    """A conversational prompt (a list of {role, content} messages, as TRL takes them), or None for plain text."""
-    if not isinstance(value, list):
-        return None
-    out = []
-    for message in value:
-        if not (isinstance(message, dict) and isinstance(message.get("role"), str) and "content" in message):
-            raise ValueError("a conversational prompt is a list of {role, content} messages")
-        out.append(Message(role=message["role"], content=str(message["content"])))
-    if not out or out[-1].role != "user":
-        raise ValueError("a conversational prompt ends with the user's turn")
-    return tuple(out)
+# `{prompt}`, `{column}` or `{column[0]}` (an element of a list column); other braces (`\boxed{}`) stay
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?\}")
 
 
-def own_rows_tasks(rows: list[Any], where: str) -> list[Task]:
-    tasks: list[Task] = []
-    problems: list[str] = []
-    seen: set[str] = set()
-    for index, row in enumerate(rows):
-        made = own_row_task(row, f"{where}: row {index}", seen)
-        if isinstance(made, str):
-            problems.append(made)
-        else:
-            tasks.append(made)
-    raise_problems(problems, where)
-    return tasks
+def templated(task: Task, cfg: TasksetConfig) -> Task:
+    """The task with taskset.prompt_template around its user text (the last user turn of a conversation)."""
+    if cfg.prompt_template is None:
+        return task
+    text = _fill(cfg.prompt_template, task.prompt, task.columns, task.id)
+    messages = task.messages
+    if messages:
+        messages = (*messages[:-1], Message(messages[-1].role, text))
+    return replace(task, prompt=text, messages=messages)
 
 
-def load_tasks(path: Path) -> list[Task]:
-    """Read and check every row of a JSONL file of groupscore's own rows; all problems at once, with line numbers."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"taskset file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(
-            f"taskset: {path} is not UTF-8 text; a parquet, CSV or save_to_disk source needs its suffix or folder"
-        ) from None
-    tasks: list[Task] = []
-    problems: list[str] = []
-    seen: set[str] = set()
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path}:{lineno}: not JSON ({exc.msg})")
-            continue
-        made = own_row_task(row, f"{path}:{lineno}", seen)
-        if isinstance(made, str):
-            problems.append(made)
-        else:
-            tasks.append(made)
-    if problems:
-        raise ValueError(
-            "invalid taskset:\n  "
-            + "\n  ".join(problems[:20])
-            + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
-        )
-    if not tasks:
-        raise ValueError(f"taskset is empty: {path}")
-    return tasks
+def _fill(template: str, prompt: str, columns: dict[str, Any], task_id: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name, index = match.group(1), match.group(2)
+        if name == "prompt" and index is None:
+            return prompt
+        if name not in columns:
+            return match.group(0)
+        found = columns[name]
+        if index is not None:
+            if not isinstance(found, list) or int(index) >= len(found):
+                raise ValueError(f"taskset.prompt_template: {match.group(0)} is out of range for task {task_id}")
+            found = found[int(index)]
+        return str(found)
+
+    return _PLACEHOLDER.sub(value, template)
