@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test test-fast lint bench install clean
 
 $(STAMP): pyproject.toml client-dist/pyproject.toml tools/install-system-deps
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found" >&2; exit 1; }
@@ -28,14 +28,19 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/groupscore demo
 
-# The jail's `sci` Python environment (numpy, for tests/test_sandbox_python_envs.py): binary wheels for the jail's
+# The jail's `sci` Python environment (numpy, for tests/sandbox/test_sandbox_python_envs.py): binary wheels for the jail's
 # Python, in GROUPSCORE_SANDBOX_ENVS (default /var/lib/groupscore/envs, hence root, like install-system-deps).
 SCI_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/sci/env.json
 $(SCI_ENV): $(STAMP)
 	$(VENV)/bin/groupscore sandbox env create sci numpy
 
+# The whole suite (tests/ mirrors the packages; markers by folder in tests/conftest.py), then its 20 slowest tests.
 test: $(STAMP) $(SCI_ENV)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=20
+
+# The edit-test loop: every area's core, without the tests marked slow (red teams, every language, Ray, models).
+test-fast: $(STAMP) $(SCI_ENV)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10
 
 # Every step runs, and the target fails if any failed. mypy and lint-imports read the package through a view of the
 # installed layout (package-dir maps folders to names, which neither can follow): tools/import_graph.py --view.

@@ -3,7 +3,7 @@
     .venv/bin/pip install pebble   # not a dependency of groupscore: the measurement chose the hand-written pool
     .venv/bin/python bench/pool_choice_bench.py [--rounds 3] [--lines 64000] [--json out.json]
 
-Both pools are measured on what the scoring runtime must meet (tests/test_bounded_workers.py and the runtime
+Both pools are measured on what the scoring runtime must meet (tests/bounded/test_bounded_workers.py and the runtime
 benchmarks). "ours" is `WorkerPool` (a template process imports the modules once and forks workers on request;
 SIGKILL on overrun). "pebble" is pebble's `ProcessPool` on a forkserver context (the forkserver preloads the same
 modules; per-task `timeout`; the address-space cap set by its `initializer`), behind a thin adapter with the same

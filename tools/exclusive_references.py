@@ -1,4 +1,4 @@
-"""Every hedge of tests/test_math_exclusive_references.py against every set of exclusive references it derives,
+"""Every hedge of tests/verifiers/math/test_math_exclusive_references.py against every set of exclusive references it derives,
 exhaustively (the test samples them): prints, per profile and hedge, how many completions were paid more than once.
 
 Usage: .venv/bin/python tools/exclusive_references.py
@@ -11,7 +11,7 @@ import itertools
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "verifiers" / "math"))
 
 import test_math_exclusive_references as generators
 

@@ -1,4 +1,4 @@
-"""Pins every fixture verdict to its verifier kind's version (fixtures/verdict_pins.json); tests/test_verdict_pins.py
+"""Pins every fixture verdict to its verifier kind's version (fixtures/verdict_pins.json); tests/verifiers/test_verdict_pins.py
 checks the pins.
 
     .venv/bin/python tools/verdict_pins.py                 # check; exit 1 with what to do when verdicts drifted
@@ -190,7 +190,7 @@ def write_pins(kinds_pins: dict[str, Any], path: Path | None = None) -> None:
     path = path or PINS
     document = {
         "about": "Fixture verdicts pinned to each verifier kind's version; written by tools/verdict_pins.py "
-        "--write, checked by tests/test_verdict_pins.py. Do not edit by hand.",
+        "--write, checked by tests/verifiers/test_verdict_pins.py. Do not edit by hand.",
         "kinds": {kind: kinds_pins[kind] for kind in sorted(kinds_pins)},
     }
     path.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n", encoding="utf-8")

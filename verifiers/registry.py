@@ -28,7 +28,7 @@ from groupscore.verifiers.sql.item import SqlItem
 #
 # THE RULE: bump a kind's version in the same change as anything that changes the reward or the status of any of its
 # fixture verdicts (its items under fixtures/, listed in tools/verdict_pins.py). fixtures/verdict_pins.json pins a
-# digest of those verdicts to the version; tests/test_verdict_pins.py fails when they drift under an unchanged
+# digest of those verdicts to the version; tests/verifiers/test_verdict_pins.py fails when they drift under an unchanged
 # version. After a deliberate bump, rewrite the pins with `python tools/verdict_pins.py --write` (it refuses to pin
 # changed verdicts to an unchanged version). Trainers refuse to mix versions of a kind within one run, and
 # `groupscore score --compare OLD.jsonl` shows which verdicts a new version changes.
