@@ -2,8 +2,8 @@
 or renamed would otherwise make every reward a silent 0). Used by the TRL and verl adapters and by /get_reward.
 
 The kinds' fields are wire vocabulary, written out here as tables so that a client needs this package alone (the
-item models live under `verifiers/`, which the schema may not import); tests/schema/test_schema_columns.py checks that the
-tables agree with the registry's item models, so the two cannot drift.
+item models live under `verifiers/`, which the schema may not import); tests/schema/test_schema_columns.py checks
+that the tables agree with the registry's item models, so the two cannot drift.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ async def sandbox_fusion_run_code(body: RunCodeRequest, request: Request) -> Res
     """SandboxFusion-compatible code run (verl's sandbox_fusion reward can point here); always in the nsjail sandbox."""
     state = request.app.state
     # SandboxFusion's name -> the sandbox's ("nodejs" -> "javascript"); SandboxFusion names more languages than the
-    # sandbox runs, and the map has every one it does (tests/service/test_service_run_code_languages.py checks both lists).
+    # sandbox runs, and the map has every one it does (tests/service/test_service_run_code_languages.py checks both
+    # lists).
     language = SANDBOX_LANGUAGE_OF.get(body.language)
     if language is None:
         return json_response(unsupported_language(body.language, tuple(SANDBOX_LANGUAGE_OF)))

@@ -1,5 +1,5 @@
-"""Pins every fixture verdict to its verifier kind's version (fixtures/verdict_pins.json); tests/verifiers/test_verdict_pins.py
-checks the pins.
+"""Pins every fixture verdict to its verifier kind's version (fixtures/verdict_pins.json);
+tests/verifiers/test_verdict_pins.py checks the pins.
 
     .venv/bin/python tools/verdict_pins.py                 # check; exit 1 with what to do when verdicts drifted
     .venv/bin/python tools/verdict_pins.py --write         # after a deliberate bump in verifiers/registry.py VERSIONS

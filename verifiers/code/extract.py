@@ -10,7 +10,8 @@ from typing import Literal
 
 from groupscore.verifiers.text import fenced_blocks
 
-# The sandbox's languages (groupscore.sandbox.LANGUAGES; tests/verifiers/code/test_code_extract.py checks they are one list).
+# The sandbox's languages (groupscore.sandbox.LANGUAGES; tests/verifiers/code/test_code_extract.py checks they are one
+# list).
 Language = Literal["python", "c", "cpp", "javascript", "typescript", "java", "go", "rust", "bash"]
 BlockChoice = Literal["last", "first", "longest", "all"]
 
