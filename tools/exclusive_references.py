@@ -1,5 +1,6 @@
 """Every hedge of tests/verifiers/math/test_math_exclusive_references.py against every set of exclusive references it
-derives, exhaustively (the test samples them): prints, per profile and hedge, how many completions were paid more than once.
+derives, exhaustively (the test samples them): prints, per profile and hedge, how many completions were paid more
+than once.
 
 Usage: .venv/bin/python tools/exclusive_references.py
 """
