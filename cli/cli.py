@@ -201,9 +201,13 @@ def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     from groupscore.schema.names import closest
 
     for word in words:
-        close = closest(word.split("=", 1)[0], known)
-        if close:
+        option = word.split("=", 1)[0]
+        close = closest(option, known)
+        if close and close != option:
             return f" (did you mean {close}?)"
+        owners = [p.prog for p in _parsers(parser) if any(option in a.option_strings for a in p._actions)]
+        if owners:  # another command's option (`train --run-dir`): say whose, not "did you mean" itself
+            return f" ({option} is an option of {' and '.join(owners)} only)"
     return ""
 
 

@@ -344,3 +344,14 @@ def test_compare_with_a_bad_old_file_is_one_line_and_scores_nothing(tmp_path, te
     done = run_cli(str(source), "-o", str(out), "--compare", str(old))
     assert done.returncode == 2 and expected in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_an_option_of_another_command_is_named_as_such_not_suggested_back():
+    """`train --run-dir` (demo's option): the hint says whose option it is, never "did you mean --run-dir?"."""
+    result = groupscore("train", "train/demo.yaml", "--run-dir", "/tmp/x")
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "did you mean --run-dir" not in last
+    assert last.endswith("(--run-dir is an option of groupscore demo only)")
+    misspelt = groupscore("train", "train/demo.yaml", "--dry-runn")
+    assert misspelt.stderr.strip().endswith("(did you mean --dry-run?)")
