@@ -74,7 +74,7 @@ def measure_loader_noise(nsjail_stderr: bytes) -> None:
     _loader_noise = noise.group(0) if noise else b""
 
 
-def _strip_loader_noise(out: RawRun) -> None:
+def strip_loader_noise(out: RawRun) -> None:
     if _loader_noise and out.stderr.startswith(_loader_noise):
         del out.stderr[: len(_loader_noise)]
 
@@ -173,21 +173,21 @@ def _run_nsjail(policy: Policy, rundir: RunDir, config: bytes, stdin: bytes, as_
         os.close(config_r)
     try:
         fd, config_w = config_w, -1  # closed below, whatever happens
-        if in_slot or _join_slot(proc, slot):
-            _send_config(fd, config)
+        if in_slot or join_slot(proc, slot):
+            send_config(fd, config)
         else:
             os.close(fd)
             out.setup_failed = True  # never run without the limits the policy promises
-            _kill(proc)
+            kill_nsjail(proc)
         assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         noise = len(_loader_noise)  # nsjail's loader writes it to stderr first (cut below)
-        collect_output(proc.stdout, proc.stderr, out, policy, start, lambda: _kill(proc), stderr_prefix_bytes=noise)
+        collect_output(proc.stdout, proc.stderr, out, policy, start, lambda: kill_nsjail(proc), stderr_prefix_bytes=noise)
         _await_exit(proc, out, start + policy.wall_time_s)
     finally:
         if config_w >= 0:
             os.close(config_w)
         if out.timed_out or out.output_limit:
-            _kill(proc)
+            kill_nsjail(proc)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.wall_time_s = time.monotonic() - start
@@ -200,13 +200,13 @@ def _run_nsjail(policy: Policy, rundir: RunDir, config: bytes, stdin: bytes, as_
         if slot is not None:
             finish_slot(slot, out)
     out.log = log.read_text(errors="replace") if log.exists() else ""
-    _strip_loader_noise(out)
+    strip_loader_noise(out)
     if not out.setup_failed:
         _read_exit(out, as_init)
     return out
 
 
-def _join_slot(proc: subprocess.Popen[bytes], slot: Slot | None) -> bool:
+def join_slot(proc: subprocess.Popen[bytes], slot: Slot | None) -> bool:
     """Move nsjail into the slot (every hierarchy) while it waits for its config (it has cloned nothing yet); False
     if any move fails."""
     if slot is None:
@@ -220,7 +220,7 @@ def _join_slot(proc: subprocess.Popen[bytes], slot: Slot | None) -> bool:
         return False
 
 
-def _send_config(fd: int, config: bytes) -> None:
+def send_config(fd: int, config: bytes) -> None:
     """Write the whole config and close the pipe (nsjail reads to EOF); a nsjail that died early reads nothing."""
     try:
         view = memoryview(config)
@@ -243,7 +243,7 @@ def _await_exit(proc: subprocess.Popen[bytes], out: RawRun, deadline: float) -> 
         os.close(fd)
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> float:
+def kill_nsjail(proc: subprocess.Popen[bytes]) -> float:
     """SIGKILL nsjail: its child has PDEATHSIG=SIGKILL and is pid 1 of the jail's pid namespace, so
     the kernel then kills every process of the jail."""
     try:

@@ -1,0 +1,68 @@
+"""The jails of environments: a session's (its work dir and /tmp writable, the host's /usr read-only for the shell's
+programs) and a checker's (the same, plus /tests and /logs), built from the sandbox's one policy.
+
+Both are `SessionJail`s (sandbox/session_launcher.py): the session agent as pid 1, spoken to by JSON lines. What a
+task may use (memory, processes, disk, CPU) is its `EpisodeLimits`; the policy's wall clock is only a backstop, since
+each step and the episode are timed here.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from groupscore.environments.task import EpisodeLimits, Task
+from groupscore.sandbox import Limits
+from groupscore.sandbox.policy import Policy, build_policy
+from groupscore.sandbox.session_launcher import SessionJail, session_policy
+from groupscore.sandbox.toolchains import toolchain
+
+# What a shell in the jail may run and read besides the Python toolchain: the host's programs and their data, all
+# read-only (no set-uid bit takes effect: nosuid, no_new_privs).
+SHELL_RO = ("/usr/bin", "/usr/lib", "/usr/share/zoneinfo", "/usr/share/misc", "/etc/alternatives", "/usr/lib/locale")
+CHECK_ROOTS = ("/tests", "/logs")
+# A checker must not run what the agent left in the state in place of the test's own programs: no current directory
+# on Python's path, no user site-packages (HOME is the work dir the agent wrote).
+CHECK_ENV = {"PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def state_roots(task: Task) -> tuple[str, ...]:
+    """The session's writable places, whose contents are its state."""
+    return (task.workdir, "/tmp")
+
+
+def python_env(task: Task) -> str:
+    """The named jail Python environment the task's classes need ("" for none)."""
+    envs = {c.python_env for c in task.classes if c.python_env}
+    if len(envs) > 1:
+        raise ValueError(f"task {task.id}: its classes name several Python environments: {sorted(envs)}")
+    return envs.pop() if envs else ""
+
+
+@functools.lru_cache(maxsize=64)
+def _policy(limits: EpisodeLimits, env: str, roots: tuple[str, ...], workdir: str) -> tuple[Policy, str]:
+    tool = toolchain("python", env)
+    wall = min(3600.0, limits.episode_time_s + 120)
+    run_limits = Limits(
+        wall_time_s=wall,
+        cpu_time_s=min(float(limits.cpu_s), wall),
+        memory_mb=limits.memory_mb,
+        max_processes=limits.max_processes,
+        max_output_bytes=1 << 20,
+        tmpfs_mb=limits.disk_mb,
+        max_open_files=256,
+        max_file_bytes=max(1 << 20, min(limits.disk_mb, 256) << 20),
+    )
+    base = build_policy(tool, run_limits, extra_ro=tuple(p for p in SHELL_RO if os.path.exists(p)))
+    return session_policy(base, roots, limits.disk_mb, workdir), tool.executable
+
+
+def open_session_jail(task: Task) -> SessionJail:
+    policy, python = _policy(task.limits, python_env(task), state_roots(task), task.workdir)
+    return SessionJail(policy, python)
+
+
+def open_checker_jail(task: Task, timeout_s: float) -> SessionJail:
+    limits = task.limits.model_copy(update={"episode_time_s": timeout_s, "cpu_s": max(1, int(timeout_s) + 1)})
+    policy, python = _policy(limits, python_env(task), (*state_roots(task), *CHECK_ROOTS), task.workdir)
+    return SessionJail(policy, python)

@@ -1,0 +1,120 @@
+"""Episodes driven from a list of calls: `replay` (a trajectory, start to verdict), `reference_record` (what a task's
+reference trajectory leaves, for state checkers; cached per task) and `build_state` (a Harbor image's RUN steps, run
+once, their result packed as a task's initial state).
+
+A trajectory is a list of turns, each a list of tool calls ({"name", "arguments"}); after a turn's calls the next user
+turn is served, as a model ending its turn with a message would get it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from groupscore.environments.session import Record, Session
+from groupscore.environments.task import EpisodeLimits, Task
+from groupscore.schema.sessions import Observation, ToolCall
+from groupscore.schema.verdict import Verdict
+
+Trajectory = Sequence[Sequence[ToolCall | dict[str, Any]]]
+
+
+def as_calls(turn: Iterable[ToolCall | dict[str, Any]]) -> list[ToolCall]:
+    return [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in turn]
+
+
+def replay(
+    task: Task, trajectory: Trajectory, final_message: str | None = None, seed: int = 0
+) -> tuple[Verdict, list[list[Observation]]]:
+    """Run `trajectory` in a fresh session of `task` and score it: the verdict and every observation, by turn."""
+    from groupscore.environments.sessions import Sessions
+
+    sessions = Sessions(max_sessions=1)
+    try:
+        opening = sessions.reset(task, seed)
+        observations: list[list[Observation]] = []
+        for i, turn in enumerate(trajectory):
+            observations.append([sessions.step(opening.session_id, call) for call in as_calls(turn)])
+            if i < len(trajectory) - 1:
+                sessions.next_turn(opening.session_id)
+        verdict = sessions.score(opening.session_id, final_message)
+        return verdict, observations
+    finally:
+        sessions.close_all()
+
+
+def run_calls(task: Task, trajectory: Trajectory) -> Session:
+    """A finished session of `task` after `trajectory` (its jail closed; its record and state kept)."""
+    session = Session(task)
+    try:
+        if session.lost:
+            raise RuntimeError(f"task {task.id}: {session.lost}")
+        for i, turn in enumerate(trajectory):
+            for call in as_calls(turn):
+                session.step(call)
+            if i < len(trajectory) - 1:
+                session.next_turn()
+        session.finish()
+        return session
+    finally:
+        session.close()
+
+
+def _task_key(task: Task) -> str:
+    return hashlib.sha256(task.model_dump_json(exclude={"checkers"}).encode()).hexdigest()
+
+
+_REFERENCES: dict[str, Record] = {}
+_REFERENCES_LOCK = threading.Lock()
+
+
+def _reference(task: Task) -> Record:
+    state_checkers = [c for c in task.checkers if c.kind == "state"]
+    reference = state_checkers[0].reference if state_checkers else ()
+    # The reference runs with no step budget of the task's: it is the task's own answer, not a policy's episode.
+    roomy = task.limits.model_copy(update={"max_steps": 10_000})
+    return run_calls(task.model_copy(update={"limits": roomy}), reference).record
+
+
+def reference_record(task: Task) -> Record:
+    """What the task's reference trajectory leaves (its calls, states by turn, final state); cached per task."""
+    key = _task_key(task)
+    with _REFERENCES_LOCK:
+        cached = _REFERENCES.get(key)
+    if cached is None:
+        cached = _reference(task)
+        with _REFERENCES_LOCK:
+            if len(_REFERENCES) >= 4096:
+                _REFERENCES.clear()
+            _REFERENCES[key] = cached
+    return cached
+
+
+def build_state(task: Task, commands: list[str], timeout_s: float = 300.0) -> bytes:
+    """Run `commands` as shell steps in a session of `task` (no network, as in any session); each must exit 0. The
+    packed state they leave (a tar of the work dir and /tmp)."""
+    limits = EpisodeLimits(
+        max_steps=max(1, len(commands)),
+        step_time_s=min(600.0, timeout_s),
+        episode_time_s=timeout_s * max(1, len(commands)),
+        disk_mb=task.limits.disk_mb,
+        memory_mb=task.limits.memory_mb,
+        max_output_bytes=1 << 16,
+    )
+    builder = task.model_copy(update={"tools": ("shell",), "classes": (), "limits": limits})
+    session = Session(builder)
+    try:
+        if session.lost:
+            raise RuntimeError(f"task {task.id}: {session.lost}")
+        for command in commands:
+            obs = session.step(ToolCall(name="shell", arguments={"command": command}))
+            if obs.is_error:
+                raise RuntimeError(f"task {task.id}: RUN {command[:80]!r} failed: {obs.content[-500:]}")
+        session.finish()
+        if session.record.snapshot is None:
+            raise RuntimeError(f"task {task.id}: its built state was not packed: {session.record.snapshot_error}")
+        return session.record.snapshot
+    finally:
+        session.close()

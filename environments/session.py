@@ -1,0 +1,259 @@
+"""One session: a task's episode in a jail of its own, from `open` through its steps and turns to `finish`.
+
+The session keeps what a checker reads afterwards (`Record`): every call with its result, per turn, the class tools'
+state at the end of each turn (for tasks whose checker compares state), the model's last message, and the packed
+final state. Its jail is gone after `finish` (every process of it killed first), so nothing the agent started
+outlives the episode.
+
+Whose fault an ending is decides the verdict. A jail that cannot start, or a session the server reaps or loses, is
+`lost` (infra_error: nothing was judged, trainers mask it). A jail that ends during one of the agent's own steps
+(its memory, its processes) is the agent's doing: the episode is over and is scored, with no state left, as 0; a
+policy cannot turn a failing episode into a masked one by killing its session.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from groupscore.environments.jails import open_session_jail, state_roots
+from groupscore.environments.task import BUILTIN_TOOLS, Task
+from groupscore.environments.tools import BUILTIN_SCHEMAS, check_builtin_call, class_tool_schemas, schemas_from_source
+from groupscore.sandbox import SandboxUnavailable
+from groupscore.sandbox.session_launcher import SessionJail, SessionLost
+from groupscore.schema.sessions import Observation, Opening, ToolCall
+from groupscore.schema.sessions import Turn as TurnOut
+from groupscore.schema.verdict import Verdict
+
+GRACE_S = 5.0  # the host waits this long past a step's own limit before it counts the agent as gone
+
+
+@dataclass
+class Record:
+    """What the episode did, for the checkers."""
+
+    calls: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
+    states: list[Any] = field(default_factory=list)  # class tools' state after each turn (state checkers only)
+    final_message: str | None = None
+    snapshot: bytes | None = None  # a tar of the state roots at the end
+    snapshot_error: str | None = None
+
+
+class Session:
+    """A task's episode. Methods are called by one caller at a time (Sessions holds `lock` around them)."""
+
+    def __init__(self, task: Task, seed: int = 0, client: str | None = None):
+        self.id = uuid.uuid4().hex
+        self.task, self.seed, self.client = task, seed, client
+        self.lock = threading.Lock()
+        self.opened = self.touched = time.monotonic()
+        self.steps = 0
+        self.turn = 0
+        self.record = Record()
+        self.jail: SessionJail | None = None
+        self.lost: str | None = None  # the server's failure: the verdict is infra_error
+        self.ended: str | None = None  # why the episode is over (budget, time, the jail ended during a step)
+        self.finished = False
+        self.verdict: Verdict | None = None  # set once by Sessions.score
+        self.methods: list[str] = []
+        self._tools = [t for t in task.tools]
+        self._class_schemas: dict[str, dict[str, Any]] = {}
+        self._start()
+
+    # -- opening ---------------------------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        task = self.task
+        try:
+            self.jail = open_session_jail(task)
+            reply = self.jail.request(self._init_message(), timeout=60)
+        except (SessionLost, SandboxUnavailable, OSError, ValueError) as exc:
+            self._lose(f"the session could not start: {exc}")
+            return
+        if not reply.get("ok"):
+            self._lose(f"the session could not start: {reply.get('error')}")
+            return
+        self.methods = list(reply.get("methods", []))
+        held_back = {name for turn in task.turns for name in turn.add_tools}
+        schemas: dict[str, dict[str, Any]] = {}
+        for spec in task.classes:
+            if spec.source is not None and not spec.tool_schemas:
+                spec = spec.model_copy(update={"tool_schemas": schemas_from_source(spec.source, spec.class_name)})
+            schemas.update(class_tool_schemas((spec,), [m for m in self.methods if _offered(spec, m)]))
+        self._class_schemas = schemas
+        self._tools += [m for m in self.methods if m in schemas and m not in held_back]
+        for name in task.turns[0].add_tools:
+            if name not in self._tools:
+                self._tools.append(name)
+
+    def _init_message(self) -> dict[str, Any]:
+        task = self.task
+        classes = [c.model_dump(exclude={"tool_schemas", "state_exclude", "python_env"}) for c in task.classes]
+        return {
+            "op": "init",
+            "workdir": task.workdir,
+            "env": dict(task.env),
+            "roots": list(state_roots(task)),
+            "files": dict(task.files),
+            "tar": base64.b64encode(task.state).decode() if task.state else None,
+            "database": task.database.model_dump() if task.database else None,
+            "classes": classes,
+            "timeout": 30,
+        }
+
+    def opening(self) -> Opening:
+        return Opening(
+            session_id=self.id,
+            task_id=self.task.id,
+            messages=list(self.task.turns[0].messages),
+            tools=self.tool_schemas(),
+            turns=len(self.task.turns),
+        )
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [BUILTIN_SCHEMAS[t] if t in BUILTIN_TOOLS else self._class_schemas[t] for t in self._tools]
+
+    # -- steps and turns -------------------------------------------------------------------------------------------
+
+    def step(self, call: ToolCall) -> Observation:
+        self.touched = time.monotonic()
+        if self.lost:
+            return self._obs(f"the session is unavailable: {self.lost}", error=True)
+        if self.ended or self.finished:
+            return self._obs(f"the episode is over: {self.ended or 'scored'}", error=True)
+        self.steps += 1
+        limits = self.task.limits
+        left = limits.episode_time_s - (time.monotonic() - self.opened)
+        if left <= 0:
+            self.ended = f"the episode's {limits.episode_time_s:g} s are spent"
+            return self._obs(self.ended, error=True)
+        content, is_error = self._run(call, min(limits.step_time_s, left))
+        self.record.calls[-1].append({"name": call.name, "arguments": call.arguments, "output": content})
+        if self.steps >= limits.max_steps and not self.ended:
+            self.ended = f"the step budget ({limits.max_steps}) is spent"
+        return self._obs(content, error=is_error)
+
+    def _obs(self, content: str, *, error: bool) -> Observation:
+        done = bool(self.lost or self.ended or self.finished)
+        return Observation(content=content, is_error=error, done=done, steps=self.steps)
+
+    def _run(self, call: ToolCall, timeout: float) -> tuple[str, bool]:
+        """The tool's result as the model sees it, and whether it is an error."""
+        name, args = call.name, call.arguments
+        if name not in self._tools:
+            return f"unknown tool {name!r}; the tools are: {', '.join(self._tools)}", True
+        if name in BUILTIN_TOOLS:
+            problem = check_builtin_call(name, args)
+            if problem:
+                return problem, True
+            message: dict[str, Any] = {"op": name, **args}
+            if name == "list_files":
+                message.setdefault("path", ".")
+        else:
+            message = {"op": "call", "name": name, "arguments": args}
+        message.update(timeout=timeout, max_output=self.task.limits.max_output_bytes)
+        assert self.jail is not None
+        try:
+            reply = self.jail.request(message, timeout=timeout + GRACE_S)
+        except SessionLost as exc:
+            self.ended = f"the session's jail ended during step {self.steps}: {exc}"
+            self._close_jail()
+            return self.ended, True
+        return _render(name, reply, timeout)
+
+    def next_turn(self, message: str | None = None) -> TurnOut:
+        """The model ended its turn (with `message`); the next user turn, or done."""
+        self.touched = time.monotonic()
+        if message is not None:
+            self.record.final_message = message
+        if self.needs_states() and self.jail is not None and not self.lost:
+            self.record.states.append(self._class_state())
+        self.turn += 1
+        if self.turn >= len(self.task.turns) or self.lost or self.ended:
+            return TurnOut(done=True, turn=self.turn)
+        self.record.calls.append([])
+        turn = self.task.turns[self.turn]
+        changed = [t for t in turn.add_tools if t not in self._tools]
+        self._tools += changed
+        return TurnOut(messages=list(turn.messages), tools=self.tool_schemas() if changed else None, turn=self.turn)
+
+    def needs_states(self) -> bool:
+        return any(c.kind == "state" for c in self.task.checkers)
+
+    def _class_state(self) -> Any:
+        assert self.jail is not None
+        try:
+            return self.jail.request({"op": "state", "timeout": 30}, timeout=40).get("state")
+        except SessionLost as exc:
+            self.ended = f"the session's jail ended: {exc}"
+            self._close_jail()
+            return None
+
+    # -- the end ---------------------------------------------------------------------------------------------------
+
+    def finish(self, final_message: str | None = None) -> None:
+        """End the episode: the last turn's state, every process killed, the state packed, the jail closed."""
+        if final_message is not None:
+            self.record.final_message = final_message
+        if self.finished:
+            return
+        self.finished = True
+        if self.jail is None or self.lost:
+            return
+        if self.needs_states() and len(self.record.states) <= self.turn:
+            self.record.states.append(self._class_state())
+        if self.jail is not None:
+            cap = (self.task.limits.disk_mb * 2) << 20
+            try:
+                reply = self.jail.request({"op": "finish", "roots": list(state_roots(self.task)), "max_bytes": cap}, 60)
+                tar = reply.get("tar")
+                self.record.snapshot = base64.b64decode(tar) if tar else None
+                self.record.snapshot_error = reply.get("error")
+            except SessionLost as exc:
+                self.record.snapshot_error = f"the session's jail ended before its state was packed: {exc}"
+        self._close_jail()
+
+    def _lose(self, reason: str) -> None:
+        self.lost = reason
+        self._close_jail()
+
+    def lose(self, reason: str) -> None:
+        """The server gives the session up (reaped, shut down): its verdict is infra_error."""
+        if not self.finished:
+            self._lose(reason)
+
+    def _close_jail(self) -> None:
+        if self.jail is not None:
+            self.jail.close()
+            self.jail = None
+
+    def close(self) -> None:
+        self._close_jail()
+
+
+def _offered(spec: Any, method: str) -> bool:
+    return spec.methods is None or method in spec.methods
+
+
+def _render(tool: str, reply: dict[str, Any], timeout: float) -> tuple[str, bool]:
+    if not reply.get("ok"):
+        return f"the tool failed: {reply.get('error')}", True
+    output = str(reply.get("output") or "")
+    if reply.get("timed_out"):
+        note = " (the interpreter was restarted: its variables are gone)" if reply.get("lost") else ""
+        return f"{output}\n[timed out after {timeout:g} s{note}]".lstrip("\n"), True
+    if tool == "shell":
+        code = reply.get("exit_code")
+        return (output + (f"\n[exit code {code}]" if code else "")), bool(code)
+    if reply.get("error"):
+        return (output + f"\n{reply['error']}").lstrip("\n"), True
+    if "result" in reply:
+        result = reply["result"]
+        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        return (output + text) if output else text, False
+    return output, False

@@ -1,0 +1,175 @@
+"""The sessions a process holds: `reset` (open), `step`, `next_turn`, `score`, `close`, by session id.
+
+One `Sessions` per process (the service's, or a trainer's own through the Python API). It caps the sessions open at
+once, reaps the idle and the overdue (their verdict is infra_error, kept a while for a late `score`), closes all of a
+client's sessions when the client goes away, and closes everything at exit. Sessions of different ids run in
+parallel (one lock each); calls on one session are serialised.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+from collections import OrderedDict
+
+from groupscore.environments.checkers import score_record
+from groupscore.environments.replay import reference_record
+from groupscore.environments.session import Session
+from groupscore.environments.task import Task
+from groupscore.schema.sessions import Observation, Opening, ToolCall, Turn
+from groupscore.schema.verdict import Verdict
+
+MAX_SESSIONS = 512
+REAP_EVERY_S = 1.0
+TOMBSTONES = 10_000  # verdicts of reaped or scored-and-closed sessions kept for a late score
+
+
+class SessionLimit(Exception):
+    """No room for another session now (the cap on sessions open at once)."""
+
+
+class UnknownSession(KeyError):
+    """No session of that id (never opened, or closed)."""
+
+
+class Sessions:
+    def __init__(self, max_sessions: int = MAX_SESSIONS):
+        self.max_sessions = max_sessions
+        self._open: dict[str, Session] = {}
+        self._gone: OrderedDict[str, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.opened_total = 0
+        self.closed_total = 0
+        self.reaped_total = 0
+        atexit.register(self.close_all)
+
+    # -- the episode -------------------------------------------------------------------------------------------------
+
+    def reset(self, task: Task, seed: int = 0, client: str | None = None) -> Opening:
+        """Open a session of `task`. One that cannot start still opens: its steps say so and its verdict is
+        infra_error (a trainer's batch goes on; the sample is masked)."""
+        with self._lock:
+            if len(self._open) >= self.max_sessions:
+                raise SessionLimit(f"{len(self._open)} sessions are open, the most this server holds")
+            self.opened_total += 1
+        session = Session(task, seed, client)
+        with self._lock:
+            self._open[session.id] = session
+        self._start_reaper()
+        return session.opening()
+
+    def step(self, session_id: str, call: ToolCall) -> Observation:
+        session = self._get(session_id)
+        with session.lock:
+            return session.step(call)
+
+    def next_turn(self, session_id: str, message: str | None = None) -> Turn:
+        session = self._get(session_id)
+        with session.lock:
+            return session.next_turn(message)
+
+    def score(self, session_id: str, final_message: str | None = None) -> Verdict:
+        """The session's verdict (the same on every call): the episode ends here if it has not."""
+        with self._lock:
+            if session_id in self._gone:
+                return self._gone[session_id]
+        session = self._get(session_id)
+        with session.lock:
+            if session.lost:
+                return Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
+            if session.verdict is None:
+                session.finish(final_message)
+                verdict = score_record(session.task, session.record, reference_record)
+                verdict.details.update(session_id=session_id, steps=session.steps, ended=session.ended)
+                session.verdict = verdict
+            return session.verdict
+
+    def close(self, session_id: str) -> bool:
+        """Close a session (its jail killed); False if there was none."""
+        with self._lock:
+            session = self._open.pop(session_id, None)
+            if session is None:
+                return False
+            self.closed_total += 1
+        with session.lock:
+            if session.verdict is not None:
+                self._remember(session_id, session.verdict)
+            session.close()
+        return True
+
+    def close_client(self, client: str) -> int:
+        """Close every session of `client` (it went away); how many."""
+        with self._lock:
+            ids = [sid for sid, s in self._open.items() if s.client == client]
+        return sum(self.close(sid) for sid in ids)
+
+    def close_all(self) -> None:
+        self._stop.set()
+        with self._lock:
+            ids = list(self._open)
+        for sid in ids:
+            self.close(sid)
+
+    # -- state -------------------------------------------------------------------------------------------------------
+
+    def open_count(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def jails_alive(self) -> int:
+        with self._lock:
+            return sum(1 for s in self._open.values() if s.jail is not None and s.jail.alive())
+
+    def _get(self, session_id: str) -> Session:
+        with self._lock:
+            session = self._open.get(session_id)
+        if session is None:
+            raise UnknownSession(session_id)
+        return session
+
+    def _remember(self, session_id: str, verdict: Verdict) -> None:
+        with self._lock:
+            self._gone[session_id] = verdict
+            while len(self._gone) > TOMBSTONES:
+                self._gone.popitem(last=False)
+
+    # -- reaping -----------------------------------------------------------------------------------------------------
+
+    def _start_reaper(self) -> None:
+        with self._lock:
+            if self._reaper is None or not self._reaper.is_alive():
+                self._reaper = threading.Thread(target=self._reap_loop, name="groupscore-session-reaper", daemon=True)
+                self._reaper.start()
+
+    def _reap_loop(self) -> None:
+        while not self._stop.wait(REAP_EVERY_S):
+            self.reap()
+
+    def reap(self, now: float | None = None) -> int:
+        """Close sessions idle past their task's idle_s or open past its episode time (with a minute's grace); their
+        verdict is infra_error. How many were reaped."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            due = [
+                (sid, s)
+                for sid, s in self._open.items()
+                if now - s.touched > s.task.limits.idle_s or now - s.opened > s.task.limits.episode_time_s + 60
+            ]
+        reaped = 0
+        for sid, session in due:
+            if not session.lock.acquire(blocking=False):
+                continue  # in use right now: not idle
+            try:
+                if session.verdict is None:
+                    reason = "the server reaped the session (idle or past its episode time)"
+                    session.lose(reason)
+                    self._remember(sid, Verdict.infra_error(session.task.id, reason, "sandbox", session_id=sid))
+            finally:
+                session.lock.release()
+            if self.close(sid):
+                reaped += 1
+        self.reaped_total += reaped
+        return reaped

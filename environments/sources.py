@@ -1,0 +1,117 @@
+"""Task sources, by name or path, and groupscore's own task format.
+
+A task is addressed as SOURCE:TASK_ID. SOURCE is one of:
+- `bfcl`: BFCL v4 multi-turn (the bfcl-eval package; bfcl.py), e.g. `bfcl:multi_turn_base_0`;
+- `harbor`: the Harbor-layout shell tasks bundled here (data/harbor/), e.g. `harbor:csv-column-sum`;
+- `demo`: the small tasks bundled in groupscore's own format (data/demo.yaml);
+- a path: a Harbor task directory (task.toml inside) or a directory of them (harbor.py), or a file of tasks in
+  groupscore's own format, JSONL (one task per line) or YAML (a list of tasks).
+
+The own format is `Task` (task.py) with two conveniences: `prompt` (a string, the one user turn; `system` adds a
+system message) and `turns` given as strings (one user message each).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from groupscore.environments.task import Task
+
+DATA = Path(__file__).with_name("data")
+BUNDLED = {"harbor": DATA / "harbor", "demo": DATA / "demo.yaml"}
+
+
+class SourceError(ValueError):
+    """A source or task that cannot be loaded: one line naming it and what to do."""
+
+
+def split_address(address: str) -> tuple[str, str]:
+    source, sep, task_id = address.rpartition(":")
+    if not sep or not source or not task_id:
+        raise SourceError(f"{address!r}: address a task as SOURCE:TASK_ID (e.g. bfcl:multi_turn_base_0, harbor:TASK)")
+    return source, task_id
+
+
+def load_task(address: str) -> Task:
+    source, task_id = split_address(address)
+    tasks = load_source(source)
+    for task in tasks:
+        if task.id == task_id:
+            return task
+    known = ", ".join(t.id for t in tasks[:8]) + (", ..." if len(tasks) > 8 else "")
+    raise SourceError(f"{source} has no task {task_id!r} (it has {len(tasks)}: {known})")
+
+
+@functools.lru_cache(maxsize=32)
+def load_source(source: str) -> list[Task]:
+    """Every task of a source (cached per process)."""
+    if source == "bfcl" or source.startswith("bfcl/"):
+        from groupscore.environments.bfcl import load_bfcl
+
+        return load_bfcl(source.partition("/")[2] or None)
+    path = BUNDLED.get(source) or Path(source)
+    if not path.exists():
+        raise SourceError(f"{source}: no such source (bfcl, harbor, demo, or a path to a task file or directory)")
+    if path.is_dir():
+        from groupscore.environments.harbor import load_harbor
+
+        return load_harbor(path)
+    return load_own(path)
+
+
+def load_own(path: Path) -> list[Task]:
+    """Tasks in groupscore's own format from a JSONL or YAML file."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        raws = yaml.safe_load(text) or []
+        raws = raws.get("tasks", []) if isinstance(raws, dict) else raws
+        where = [f"{path}: task {i + 1}" for i in range(len(raws))]
+    else:
+        raws, where = [], []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    raws.append(json.loads(line))
+                except ValueError as exc:
+                    raise SourceError(f"{path}:{n}: not JSON: {exc}") from exc
+                where.append(f"{path}:{n}")
+    tasks = [own_task(raw, str(path), at) for raw, at in zip(raws, where, strict=True)]
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise SourceError(f"{path}: task id {task.id!r} appears twice")
+        seen.add(task.id)
+    return tasks
+
+
+def own_task(raw: Any, source: str, where: str) -> Task:
+    if not isinstance(raw, dict):
+        raise SourceError(f"{where}: a task is an object (id, prompt or turns, tools, checkers)")
+    raw = dict(raw)
+    system = raw.pop("system", None)
+    if "prompt" in raw:
+        if "turns" in raw:
+            raise SourceError(f"{where}: give 'prompt' or 'turns', not both")
+        raw["turns"] = [raw.pop("prompt")]
+    turns = []
+    for i, turn in enumerate(raw.get("turns") or []):
+        if isinstance(turn, str):
+            turn = {"messages": [{"role": "user", "content": turn}]}
+        if i == 0 and system:
+            turn = {**turn, "messages": [{"role": "system", "content": system}, *turn.get("messages", [])]}
+        turns.append(turn)
+    raw["turns"] = turns
+    raw.setdefault("source", source)
+    try:
+        return Task.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in first["loc"]) or "<task>"
+        raise SourceError(f"{where}: {field}: {first['msg']}") from exc

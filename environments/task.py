@@ -1,0 +1,153 @@
+"""A task: everything one environment episode starts from and is scored by.
+
+A task source (sources.py) yields these; the loaders of groupscore's own JSONL/YAML form, of Harbor task directories
+(harbor.py) and of BFCL v4 multi-turn (bfcl.py) all end here. The agent sees `turns`, `tools` and the files; it never
+sees `checkers` (they enter only after the episode, in a jail of their own).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from groupscore.schema.sessions import Message, ToolCall
+
+BUILTIN_TOOLS = ("shell", "python", "read_file", "write_file", "list_files", "sqlite")
+
+
+class Turn(BaseModel):
+    """One user turn: its messages (the first turn may start with a system message), and tools that appear with it
+    (BFCL's missing-function turns)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    messages: tuple[Message, ...]
+    add_tools: tuple[str, ...] = ()
+
+
+class ClassTools(BaseModel):
+    """A class whose public methods are tools and whose instance is the state, run inside the session's jail.
+
+    The class comes from `source` (a module's text, written into the jail) or from `module` (importable there, e.g.
+    from the named jail Python environment `python_env`). After `init_args`, the instance's `setup` method (if named)
+    is called with `setup_args` (BFCL: `_load_scenario(initial_config, long_context=...)`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    class_name: str
+    module: str | None = None
+    source: str | None = None
+    python_env: str | None = None
+    init_args: dict[str, Any] = Field(default_factory=dict)
+    setup: str | None = None
+    setup_args: dict[str, Any] = Field(default_factory=dict)
+    methods: tuple[str, ...] | None = Field(None, description="the methods offered as tools (default: every public one)")
+    tool_schemas: tuple[dict[str, Any], ...] = Field((), description="schemas given by the task (else read from code)")
+    state_exclude: tuple[str, ...] = Field((), description="attributes left out of the state a checker compares")
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> ClassTools:
+        if (self.module is None) == (self.source is None):
+            raise ValueError("a class tool needs exactly one of 'module' or 'source'")
+        return self
+
+
+class Database(BaseModel):
+    """The session's own SQLite database: a file in the work dir, built from `sql` at reset."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = "db.sqlite"
+    sql: str = ""
+
+
+class Checker(BaseModel):
+    """How the final state is scored; a task's checkers combine by weight (as composite rewards do).
+
+    tests: hidden files placed at /tests in a fresh jail over a copy of the final state, then `command`; the reward is
+        what it writes to /logs/verifier/reward.txt (a number) or reward.json ({"reward": x}); nothing written is 0.
+    state: the class instances' public state equals the state the `reference` trajectory leaves (BFCL's check).
+    sql: `query` on the final database returns `rows` (order ignored unless `ordered`).
+    final_message: a built-in verifier `item` (kind, reference, options) scores the model's last message.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["tests", "state", "sql", "final_message"]
+    name: str | None = None
+    weight: float = Field(1.0, gt=0)
+    files: dict[str, str] = Field(default_factory=dict)
+    command: str = "bash /tests/test.sh"
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    reference: tuple[tuple[ToolCall, ...], ...] = ()
+    query: str | None = None
+    rows: tuple[tuple[Any, ...], ...] = ()
+    ordered: bool = False
+    item: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class EpisodeLimits(BaseModel):
+    """What one episode may use. Step and output limits end a step; the episode's end the session."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_steps: int = Field(32, ge=1, le=10_000)
+    step_time_s: float = Field(10.0, gt=0, le=600)
+    episode_time_s: float = Field(600.0, gt=0, le=24 * 3600)
+    idle_s: float = Field(300.0, gt=0, description="a session untouched this long is reaped (infra_error)")
+    max_output_bytes: int = Field(16 << 10, ge=256, description="of one observation; the rest is cut and said")
+    memory_mb: int = Field(512, ge=32)
+    max_processes: int = Field(64, ge=4)
+    disk_mb: int = Field(64, ge=1, description="the session's writable space (work dir and /tmp)")
+    cpu_s: int = Field(120, ge=1, description="CPU seconds of the whole session")
+
+
+class Task(BaseModel):
+    """One task of a source. `files` are the initial files, relative to `workdir`; `state` a tar of initial state
+    (a Harbor image's RUN steps, cached), unpacked before them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    source: str = ""
+    turns: tuple[Turn, ...] = Field(min_length=1)
+    tools: tuple[str, ...] = ()
+    classes: tuple[ClassTools, ...] = ()
+    workdir: str = "/app"
+    env: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict)
+    state: bytes | None = None
+    database: Database | None = None
+    checkers: tuple[Checker, ...] = Field(min_length=1)
+    limits: EpisodeLimits = EpisodeLimits()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in tools if t not in BUILTIN_TOOLS]
+        if unknown:
+            raise ValueError(f"unknown tool {unknown[0]!r}; built-in tools: {', '.join(BUILTIN_TOOLS)}")
+        return tools
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute_workdir(cls, workdir: str) -> str:
+        if not workdir.startswith("/") or workdir.rstrip("/") in ("", "/proc", "/dev", "/tests", "/logs"):
+            raise ValueError(f"workdir {workdir!r}: an absolute path of its own (e.g. /app)")
+        return workdir.rstrip("/")
+
+    @model_validator(mode="after")
+    def _usable(self) -> Task:
+        if not self.tools and not self.classes:
+            raise ValueError("a task needs tools: built-in ones ('tools') or class tools ('classes')")
+        if any(c.kind == "sql" for c in self.checkers) and self.database is None:
+            raise ValueError("an sql checker needs the task's 'database'")
+        if any(c.kind == "state" for c in self.checkers) and not self.classes:
+            raise ValueError("a state checker compares class tools' state: the task has no 'classes'")
+        return self
