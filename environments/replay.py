@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from groupscore.environments.session import Record, Session
@@ -26,21 +26,26 @@ def as_calls(turn: Iterable[ToolCall | dict[str, Any]]) -> list[ToolCall]:
 
 
 def replay(
-    task: Task, trajectory: Trajectory, final_message: str | None = None, seed: int = 0
-) -> tuple[Verdict, list[list[Observation]]]:
-    """Run `trajectory` in a fresh session of `task` and score it: the verdict and every observation, by turn."""
+    task: Task,
+    trajectory: Trajectory,
+    final_message: str | None = None,
+    seed: int = 0,
+    observe: Callable[[int, ToolCall, Observation], None] | None = None,
+) -> Verdict:
+    """Run `trajectory` in a fresh session of `task` and score it. observe(turn, call, observation): each step."""
     from groupscore.environments.sessions import Sessions
 
     sessions = Sessions(max_sessions=1)
     try:
         opening = sessions.reset(task, seed)
-        observations: list[list[Observation]] = []
         for i, turn in enumerate(trajectory):
-            observations.append([sessions.step(opening.session_id, call) for call in as_calls(turn)])
+            for call in as_calls(turn):
+                observation = sessions.step(opening.session_id, call)
+                if observe is not None:
+                    observe(i, call, observation)
             if i < len(trajectory) - 1:
                 sessions.next_turn(opening.session_id)
-        verdict = sessions.score(opening.session_id, final_message)
-        return verdict, observations
+        return sessions.score(opening.session_id, final_message)
     finally:
         sessions.close_all()
 
