@@ -15,7 +15,7 @@ checkers (checkers.py) score the state it leaves after the episode, in jails of 
 from __future__ import annotations
 
 from groupscore.environments.replay import build_state, reference_record, replay
-from groupscore.environments.sessions import Sessions, SessionLimit, UnknownSession
+from groupscore.environments.sessions import SessionLimit, Sessions, UnknownSession
 from groupscore.environments.sources import SourceError, load_source, load_task
 from groupscore.environments.task import Checker, ClassTools, EpisodeLimits, Task
 from groupscore.schema.sessions import Observation, Opening, ToolCall, Turn

@@ -175,7 +175,9 @@ def _state(task: Task, checker: Checker, record: Record, reference: ReferenceFn)
     if not want.states:
         raise CheckerUnavailable("the reference trajectory left no state")
     same = got_state == want_state
-    return (1.0 if same else 0.0), {"differs": [] if same else _diff(got_state[0] if got_state else None, want_state[0])}
+    return (1.0 if same else 0.0), {
+        "differs": [] if same else _diff(got_state[0] if got_state else None, want_state[0])
+    }
 
 
 def _strip(states: list[Any], excluded: set[str]) -> list[Any]:

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from groupscore.environments.checkers import score_record
 from groupscore.environments.session import Record, Session
 from groupscore.environments.task import EpisodeLimits, Task
 from groupscore.schema.sessions import Observation, ToolCall
@@ -33,21 +34,21 @@ def replay(
     observe: Callable[[int, ToolCall, Observation], None] | None = None,
 ) -> Verdict:
     """Run `trajectory` in a fresh session of `task` and score it. observe(turn, call, observation): each step."""
-    from groupscore.environments.sessions import Sessions
-
-    sessions = Sessions(max_sessions=1)
+    session = Session(task, seed)
     try:
-        opening = sessions.reset(task, seed)
+        if session.lost:
+            return Verdict.infra_error(task.id, session.lost, "sandbox")
         for i, turn in enumerate(trajectory):
             for call in as_calls(turn):
-                observation = sessions.step(opening.session_id, call)
+                observation = session.step(call)
                 if observe is not None:
                     observe(i, call, observation)
             if i < len(trajectory) - 1:
-                sessions.next_turn(opening.session_id)
-        return sessions.score(opening.session_id, final_message)
+                session.next_turn()
+        session.finish(final_message)
+        return score_record(task, session.record, reference_record)
     finally:
-        sessions.close_all()
+        session.close()
 
 
 def run_calls(task: Task, trajectory: Trajectory) -> Session:

@@ -42,7 +42,9 @@ class ClassTools(BaseModel):
     init_args: dict[str, Any] = Field(default_factory=dict)
     setup: str | None = None
     setup_args: dict[str, Any] = Field(default_factory=dict)
-    methods: tuple[str, ...] | None = Field(None, description="the methods offered as tools (default: every public one)")
+    methods: tuple[str, ...] | None = Field(
+        None, description="the methods offered as tools (default: every public one)"
+    )
     tool_schemas: tuple[dict[str, Any], ...] = Field((), description="schemas given by the task (else read from code)")
     state_exclude: tuple[str, ...] = Field((), description="attributes left out of the state a checker compares")
 

@@ -97,13 +97,17 @@ def class_tool_schemas(classes: tuple[ClassTools, ...], methods: list[str]) -> d
         for schema in spec.tool_schemas:
             fn = schema.get("function", schema)
             given[fn["name"]] = schema if "function" in schema else {"type": "function", "function": schema}
-    return {
-        name: given.get(name) or _function(name, f"Call {name}.", {}, [])
-        for name in methods
-    }
+    return {name: given.get(name) or _function(name, f"Call {name}.", {}, []) for name in methods}
 
 
-_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array", "dict": "object"}
+_JSON_TYPES = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "list": "array",
+    "dict": "object",
+}
 
 
 def schemas_from_source(source: str, class_name: str) -> tuple[dict[str, Any], ...]:

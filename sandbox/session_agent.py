@@ -22,6 +22,7 @@ import sqlite3
 import sys
 import tarfile
 import time
+from typing import Any
 
 CHILD_CODE = r"""
 import ast, json, os, sys, traceback
@@ -109,9 +110,9 @@ SHELL_SCRIPT = (
     'exec 3<&3; eval "$GS_COMMAND"'
 )
 
-WAKE = []  # the read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once
-children = {}  # pid -> exit status (None while running) of the processes the agent started itself
-state = {"cwd": None, "workdir": None, "env": dict(os.environ), "db": None, "python": None, "classes": None}
+WAKE: "list[int]" = []  # the read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once
+children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the processes the agent started itself
+state: "dict[str, Any]" = {"cwd": None, "workdir": None, "env": dict(os.environ), "db": None, "python": None, "classes": None}
 
 
 def reap():
@@ -209,7 +210,9 @@ def run_shell(msg):
     cwd_r, cwd_w = os.pipe()
     env = dict(state["env"], GS_CWD=state["cwd"], GS_COMMAND=msg["command"])
     null = os.open("/dev/null", os.O_RDONLY)
-    pid = spawn(["/bin/bash", "--noprofile", "--norc", "-c", SHELL_SCRIPT], env, {0: null, 1: out_w, 2: out_w, 3: cwd_w})
+    pid = spawn(
+        ["/bin/bash", "--noprofile", "--norc", "-c", SHELL_SCRIPT], env, {0: null, 1: out_w, 2: out_w, 3: cwd_w}
+    )
     for fd in (out_w, cwd_w, null):
         os.close(fd)
     output = Output(out_r, msg["max_output"])
@@ -267,8 +270,9 @@ def child_env():
 
 def run_python(msg):
     if state["python"] is None:
-        state["python"] = Child("python", child_env())
-        state["python"].ask({"code": f"import os; os.chdir({state['cwd']!r})"}, 10, 1024)
+        child = Child("python", child_env())
+        child.ask({"code": f"import os; os.chdir({state['cwd']!r})"}, 10, 1024)
+        state["python"] = child
     reply, text = state["python"].ask({"code": msg["code"]}, msg["timeout"], msg["max_output"])
     if reply is None:
         state["python"].stop()
@@ -281,7 +285,9 @@ def run_call(msg):
     host = state["classes"]
     if host is None:
         return {"ok": True, "error": "this task has no class tools", "output": ""}
-    reply, text = host.ask({"op": "call", "name": msg["name"], "arguments": msg["arguments"]}, msg["timeout"], msg["max_output"])
+    reply, text = host.ask(
+        {"op": "call", "name": msg["name"], "arguments": msg["arguments"]}, msg["timeout"], msg["max_output"]
+    )
     if reply is None:
         host.stop()
         state["classes"] = None
@@ -500,7 +506,7 @@ def main():
         try:
             msg = json.loads(line)
             reply = OPS[msg["op"]](msg)
-        except Exception as exc:  # a bad request, or the agent's own failure: said, and the agent goes on
+        except Exception as exc:  # noqa: BLE001 a bad request, or the agent's own failure: said, and the agent goes on
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         out.write(json.dumps(reply) + "\n")
         out.flush()

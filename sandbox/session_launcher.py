@@ -62,7 +62,7 @@ class SessionJail:
         self._slot: Slot | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._buf = bytearray()
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (held for the jail's life; closed in close())
         self.closed = False
         try:
             self._start()

@@ -52,14 +52,30 @@ TOP = "cli"  # how the root package's own modules (cli/) are named in the packag
 
 # Which of our top-level packages each one may import (besides itself). The README's layout table says the same.
 FLOW: dict[str, frozenset[str]] = {
-    TOP: frozenset({"train", "testing", "client", "service", "runtime", "verifiers", "sandbox", "bounded", "schema"}),
-    "train": frozenset({"client", "service", "schema", "verifiers"}),
-    "testing": frozenset({"client", "service", "runtime", "verifiers", "schema"}),
+    TOP: frozenset(
+        {
+            "train",
+            "testing",
+            "client",
+            "service",
+            "runtime",
+            "environments",
+            "verifiers",
+            "sandbox",
+            "bounded",
+            "schema",
+        }
+    ),
+    "train": frozenset({"client", "service", "schema", "verifiers", "environments"}),
+    "testing": frozenset({"client", "service", "runtime", "environments", "verifiers", "schema"}),
     "client": frozenset({"schema"}),
-    "service": frozenset({"runtime", "verifiers", "schema"}),
+    "service": frozenset({"runtime", "environments", "verifiers", "schema"}),
     # The runtime scores through the verifiers; it runs programs that no verifier judges (SandboxFusion's /run_code, the
     # readiness probe) in the sandbox itself: runtime/programs.py.
     "runtime": frozenset({"verifiers", "bounded", "sandbox", "schema"}),
+    # Environments sit beside the verifiers, above the sandbox: sessions run in its jails, and a final-message
+    # checker scores with a built-in verifier.
+    "environments": frozenset({"verifiers", "sandbox", "schema"}),
     "verifiers": frozenset({"bounded", "sandbox", "schema"}),
     "sandbox": frozenset(),
     "bounded": frozenset(),
