@@ -41,6 +41,7 @@ TESTS = Path(__file__).resolve().parent
 FOLDER_MARKERS = {
     "sandbox": ("jail", "root"),  # programs in nsjail and the warm jail: root, cgroups, namespaces
     "verifiers/code": ("jail", "root"),
+    "environments": ("jail", "root"),  # sessions are jails
     "train": ("model",),  # tiny models or SmolLM2 through TRL
 }
 # Modules that need more than their folder says: a Ray cluster, or minutes.

@@ -84,7 +84,7 @@ TEST_AREAS |= {
     "verifiers/json",
     "verifiers/length",
 }
-TEST_AREAS |= {"verifiers/sql"}
+TEST_AREAS |= {"verifiers/sql", "environments"}
 
 
 def test_the_tests_mirror_the_packages():

@@ -1,0 +1,111 @@
+"""A policy's shortcuts against state-scored episodes, each played for real: none of them pays.
+
+The hidden test of these tasks pays only for a file `answer` in the work dir holding 42; every hack below leaves
+a wrong or missing answer and tries to get paid anyway.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from groupscore.environments import Task, ToolCall, replay
+
+TEST = """#!/bin/bash
+cd /app
+ok=0
+if [ "$(python3 -c 'print(open("answer").read().strip())' 2>/dev/null)" = "42" ]; then ok=1; fi
+echo $ok > /logs/verifier/reward.txt
+"""
+
+
+def task(test: str = TEST, **overrides) -> Task:
+    raw = {
+        "id": "hack",
+        "turns": [{"messages": [{"role": "user", "content": "Write 42 to the file answer."}]}],
+        "tools": ["shell", "python", "write_file", "read_file"],
+        "checkers": [{"kind": "tests", "files": {"test.sh": test}, "timeout_s": 5}],
+    }
+    raw.update(overrides)
+    return Task.model_validate(raw)
+
+
+def play(*commands: str, t: Task | None = None):
+    seen: list[str] = []
+    verdict = replay(
+        t or task(),
+        [[ToolCall(name="shell", arguments={"command": c}) for c in commands]],
+        observe=lambda _turn, _call, obs: seen.append(obs.content),
+    )
+    return verdict, seen
+
+
+def test_the_honest_answer_pays_and_a_wrong_one_does_not():
+    assert play("echo 42 > answer")[0].reward == 1.0
+    assert play("echo 41 > answer")[0].reward == 0.0
+
+
+def test_writing_the_reward_file_during_the_episode_pays_nothing():
+    verdict, seen = play(
+        "mkdir -p /logs/verifier 2>&1; echo 1 > /logs/verifier/reward.txt 2>&1; echo 1 > reward.txt; echo done",
+        "mkdir -p /app/logs/verifier && echo 1 > /app/logs/verifier/reward.txt",
+    )
+    assert verdict.reward == 0.0
+    assert "No such file or directory" in seen[0] or "Read-only" in seen[0] or "Permission denied" in seen[0]
+
+
+def test_the_tests_are_nowhere_during_the_episode():
+    verdict, seen = play("ls /tests 2>&1; find / -name 'test.sh' -not -path '/proc/*' 2>/dev/null | head; echo end")
+    assert "No such file or directory" in seen[0] and "test.sh" not in seen[0].replace("'test.sh'", "")
+    assert verdict.reward == 0.0
+
+
+def test_a_process_left_running_cannot_write_the_reward_later():
+    verdict, _ = play(
+        "(for i in $(seq 200); do mkdir -p /logs/verifier 2>/dev/null; echo 1 > /logs/verifier/reward.txt 2>/dev/null;"
+        " echo 42 > /app/answer; sleep 0.05; done) > /dev/null 2>&1 &",
+        "setsid nohup sh -c 'sleep 1; echo 42 > /app/answer' > /dev/null 2>&1 &",
+    )
+    assert verdict.reward == 0.0  # killed at the episode's end, before the state was packed
+
+
+def test_a_symlink_in_the_state_cannot_reach_the_reward_file():
+    verdict, _ = play(
+        "ln -s /logs/verifier/reward.txt answer",
+        "ln -s /logs/verifier /app/lv; ln -s /tests /tmp/t",
+    )
+    assert verdict.reward == 0.0
+    planted = task(test=TEST.replace("echo $ok >", "cat /app/lv/reward.txt 2>/dev/null; echo $ok >"))
+    assert play("ln -s /logs/verifier /app/lv; echo 1 > /tmp/r; ln -sf /tmp/r /app/lv2", t=planted)[0].reward == 0.0
+
+
+def test_shadowing_the_checkers_programs_from_the_work_dir_pays_nothing():
+    verdict, _ = play(
+        "printf 'import sys\\nprint(42)\\nsys.exit(0)\\n' > sitecustomize.py; cp sitecustomize.py usercustomize.py",
+        "mkdir -p .local/lib/python3.11/site-packages; cp sitecustomize.py .local/lib/python3.11/site-packages/",
+        "printf '#!/bin/sh\\necho 42\\n' > python3; chmod +x python3; echo 'alias python3=./python3' > .bashrc",
+        "printf 'def loads(*a): return 42\\n' > json.py; echo 41 > answer",
+    )
+    assert verdict.reward == 0.0
+
+
+def test_slowing_or_killing_the_checker_pays_nothing():
+    slow = TEST.replace("cd /app", 'cd /app; for f in /app/*.sh; do timeout 10 bash "$f"; done')
+    verdict, _ = play("echo 'sleep 30' > hang.sh; echo 41 > answer", t=task(test=slow))
+    assert verdict.reward == 0.0 and "ran past 5 s" in verdict.details["checkers"]["tests"]["reason"]
+    assert verdict.status != "infra_error"
+    killer = "echo 'kill -9 $PPID; kill -9 -1' > k.sh; echo 41 > answer"
+    assert play(killer, t=task(test=slow))[0].status not in ("infra_error", "correct")
+
+
+def test_exhausting_the_step_budget_is_scored_not_masked():
+    t = task(limits={"max_steps": 3})
+    verdict, seen = play(*(["true"] * 5), t=t)
+    assert verdict.reward == 0.0 and verdict.status == "incorrect"
+    assert "step budget (3)" in seen[-1]
+
+
+def test_nothing_of_a_session_outlives_its_score():
+    verdict, _ = play("echo 42 > answer; (sleep 600 &) ; setsid sleep 601 & nohup sleep 602 > /dev/null 2>&1 &")
+    assert verdict.reward == 1.0
+    left = subprocess.run(["pgrep", "-f", "sleep 60[012]"], capture_output=True, text=True).stdout
+    assert left == ""
