@@ -181,7 +181,9 @@ def _run_nsjail(policy: Policy, rundir: RunDir, config: bytes, stdin: bytes, as_
             kill_nsjail(proc)
         assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         noise = len(_loader_noise)  # nsjail's loader writes it to stderr first (cut below)
-        collect_output(proc.stdout, proc.stderr, out, policy, start, lambda: kill_nsjail(proc), stderr_prefix_bytes=noise)
+        collect_output(
+            proc.stdout, proc.stderr, out, policy, start, lambda: kill_nsjail(proc), stderr_prefix_bytes=noise
+        )
         _await_exit(proc, out, start + policy.wall_time_s)
     finally:
         if config_w >= 0:
