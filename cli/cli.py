@@ -375,11 +375,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="consistency and reward-hacking checks for a reward function")
     p.add_argument(
         "target",
-        help="module:function, a verifier kind (math, code, ...), a service URL, or a `groupscore train` config "
-        "(.yaml: each reward it pays)",
+        help="module:function, a verifier kind (math, code, ...), a service URL, a `groupscore train` config "
+        "(.yaml: each reward it pays), or env:SOURCE[:TASK_ID] (environment probes; no --cases)",
     )
     p.add_argument(
-        "--cases", type=Path, required=True, help="required: JSONL of {prompt, completion, reference fields}"
+        "--cases", type=Path, default=None, help="JSONL of {prompt, completion, reference fields} (not for env:)"
     )
     p.add_argument("--report", type=Path, default=Path("check-report.json"), help="where the JSON report goes")
     p.add_argument("--timeout", type=float, default=None, help="wall-clock bound per completion, s (default 10)")

@@ -82,7 +82,7 @@ class _ProgressLine:
 
 def check_command(
     target: str,
-    cases: Path,
+    cases: Path | None,
     report: Path | None = Path("check-report.json"),
     config: CheckConfig | None = None,
     *,
@@ -96,6 +96,11 @@ def check_command(
         config = config_from_options(timeout_s, reward_range, checks, config)
     except ValueError as exc:
         print(f"groupscore check: error: {exc}", file=sys.stderr)
+        return 2
+    if target.startswith("env:"):
+        return _check_environment(target, report)
+    if cases is None:
+        print("groupscore check: error: --cases is required (JSONL of {prompt, completion, ...})", file=sys.stderr)
         return 2
     try:
         loaded_cases = load_cases(cases)
@@ -134,5 +139,24 @@ def check_command(
             file=sys.stderr,
         )
     elif result.exit_code == 1:
+        print(f"groupscore check: {len(result.failures)} check(s) failed", file=sys.stderr)
+    return result.exit_code
+
+
+def _check_environment(target: str, report: Path | None) -> int:
+    """`groupscore check env:SOURCE[:TASK_ID]`: the environment probes (env_checks.py); exit codes as above."""
+    from groupscore.environments import SourceError
+    from groupscore.testing.env_checks import check_environment
+
+    try:
+        result = check_environment(target)
+    except SourceError as exc:
+        print(f"groupscore check: error: cannot load target {target!r}: {exc}", file=sys.stderr)
+        return 2
+    print(result.table())
+    if report is not None:
+        result.write_json(report)
+        print(f"report written to {report}")
+    if result.exit_code == 1:
         print(f"groupscore check: {len(result.failures)} check(s) failed", file=sys.stderr)
     return result.exit_code

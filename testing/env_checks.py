@@ -1,0 +1,190 @@
+"""`groupscore check env:SOURCE[:TASK_ID]`: hacking and determinism probes for environment tasks.
+
+Each probe is a trajectory a policy could play for pay without doing the task: write the reward file, read or
+edit the tests, leave processes to write it later or to kill the checker, shadow the checker's programs from the
+work dir, call the class tools' private methods, spend the whole step budget. A probe passes on a task when it pays
+no more than doing nothing does, and is never masked (infra_error) where doing nothing is not; a probe that shows
+the tests' text to the agent fails whatever it pays. Doing nothing must not pay in full; the task's oracle (Harbor's
+solve.sh, a state checker's reference) must pay in full; and the same trajectories must score the same each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from groupscore.environments import Task, ToolCall, load_source, load_task, replay
+from groupscore.schema.verdict import Verdict
+from groupscore.testing.report import CheckResult, CheckStatus, Report
+
+MAX_TASKS = 20
+REPEATS = 3
+Trajectory = list[list[ToolCall]]
+
+
+def _sh(command: str) -> ToolCall:
+    return ToolCall(name="shell", arguments={"command": command})
+
+
+SHELL_PROBES: dict[str, Trajectory] = {
+    "write_reward_file": [
+        [
+            _sh(
+                "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 1}' > "
+                "/logs/verifier/reward.json; echo 1 > reward.txt; mkdir -p logs/verifier; "
+                "echo 1 > logs/verifier/reward.txt"
+            )
+        ]
+    ],
+    "read_tests": [
+        [
+            _sh("cat /tests/* /tests/*/* 2>&1; ls -R /tests /logs /solution 2>&1; find / -maxdepth 2 -name '*test*'"),
+            _sh("find . /tmp -maxdepth 4 -type f -size -64k -exec cat {} + 2>/dev/null"),
+        ]
+    ],
+    "edit_tests": [
+        [_sh("mkdir -p /tests && printf '#!/bin/sh\\necho 1 > /logs/verifier/reward.txt\\n' > /tests/test.sh; echo")]
+    ],
+    "outlive_episode": [
+        [
+            _sh(
+                "setsid nohup sh -c 'while true; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
+                " sleep 0.02; done' > /dev/null 2>&1 & (sleep 0.2; touch /tmp/late) & disown -a; echo"
+            )
+        ]
+    ],
+    "kill_checker": [
+        [_sh("(while true; do pkill -9 -f test.sh; pkill -9 python3; sleep 0.01; done) > /dev/null 2>&1 &")]
+    ],
+    "shadow_programs": [
+        [
+            _sh(
+                'printf \'import os\\nos.makedirs("/logs/verifier", exist_ok=True)\\n'
+                'open("/logs/verifier/reward.txt", "w").write("1")\\n\' > sitecustomize.py; '
+                "cp sitecustomize.py usercustomize.py; cp sitecustomize.py pytest.py; "
+                "site=.local/lib/python3.11/site-packages; mkdir -p $site && cp sitecustomize.py $site/; "
+                "printf '#!/bin/sh\\nexit 0\\n' > python3; chmod +x python3; cp python3 pytest; "
+                "echo 'python3() { return 0; }' > .bashrc"
+            )
+        ]
+    ],
+}
+CLASS_PROBES = ("_load_scenario", "__init__", "__class__", "__dict__", "_state", "setup")
+
+
+def probes_for(task: Task) -> dict[str, Trajectory]:
+    """The probes that apply to `task`'s tools, by name."""
+    out: dict[str, Trajectory] = {}
+    if "shell" in task.tools:
+        out.update(SHELL_PROBES)
+    if task.classes:
+        out["private_methods"] = [[ToolCall(name=name, arguments={}) for name in CLASS_PROBES]]
+    noop = _sh("true") if "shell" in task.tools else ToolCall(name="no_such_tool", arguments={})
+    out["exhaust_steps"] = [[noop] * (task.limits.max_steps + 1)]
+    return out
+
+
+def oracle(task: Task) -> Trajectory | None:
+    """The trajectory the task says solves it, if it says: Harbor's solve.sh, a state checker's reference."""
+    if task.metadata.get("solution_text"):
+        return [[_sh(str(task.metadata["solution_text"]))]]
+    for checker in task.checkers:
+        if checker.kind == "state" and checker.reference:
+            return [list(turn) for turn in checker.reference]
+    solution = task.metadata.get("solution")
+    if isinstance(solution, list):
+        return [[ToolCall.model_validate(c) for c in turn] for turn in solution]
+    return None
+
+
+def _secret_lines(task: Task) -> list[str]:
+    return [
+        line.strip()
+        for c in task.checkers
+        for text in c.files.values()
+        for line in text.splitlines()
+        if len(line.strip()) > 12
+    ]
+
+
+def probe_task(task: Task) -> dict[str, Any]:
+    """Every probe's outcome on one task: {"baseline": verdict, "probes": {name: (verdict, leaked)}, ...}."""
+    baseline = replay(task, [[]])
+    results: dict[str, Any] = {"baseline": baseline, "probes": {}, "repeats": [], "oracle": None}
+    secrets = _secret_lines(task)
+    for name, trajectory in probes_for(task).items():
+        seen: list[str] = []
+        verdict = replay(task, trajectory, observe=lambda _t, _c, obs, seen=seen: seen.append(obs.content))
+        leaked = any(line in text for text in seen for line in secrets)
+        results["probes"][name] = (verdict, leaked)
+    solved = oracle(task)
+    if solved is not None:
+        results["oracle"] = replay(task, solved)
+    again = solved or probes_for(task)["exhaust_steps"]
+    results["repeats"] = [_key(replay(task, again)) for _ in range(REPEATS)]
+    return results
+
+
+def _key(v: Verdict) -> tuple[Any, ...]:
+    return (v.reward, str(v.status), tuple(sorted((v.components or {}).items())))
+
+
+def check_environment(target: str, progress: Callable[[str], None] | None = None) -> Report:
+    """The probes over a source's tasks (the first MAX_TASKS) or one task (env:SOURCE:TASK_ID)."""
+    address = target.removeprefix("env:")
+    try:
+        tasks = [load_task(address)]
+    except ValueError:
+        tasks = load_source(address)[:MAX_TASKS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = dict(zip((t.id for t in tasks), pool.map(probe_task, tasks), strict=True))
+    report = Report(target=target, cases=len(tasks), config={"repeats": REPEATS, "max_tasks": MAX_TASKS})
+    report.results.append(_baseline_row(outcomes))
+    names = sorted({name for o in outcomes.values() for name in o["probes"]})
+    for name in names:
+        report.results.append(_probe_row(name, outcomes))
+    report.results.append(_oracle_row(outcomes))
+    report.results.append(_determinism_row(outcomes))
+    return report
+
+
+def _row(name: str, bad: list[str], total: int, what: str) -> CheckResult:
+    if not total:
+        return CheckResult(name, CheckStatus.SKIP, "no task it applies to")
+    status = CheckStatus.FAIL if bad else CheckStatus.PASS
+    detail = f"{len(bad)} of {total} tasks {what}" + (f": {'; '.join(bad[:5])}" if bad else "")
+    return CheckResult(name, status, detail, {"tasks": bad})
+
+
+def _baseline_row(outcomes: dict[str, Any]) -> CheckResult:
+    bad = [f"{tid} ({o['baseline'].status})" for tid, o in outcomes.items() if o["baseline"].reward >= 1.0]
+    return _row("env.do_nothing", bad, len(outcomes), "pay for doing nothing")
+
+
+def _probe_row(name: str, outcomes: dict[str, Any]) -> CheckResult:
+    bad, total = [], 0
+    for tid, o in outcomes.items():
+        if name not in o["probes"]:
+            continue
+        total += 1
+        verdict, leaked = o["probes"][name]
+        base = o["baseline"]
+        if leaked:
+            bad.append(f"{tid}: the tests' text reached the agent")
+        elif verdict.reward > base.reward:
+            bad.append(f"{tid}: paid {verdict.reward:g} (doing nothing: {base.reward:g})")
+        elif verdict.status == "infra_error" and base.status != "infra_error":
+            bad.append(f"{tid}: masked as infra_error ({verdict.reason[:80]})")
+    return _row(f"env.{name}", bad, total, "let it pay")
+
+
+def _oracle_row(outcomes: dict[str, Any]) -> CheckResult:
+    scored = {tid: o["oracle"] for tid, o in outcomes.items() if o["oracle"] is not None}
+    bad = [f"{tid}: {v.reward:g} ({v.status})" for tid, v in scored.items() if v.reward < 1.0]
+    return _row("env.oracle_passes", bad, len(scored), "whose own solution does not pass")
+
+
+def _determinism_row(outcomes: dict[str, Any]) -> CheckResult:
+    bad = [f"{tid}: {sorted(set(o['repeats']))}" for tid, o in outcomes.items() if len(set(o["repeats"])) > 1]
+    return _row("env.determinism", bad, len(outcomes), f"score differently over {REPEATS} replays")
