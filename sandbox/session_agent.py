@@ -10,6 +10,9 @@ from inside the jail no signal reaches it that it has not asked for, so a policy
 `finish` ends the episode: every other process of the jail is killed, then the state directories are packed as a
 tar (regular files, directories and symlinks; nothing else) and sent back. `restore` unpacks such a tar without
 following a symlink, and `check` runs a hidden test over a restored state (in a fresh jail, after the episode).
+
+One module because the jail's interpreter runs it as a script with nothing of ours importable (only this file is
+bound into the jail): the protocol, every tool, and the packing must travel as one file.
 """
 
 import base64
