@@ -209,7 +209,7 @@ def _final_message(checker: Checker, record: Record) -> Outcome:
 
     if record.final_message is None:
         return 0.0, {"reason": "the model gave no final message"}
-    verdict = score_raw({**checker.item, "completion": record.final_message}, None)
+    verdict = score_raw({**checker.item, "completion": record.final_message}, checker.reward)
     if verdict.status == Status.infra_error:
         raise CheckerUnavailable(verdict.reason)
-    return verdict.reward, {"status": str(verdict.status), "reason": verdict.reason}
+    return verdict.reward, {"status": str(verdict.status), "reason": verdict.reason, "components": verdict.components}

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from groupscore.schema.reward import RewardSpec
 from groupscore.schema.sessions import Message, ToolCall
 
 BUILTIN_TOOLS = ("shell", "python", "read_file", "write_file", "list_files", "sqlite")
@@ -71,7 +72,8 @@ class Checker(BaseModel):
         what it writes to /logs/verifier/reward.txt (a number) or reward.json ({"reward": x}); nothing written is 0.
     state: the class instances' public state equals the state the `reference` trajectory leaves (BFCL's check).
     sql: `query` on the final database returns `rows` (order ignored unless `ordered`).
-    final_message: a built-in verifier `item` (kind, reference, options) scores the model's last message.
+    final_message: a built-in verifier `item` (kind, reference, options) scores the model's last message, alone or
+        as the components of a composite `reward` (schema/reward.py), as items are scored anywhere.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -87,6 +89,7 @@ class Checker(BaseModel):
     rows: tuple[tuple[Any, ...], ...] = ()
     ordered: bool = False
     item: dict[str, Any] = Field(default_factory=dict)
+    reward: RewardSpec | None = Field(None, description="final_message: a composite reward over the item (components)")
 
     @property
     def label(self) -> str:

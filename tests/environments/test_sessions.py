@@ -191,3 +191,20 @@ def test_the_same_trajectory_scores_the_same():
     calls = [[shell("grep -c ' ERROR ' app.log > errors.txt")]]
     verdicts = {replay(t, calls).model_dump_json(exclude={"details"}) for _ in range(3)}
     assert len(verdicts) == 1
+
+
+def test_a_final_message_checker_takes_a_composite_reward():
+    reward = {
+        "components": [
+            {"name": "answer", "verifier": "math", "weight": 3},
+            {"name": "form", "verifier": "format", "weight": 1, "params": {"regex": "Answer: .*"}},
+        ]
+    }
+    t = task(checkers=[{"kind": "final_message", "item": {"verifier": "math", "answer": "6"}, "reward": reward}])
+    good = replay(t, [[]], final_message="Answer: \\boxed{6}")
+    assert good.reward == 1.0
+    half = replay(t, [[]], final_message="\\boxed{6}")
+    assert half.reward == 0.75 and half.details["checkers"]["final_message"]["components"] == {
+        "answer": 1.0,
+        "form": 0.0,
+    }
