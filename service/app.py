@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from groupscore.schema.reward import RewardSpec
 from groupscore.schema.wire import GroupsResponse, ScoreResponse, VerifierInfo, VerifiersResponse
-from groupscore.service import docs, protocols
+from groupscore.service import docs, protocols, sessions
 from groupscore.service.dispatch import Dispatcher, QueueFull
 from groupscore.service.gatekeeper import Gatekeeper
 from groupscore.service.groups import group_items, group_results
@@ -36,6 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     metrics = ServiceMetrics()
     dispatcher = Dispatcher(settings, metrics)
+    session_host = sessions.SessionHost(settings.max_sessions, metrics, settings.task_dirs)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await session_host.close()  # every environment session's jail goes with the server
             await dispatcher.close()
 
     app = FastAPI(
@@ -60,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.dispatcher = dispatcher
+    app.state.session_host = session_host
 
     @app.exception_handler(RequestValidationError)
     async def _on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -149,6 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return {"pids": dispatcher.worker_pids()}
 
     app.include_router(protocols.router)
+    app.include_router(sessions.router)
 
     def openapi_with_item_schemas() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -42,7 +42,6 @@ class Gatekeeper:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        endpoint = scope["path"] if scope["path"] in self.known_paths else "other"  # labels stay few
         status = [500]
 
         async def send_recording(message: Message) -> None:
@@ -54,6 +53,9 @@ class Gatekeeper:
         try:
             await self._guarded(scope, receive, send_recording)
         finally:
+            # A route's template (/v1/sessions/{session_id}/step), never the raw path: labels stay few.
+            route = getattr(scope.get("route"), "path", None)
+            endpoint = scope["path"] if scope["path"] in self.known_paths else route or "other"
             self.metrics.requests.labels(endpoint, str(status[0])).inc()
             self.metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 

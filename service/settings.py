@@ -54,6 +54,14 @@ class Settings(BaseSettings):
         ge=1,
         description="items admitted and not yet answered, over all requests; more get 429 (at least max_items)",
     )
+    max_sessions: int = Field(
+        default=512, ge=1, description="environment sessions open at once (/v1/sessions); more get 503 with Retry-After"
+    )
+    task_dirs: str = Field(
+        default="",
+        description="folders (comma-separated) whose task files and Harbor task directories /v1/sessions may open by "
+        "path (empty: only the named sources bfcl, harbor, demo)",
+    )
     deadline_s: float = Field(
         default=300.0, gt=0, description="per-request deadline in seconds; a request may ask for a shorter one"
     )

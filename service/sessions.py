@@ -1,0 +1,211 @@
+"""The environment session endpoints: open a group of sessions of one task, step them, score them, close them.
+
+    POST   /v1/sessions                  OpenSessions -> {"sessions": [Opening, ...]}   (a GRPO group: `count` at once)
+    POST   /v1/sessions/{id}/step        StepRequest  -> Observation (a tool call) or Turn (the model's own message)
+    POST   /v1/sessions/{id}/score       ScoreRequest -> Verdict (the same on every call; infra_error if lost or reaped)
+    DELETE /v1/sessions/{id}             -> {"closed": bool}
+    DELETE /v1/sessions?client=ID        -> {"closed": n}   (a trainer that goes away closes what it held)
+
+One `SessionHost` per app holds the process's `Sessions` (environments/sessions.py) and a thread pool of its own: a
+step blocks on its jail for up to the task's step limit, so steps run there, off the event loop and off the default
+pool that the scoring endpoints use, and one session's slow step holds no other. The auth, body limit and request
+metrics are the Gatekeeper's, as for every endpoint; the host adds the sessions' own metrics to the app's registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from prometheus_client import Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_task
+from groupscore.environments.sources import BUNDLED, split_address
+from groupscore.environments.task import BUILTIN_TOOLS
+from groupscore.schema.sessions import Observation, Opening, OpenSessions, ScoreRequest, StepRequest, Turn
+from groupscore.schema.verdict import Verdict
+from groupscore.service.metrics import ServiceMetrics
+from groupscore.service.responses import json_response, validation_error_response
+from groupscore.service.routing import OffloadingRoute
+
+T = TypeVar("T")
+
+# A full server says when to come back: sessions close within a trainer's step or so; a client waits this long.
+RETRY_AFTER_S = 2
+# Threads that run steps, opens and scores. A thread waits on a jail, not a core, so there are many; more than the
+# sessions that can be open would only wait on the sessions' own locks.
+MAX_THREADS = 256
+
+router = APIRouter(route_class=OffloadingRoute, tags=["sessions"])
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such session (never opened, or closed)"}}
+
+
+class SessionHost:
+    """The app's sessions, the threads their blocking calls run on, and their metrics."""
+
+    def __init__(self, max_sessions: int, metrics: ServiceMetrics, task_dirs: str = "") -> None:
+        self.sessions = Sessions(max_sessions=max_sessions)
+        self.task_dirs = [Path(d.strip()).resolve() for d in task_dirs.split(",") if d.strip()]
+        self.metrics = metrics
+        self._threads = ThreadPoolExecutor(max_workers=min(MAX_THREADS, max_sessions), thread_name_prefix="session")
+        self.step_latency = Histogram(
+            "groupscore_session_step_seconds",
+            "Time of one session step, by tool (class tools together as 'class'; 'message' ends a turn).",
+            ["tool"],
+            buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+            registry=metrics.registry,
+        )
+        metrics.registry.register(_SessionCounts(self.sessions))
+
+    def load_task(self, address: str) -> Task:
+        """The task at `address`; a path only inside `task_dirs`, since a client names it and the server reads it."""
+        source, _ = split_address(address)
+        if source not in BUNDLED and source.partition("/")[0] != "bfcl":
+            path = Path(source).resolve()
+            if not any(path.is_relative_to(folder) for folder in self.task_dirs):
+                raise SourceError(
+                    f"{source}: this service opens tasks of bfcl, harbor and demo, and by path only inside the folders "
+                    "of its GROUPSCORE_TASK_DIRS"
+                )
+        try:
+            return load_task(address)
+        except KeyError as exc:  # a BFCL id that names no task
+            raise SourceError(str(exc.args[0] if exc.args else exc)) from None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads, fn, *args)
+
+    async def close(self) -> None:
+        """At shutdown: every session closed (its jail killed), then the threads let go."""
+        await asyncio.to_thread(self.sessions.close_all)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+class _SessionCounts(Collector):
+    """Read from the `Sessions` at each scrape: the reaper thread counts what it reaps without the service's help."""
+
+    def __init__(self, sessions: Sessions) -> None:
+        self.sessions = sessions
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.sessions
+        yield GaugeMetricFamily("groupscore_sessions_open", "Environment sessions open now.", value=s.open_count())
+        for name, what, value in (
+            ("opened", "Environment sessions opened.", s.opened_total),
+            ("closed", "Environment sessions closed (by their client, reaped, or at shutdown).", s.closed_total),
+            ("reaped", "Environment sessions the server closed as idle or overdue (their verdict: infra_error).",
+             s.reaped_total),
+        ):  # fmt: skip
+            yield CounterMetricFamily(f"groupscore_sessions_{name}", what, value=value)
+
+
+def _host(request: Request) -> SessionHost:
+    host: SessionHost = request.app.state.session_host
+    return host
+
+
+def _unknown(session_id: str) -> Response:
+    return json_response({"detail": f"no session {session_id!r}: it was never opened, or it is closed"}, 404)
+
+
+@router.post(
+    "/v1/sessions",
+    response_model=dict[str, list[Opening]],
+    responses={
+        413: {"description": "Body too large"},
+        422: {"description": "Invalid request, or no such task (`detail` names the field `task`)"},
+        503: {"description": "No room for `count` more sessions now; see Retry-After"},
+    },
+)
+async def open_sessions(body: OpenSessions, request: Request) -> Response:
+    """Open `count` sessions of one task at once (a GRPO group), each in a jail of its own. A session that cannot
+    start is still listed: its steps say so and its verdict is `infra_error` (masked, never 0)."""
+    host = _host(request)
+    try:
+        task = await host.run(host.load_task, body.task)
+    except SourceError as exc:
+        return validation_error_response([{"loc": ("body", "task"), "msg": str(exc), "type": "value_error"}])
+    room = host.sessions.max_sessions - host.sessions.open_count()
+    if body.count > room:  # a group opens whole or not at all
+        return _full(host, f"{body.count} sessions asked for, room for {max(room, 0)} now")
+    results = await asyncio.gather(
+        *(host.run(host.sessions.reset, task, body.seed, body.client) for _ in range(body.count)),
+        return_exceptions=True,
+    )
+    openings = [r for r in results if isinstance(r, Opening)]
+    failures = [r for r in results if not isinstance(r, Opening)]
+    if failures:  # another request took the room meanwhile: give back what this one got
+        for opening in openings:
+            await host.run(host.sessions.close, opening.session_id)
+        if all(isinstance(f, SessionLimit) for f in failures):
+            return _full(host, str(failures[0]))
+        raise failures[0]
+    return json_response({"sessions": [o.model_dump(mode="json") for o in openings]})
+
+
+def _full(host: SessionHost, why: str) -> Response:
+    host.metrics.rejected.labels("session_limit").inc()
+    return json_response({"detail": f"no room for the sessions: {why}"}, 503, {"Retry-After": str(RETRY_AFTER_S)})
+
+
+@router.post(
+    "/v1/sessions/{session_id}/step",
+    response_model=Observation | Turn,
+    responses={**_NOT_FOUND, 422: {"description": "Invalid request: give exactly one of `call` or `message`"}},
+)
+async def step_session(session_id: str, body: StepRequest, request: Request) -> Response:
+    """With `call`: run the tool call in the session's jail, answer its Observation. With `message`: the model ended
+    its turn with that message; answer the next user Turn (`done` when none is left)."""
+    if (body.call is None) == (body.message is None):
+        return validation_error_response(
+            [{"loc": ("body", "call"), "msg": "give exactly one of 'call' or 'message'", "type": "value_error"}]
+        )
+    host = _host(request)
+    started = time.perf_counter()
+    try:
+        if body.call is not None:
+            tool = body.call.name if body.call.name in BUILTIN_TOOLS else "class"
+            answer: Observation | Turn = await host.run(host.sessions.step, session_id, body.call)
+        else:
+            tool = "message"
+            answer = await host.run(host.sessions.next_turn, session_id, body.message)
+    except UnknownSession:
+        return _unknown(session_id)
+    host.step_latency.labels(tool).observe(time.perf_counter() - started)
+    return json_response(answer.model_dump(mode="json"))
+
+
+@router.post("/v1/sessions/{session_id}/score", response_model=Verdict, responses=_NOT_FOUND)
+async def score_session(session_id: str, request: Request, body: ScoreRequest | None = None) -> Response:
+    """End the episode (if it has not ended) and score the state it left: the same verdict on every call, also after
+    the session is closed. `infra_error` when the session could not start, died under the server or was reaped."""
+    host = _host(request)
+    try:
+        verdict = await host.run(host.sessions.score, session_id, body.final_message if body else None)
+    except UnknownSession:
+        return _unknown(session_id)
+    return json_response(verdict.model_dump(mode="json"))
+
+
+@router.delete("/v1/sessions/{session_id}", response_model=dict[str, bool])
+async def close_session(session_id: str, request: Request) -> Response:
+    """Close a session: its jail and every process in it killed. `closed` is false when there was none open."""
+    host = _host(request)
+    return json_response({"closed": await host.run(host.sessions.close, session_id)})
+
+
+@router.delete("/v1/sessions", response_model=dict[str, int])
+async def close_client_sessions(
+    request: Request, client: str = Query(description="close every session opened with this `client`")
+) -> Response:
+    """Close every session of a client (a trainer that is done, or restarting); how many were open."""
+    host = _host(request)
+    return json_response({"closed": await host.run(host.sessions.close_client, client)})
