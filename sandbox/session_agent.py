@@ -371,6 +371,9 @@ def safe_extract(data, roots):
                 os.makedirs(path, exist_ok=True)
                 os.chmod(path, m.mode & 0o777 | 0o700)
             elif m.issym():
+                target = os.path.normpath(os.path.join(parent, m.linkname))
+                if any(target == d or target.startswith(d + "/") for d in ("/logs", "/tests")):
+                    continue  # a link into the checker's own dirs would let a test write or read through it
                 if not os.path.lexists(path):
                     os.symlink(m.linkname, path)
             elif m.isfile():
@@ -443,14 +446,25 @@ def class_state(msg):
     return {"ok": True, "state": None if reply is None else reply.get("state")}
 
 
+def kill_all_others(wait_s=2.0):
+    """Kill every process of the jail but the agent (it is init) and wait until none is left, reaping them: nothing
+    may still be writing while the state is packed or a reward read."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        reap()
+        others = [p for p in os.listdir("/proc") if p.isdigit() and p != "1"]
+        if not others or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
 def finish(msg):
-    try:
-        os.kill(-1, signal.SIGKILL)  # as init: every other process of the jail
-    except ProcessLookupError:
-        pass
+    kill_all_others()
     state["python"] = state["classes"] = None
-    time.sleep(0.001)
-    reap()
     try:
         data = pack(msg["roots"], msg["max_bytes"])
     except OverflowError as exc:
@@ -468,6 +482,7 @@ def check(msg):
         state["db"] = msg["database"]
         return run_sqlite({"query": msg["query"], "timeout": msg["timeout"], "max_output": 1 << 20, "raw": True})
     result = run_shell({"command": msg["command"], "timeout": msg["timeout"], "max_output": msg["max_output"]})
+    kill_all_others()  # what the test started (the agent's code among it) cannot write the reward after the test
     for name in ("reward.txt", "reward.json"):
         try:
             with open("/logs/verifier/" + name, "rb") as fh:

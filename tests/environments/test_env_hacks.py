@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from groupscore.environments import Task, ToolCall, replay
 
 TEST = """#!/bin/bash
@@ -109,3 +111,22 @@ def test_nothing_of_a_session_outlives_its_score():
     assert verdict.reward == 1.0
     left = subprocess.run(["pgrep", "-f", "sleep 60[012]"], capture_output=True, text=True).stdout
     assert left == ""
+
+
+@pytest.mark.xfail(strict=True, reason="known, not closed: code the test itself runs has the test's own rights")
+def test_code_the_test_runs_can_write_the_reward_file():
+    """A test that runs the agent's program lends it its rights: the program can write the reward file while the test
+    runs (docs/environments.md). What the check kills is whatever is left when the test ends."""
+    runs_agent_code = TEST.replace("cd /app\n", "cd /app\ntimeout 5 bash /app/solve.sh > /dev/null 2>&1\n")
+    loop = "while :; do echo 1 > /logs/verifier/r; mv /logs/verifier/r /logs/verifier/reward.txt; done"
+    writer = f"setsid sh -c '{loop}' > /dev/null 2>&1 &"
+    verdict, _ = play(f'echo "{writer}" > solve.sh; echo 41 > answer', t=task(test=runs_agent_code))
+    assert verdict.reward == 0.0
+
+
+def test_links_into_the_checkers_dirs_are_not_restored():
+    writes_after = TEST.replace(
+        "echo $ok > /logs/verifier/reward.txt", "echo $ok > /logs/verifier/reward.txt; echo 1 > /app/out"
+    )
+    verdict, _ = play("ln -s /logs/verifier/reward.txt out; echo 41 > answer", t=task(test=writes_after))
+    assert verdict.reward == 0.0
