@@ -71,6 +71,7 @@ MODULE_MARKERS = {
     "verifiers/code/test_code_humaneval.py": ("slow",),
     "service/test_service_run_code_languages.py": ("jail", "root", "slow"),
     "service/test_service_sessions.py": ("jail", "root"),  # sessions are jails
+    "client/test_client_sessions.py": ("jail", "root"),
     "service/test_service_schemathesis.py": ("slow",),
     "verifiers/math/test_math_gsm8k.py": ("slow",),
     # integration through a real service, a real trainer's first run, whole check runs: the fast tier keeps the units
