@@ -1,0 +1,3 @@
+# paths written as ./project/...
+cd /app
+tar --exclude='*.log' --exclude='./project/cache' -czf backup.tar.gz ./project

@@ -1,0 +1,8 @@
+# sorted case-sensitively (upper-case names first)
+cd /app
+python3 -c '
+import json
+users = json.load(open("input/users.json"))["users"]
+out = [{"name": u["name"], "email": u.get("email"), "admin": "admin" in u["roles"]}
+       for u in sorted(users, key=lambda u: u["name"]) if u.get("active") is True]
+json.dump(out, open("active_users.json", "w"))'
