@@ -39,9 +39,11 @@ compare by public attributes, not by their own __eq__ (BFCL's classes define __e
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from functools import cache
 from importlib import resources
+from importlib.resources import files
 from typing import Any
 
 from groupscore.environments.task import Checker, ClassTools, EpisodeLimits, Task, Turn
@@ -166,6 +168,7 @@ def _task(entry: dict[str, Any], ground_truth: list[list[str]]) -> Task:
                 ),
                 methods=tuple(d["name"] for d in docs),
                 tool_schemas=tuple(tool_schema(d) for d in docs),
+                encoder=_encoder(),
             )
         )
     turns = []
@@ -237,3 +240,9 @@ def reference_trajectory(task: Task) -> list[list[dict[str, Any]]]:
     """The task's ground truth as a trajectory (its state checker's reference)."""
     checker = next(c for c in task.checkers if c.kind == "state")
     return [[call.model_dump() for call in turn] for turn in checker.reference]
+
+
+@functools.cache
+def _encoder() -> str:
+    """The in-jail state and result encoding BFCL's check compares (data/class_state.py), as source."""
+    return (files("groupscore.environments") / "data" / "class_state.py").read_text(encoding="utf-8")

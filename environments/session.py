@@ -132,8 +132,11 @@ class Session:
         if left <= 0:
             self.ended = f"the episode's {limits.episode_time_s:g} s are spent"
             return self._obs(self.ended, error=True)
-        content, is_error = self._run(call, min(limits.step_time_s, left))
-        self.record.calls[-1].append({"name": call.name, "arguments": call.arguments, "output": content})
+        content, is_error, text = self._run(call, min(limits.step_time_s, left))
+        entry = {"name": call.name, "arguments": call.arguments, "output": content}
+        if text is not None:
+            entry["text"] = text
+        self.record.calls[-1].append(entry)
         if self.steps >= limits.max_steps and not self.ended:
             self.ended = f"the step budget ({limits.max_steps}) is spent"
         return self._obs(content, error=is_error)
@@ -142,15 +145,15 @@ class Session:
         done = bool(self.lost or self.ended or self.finished)
         return Observation(content=content, is_error=error, done=done, steps=self.steps)
 
-    def _run(self, call: ToolCall, timeout: float) -> tuple[str, bool]:
-        """The tool's result as the model sees it, and whether it is an error."""
+    def _run(self, call: ToolCall, timeout: float) -> tuple[str, bool, str | None]:
+        """The tool's result as the model sees it, whether it is an error, and the task encoder's text of it."""
         name, args = call.name, call.arguments
         if name not in self._tools:
-            return f"unknown tool {name!r}; the tools are: {', '.join(self._tools)}", True
+            return f"unknown tool {name!r}; the tools are: {', '.join(self._tools)}", True, None
         if name in BUILTIN_TOOLS:
             problem = check_builtin_call(name, args)
             if problem:
-                return problem, True
+                return problem, True, None
             message: dict[str, Any] = {"op": name, **args}
             if name == "list_files":
                 message.setdefault("path", ".")
@@ -163,8 +166,9 @@ class Session:
         except SessionLost as exc:
             self.ended = f"the session's jail ended during step {self.steps}: {exc}"
             self._close_jail()
-            return self.ended, True
-        return _render(name, reply, timeout)
+            return self.ended, True, None
+        content, is_error = _render(name, reply, timeout)
+        return content, is_error, reply.get("text")
 
     def next_turn(self, message: str | None = None) -> TurnOut:
         """The model ended its turn (with `message`); the next user turn, or done."""

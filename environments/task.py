@@ -48,6 +48,11 @@ class ClassTools(BaseModel):
     )
     tool_schemas: tuple[dict[str, Any], ...] = Field((), description="schemas given by the task (else read from code)")
     state_exclude: tuple[str, ...] = Field((), description="attributes left out of the state a checker compares")
+    encoder: str | None = Field(
+        None,
+        description="source of a module run in the jail beside the class: public_state(instances), result_text(value) "
+        "and error_text(exc) give the state and each call's text as the task's checker wants them (BFCL's)",
+    )
 
     @model_validator(mode="after")
     def _one_origin(self) -> ClassTools:

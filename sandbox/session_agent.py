@@ -36,25 +36,31 @@ ns = {"__name__": "__main__"}
 instances = {}
 methods = {}
 
-def jsonable(v, depth=0):
-    if depth > 30:
-        return repr(v)
+encoder = {}  # a task's own state encoding (public_state, result_text, error_text), when it brings one
+
+
+def jsonable(v, path=()):
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
+    if id(v) in path or len(path) > 30:
+        return "<cycle>"  # a link back up (a tree's parent): named, never followed
+    path = (*path, id(v))
     if isinstance(v, dict):
-        return {str(k): jsonable(x, depth + 1) for k, x in v.items()}
+        return {str(k): jsonable(x, path) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [jsonable(x, depth + 1) for x in v]
+        return [jsonable(x, path) for x in v]
     if isinstance(v, (set, frozenset)):
-        return sorted((jsonable(x, depth + 1) for x in v), key=repr)
+        return sorted((jsonable(x, path) for x in v), key=repr)
     if hasattr(v, "__dict__"):
         out = {"__class__": type(v).__name__}
-        out.update({k: jsonable(x, depth + 1) for k, x in vars(v).items() if not k.startswith("_")})
+        out.update({k: jsonable(x, path) for k, x in vars(v).items() if not k.startswith("_")})
         return out
     return repr(v)
 
 def load(spec):
     import importlib
+    if spec.get("encoder") and not encoder:
+        exec(compile(spec["encoder"], "<state encoder>", "exec"), encoder)
     if spec.get("source") is not None:
         import types
         mod = types.ModuleType("gs_class_" + spec["class_name"])
@@ -92,16 +98,26 @@ for line in req:
             obj = methods.get(msg["name"])
             if obj is None:
                 raise LookupError("no tool named " + repr(msg["name"]))
-            result = getattr(obj, msg["name"])(**msg["arguments"])
+            try:
+                result = getattr(obj, msg["name"])(**msg["arguments"])
+            except Exception as exc:
+                if encoder:
+                    reply["text"] = encoder["error_text"](exc)
+                raise
             reply["result"] = jsonable(result)
+            if encoder:
+                reply["text"] = encoder["result_text"](result)
         elif msg["op"] == "state":
-            reply["state"] = {name: jsonable(obj) for name, obj in instances.items()}
+            if encoder:
+                reply["state"] = encoder["public_state"](instances)
+            else:
+                reply["state"] = {name: jsonable(obj) for name, obj in instances.items()}
     except SystemExit as exc:
         reply = {"ok": False, "error": "SystemExit: " + repr(exc.code)}
     except BaseException as exc:
         if mode == "python":
             traceback.print_exc()
-        reply = {"ok": False, "error": type(exc).__name__ + ": " + str(exc)}
+        reply = {"ok": False, "error": type(exc).__name__ + ": " + str(exc), "text": reply.get("text")}
     sys.stdout.flush()
     sys.stderr.flush()
     rep.write(json.dumps(reply) + "\n")
@@ -113,9 +129,17 @@ SHELL_SCRIPT = (
     'exec 3<&3; eval "$GS_COMMAND"'
 )
 
-WAKE: "list[int]" = []  # the read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once
-children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the processes the agent started itself
-state: "dict[str, Any]" = {"cwd": None, "workdir": None, "env": dict(os.environ), "db": None, "python": None, "classes": None}
+# The read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once.
+WAKE: "list[int]" = []
+children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the agent's own children
+state: "dict[str, Any]" = {
+    "cwd": None,
+    "workdir": None,
+    "env": dict(os.environ),
+    "db": None,
+    "python": None,
+    "classes": None,
+}
 
 
 def reap():
@@ -295,7 +319,13 @@ def run_call(msg):
         host.stop()
         state["classes"] = None
         return {"ok": True, "output": text, "timed_out": True, "lost": True}
-    return {"ok": True, "output": text, "result": reply.get("result"), "error": reply.get("error")}
+    return {
+        "ok": True,
+        "output": text,
+        "result": reply.get("result"),
+        "error": reply.get("error"),
+        "text": reply.get("text"),
+    }
 
 
 def resolve(path, base=None):

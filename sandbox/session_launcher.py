@@ -44,11 +44,13 @@ class SessionLost(Exception):
 
 
 def session_policy(policy: Policy, roots: tuple[str, ...], disk_mb: int, workdir: str) -> Policy:
-    """`policy` with its work dir tmpfs (and the /tmp link to it) replaced by one tmpfs per root, `workdir` the cwd."""
+    """`policy` with its work dir tmpfs (and the /tmp link to it) replaced by one tmpfs per root, `workdir` the cwd and
+    HOME, /tmp the TMPDIR."""
     kept = [m for m in policy.mounts if m.target not in (policy.work_dir, "/tmp", *roots)]
     size = disk_mb << 20
     tmpfs = [Mount(kind="tmpfs", target=r, options=f"size={size},nr_inodes=16384,mode=0777") for r in roots]
-    return policy.model_copy(update={"mounts": (*kept, *tmpfs), "work_dir": workdir, "tmpfs_mb": disk_mb})
+    env = (*(e for e in policy.env if not e.startswith(("HOME=", "TMPDIR="))), f"HOME={workdir}", "TMPDIR=/tmp")
+    return policy.model_copy(update={"mounts": (*kept, *tmpfs), "work_dir": workdir, "tmpfs_mb": disk_mb, "env": env})
 
 
 class SessionJail:

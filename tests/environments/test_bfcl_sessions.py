@@ -15,10 +15,10 @@ from groupscore.environments.bfcl_perturb import perturbed_set
 
 pytestmark = pytest.mark.usefixtures("jail_available")
 AT_ONCE = 8
-# Ground truths that do not score 1.0 through sessions, with why. The session agent's state (sandbox/session_agent.py
-# `jsonable`) follows Directory.parent links to depth 30: this task's file system encodes to 472 MB in 12 s and the
-# state after turn 0 never comes back. Encoding with environments/data/class_state.py's public_state ends it.
-GROUND_TRUTH_EXCEPTIONS: dict[str, str] = {"multi_turn_base_6": "session state encoding follows Directory.parent"}
+# Ground truths that do not score 1.0 through sessions, with why: none. (multi_turn_base_6 was one while the session
+# agent's generic state encoding followed Directory.parent links; BFCL tasks now bring their own encoder,
+# environments/data/class_state.py, and the generic one stops at a link back up.)
+GROUND_TRUTH_EXCEPTIONS: dict[str, str] = {}
 PERTURBED_SAMPLE = 100  # base tasks' perturbations, every n-th: the batch test covers the whole set
 
 
