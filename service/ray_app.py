@@ -17,6 +17,9 @@ of a deployment whose every replica runs its own scoring runtime, sized to the C
   whose workers are down or whose sandbox cannot run a program fails it, so Serve routes nothing to it (a new replica
   is routed to only after its first check passed) and replaces it, instead of it serving infra_error verdicts.
 - Placement: `max_replicas_per_node` (service/serve.yaml: 1) spreads replicas, and so the sandbox's runs, over nodes.
+- Sessions (/v1/sessions): a session lives in the replica that opened it; its later calls reach that replica whichever
+  replica HTTP gave them to, and a replica's death makes its sessions lost (infra_error), never 0
+  (service/ray_sessions.py).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from starlette.responses import Response
 
 from groupscore.service.app import create_app, groups_response, score_response
 from groupscore.service.dispatch import QueueFull
+from groupscore.service.ray_sessions import Answer, Peers, SessionAffinity, call_app, forwarded_scope
 from groupscore.service.requests import GroupsRequest, ScoreRequest
 from groupscore.service.responses import queue_full_response, validation_error_response
 from groupscore.service.routing import OFFLOAD_BYTES
@@ -80,13 +84,17 @@ class GroupScoreReplica:
             **{"workers": workers, "require_sandbox": require_sandbox, **(settings or {})}
         )
         self.service: FastAPI = create_app(self.settings)  # its lifespan (Serve runs it) starts the workers
+        self.service.add_middleware(SessionAffinity, peers=self._session_peers)
+        self._peers: Peers | None = None
         tune_garbage_collector()  # as `groupscore serve` does: a batch's many short-lived containers
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         return self.service
 
     async def check_health(self) -> None:
-        """Serve's health check: raises (unhealthy) while the service is not ready."""
+        """Serve's health check: raises (unhealthy) while the service is not ready. The first one also registers
+        the replica's multiplexed id, before Serve routes anything to it."""
+        await self._session_peers()
         readiness = await self.service.state.dispatcher.readiness()
         problems = readiness.problems(self.settings.require_sandbox)
         if problems:
@@ -105,6 +113,28 @@ class GroupScoreReplica:
         if isinstance(request, Response):
             return _plain(request)
         return _plain(await self._answer(groups_response(self.service.state.dispatcher, self.settings, request)))
+
+    async def session_call(
+        self, replica: str, method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> Answer | None:
+        """A session call another replica forwarded here (routed by `replica` as the multiplexed id): its answer, or
+        None when this is not `replica` (Serve's router fell back to another replica; nothing was run)."""
+        peers = await self._session_peers()
+        if replica != peers.me:
+            return None
+        return await call_app(self.service, forwarded_scope(method, path, query, headers), body)
+
+    async def _session_peers(self) -> Peers:
+        if self._peers is None:
+            peers = Peers()
+            await self._holding(peers.me)
+            self._peers = peers
+        return self._peers
+
+    @serve.multiplexed(max_num_models_per_replica=1)
+    async def _holding(self, replica: str) -> str:
+        """This replica's one multiplexed "model": its own id, by which Serve routes its sessions' calls to it."""
+        return replica
 
     async def whoami(self) -> dict[str, Any]:
         """Where this replica runs and how it is sized (operators and tests: placement, sizing)."""
@@ -137,7 +167,9 @@ class GroupScoreReplica:
 GroupScore: Deployment = serve.deployment(
     name=DEPLOYMENT,
     ray_actor_options={"num_cpus": 1},
-    max_ongoing_requests=16,  # requests are batches; the replica's own queue (max_queue_items) bounds the items
+    # A scoring request is a batch, bounded by the replica's own queue (max_queue_items); a session step is one tool
+    # call, and the steps of a GRPO batch's sessions run side by side (up to the sessions a replica holds).
+    max_ongoing_requests=256,
     health_check_period_s=10,
     health_check_timeout_s=60,  # a sandbox probe on a loaded node may take seconds
     graceful_shutdown_timeout_s=30,

@@ -47,6 +47,7 @@ FOLDER_MARKERS = {
 # Modules that need more than their folder says: a Ray cluster, or minutes.
 MODULE_MARKERS = {
     "service/test_ray_serve.py": ("ray", "slow"),
+    "service/test_ray_sessions.py": ("ray", "slow", "jail", "root"),  # sessions are jails
     "service/test_service_slow_programs.py": ("jail", "root", "slow"),
     "train/test_train_smollm2.py": ("slow",),
     "train/test_train_e2e.py": ("slow",),
