@@ -71,6 +71,7 @@ class _Held:
         self.lock = threading.Lock()
         self.envs: weakref.WeakSet[GroupscoreEnvironment] = weakref.WeakSet()
         self.spare: dict[tuple[str, int], list[Opening]] = {}
+        self.unclosed = 0  # sessions opened and not closed since (nothing left: no request at exit)
 
     def take(self) -> tuple[list[GroupscoreEnvironment], list[Opening]]:
         with self.lock:
@@ -139,6 +140,8 @@ class GroupscoreEnvironment:
         envs, _ = cls._held.take()
         for env in envs:
             env._session = None
+        with cls._held.lock:
+            cls._held.unclosed = 0
         try:
             return cls.sessions.close_client(cls.client_id)
         except (ServiceError, OSError):
@@ -153,6 +156,7 @@ class GroupscoreEnvironment:
             opening, *rest = self.sessions.open_group(task, count=self.group_size, seed=seed, client=self.client_id)
             with held.lock:
                 held.spare.setdefault((task, seed), []).extend(rest)
+                held.unclosed += 1 + len(rest)
         with held.lock:
             held.envs.add(self)
         return opening
@@ -186,6 +190,13 @@ class GroupscoreEnvironment:
             cls.sessions.close(session_id)
         except ServiceError:
             pass  # the service lost it (reaped): close_all and the service's reaper cover the rest
+        with cls._held.lock:
+            cls._held.unclosed -= 1
+
+    @classmethod
+    def _close_at_exit(cls) -> None:
+        if cls._held.unclosed > 0:  # a service long gone would cost the client's retries for nothing
+            cls.close_all()
 
 
 def environment_factory(
@@ -245,7 +256,7 @@ def environment_factory(
         "__module__": __name__,
     }
     cls = cast("type[GroupscoreEnvironment]", type(name, (GroupscoreEnvironment,), attributes))
-    atexit.register(cls.close_all)
+    atexit.register(cls._close_at_exit)
     return cls
 
 

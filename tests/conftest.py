@@ -73,6 +73,7 @@ MODULE_MARKERS = {
     "service/test_service_run_code_languages.py": ("jail", "root", "slow"),
     "service/test_service_sessions.py": ("jail", "root"),  # sessions are jails
     "client/test_client_sessions.py": ("jail", "root"),
+    "client/test_trl_env.py": ("jail", "root"),
     "service/test_service_schemathesis.py": ("slow",),
     "verifiers/math/test_math_gsm8k.py": ("slow",),
     # integration through a real service, a real trainer's first run, whole check runs: the fast tier keeps the units
@@ -82,6 +83,7 @@ MODULE_MARKERS = {
     "service/test_service_slow_math.py": ("slow",),
     "train/test_train_first_use.py": ("slow",),
     "client/test_dropin.py": ("slow",),
+    "client/test_trl_env_example.py": ("jail", "root", "slow"),  # TRL training a random model
     "verifiers/code/test_code_host_cost.py": ("slow",),
     "testing/test_checks_defaults.py": ("slow",),
     "testing/test_checks_planted.py": ("slow",),
