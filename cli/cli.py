@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -400,11 +401,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the main job on embedded defaults")
     p.add_argument("--run-dir", type=Path, default=Path("runs/demo"), help="where the demo writes (default: runs/demo)")
     p.set_defaults(func=_demo)
-
     p = sub.add_parser("export", help="what installed packages ship (GSM8K, SmolLM2) as files, to try a recipe offline")
     p.add_argument("what", choices=("gsm8k", "smollm2"), help="gsm8k: OUT/gsm8k-{train,test}.jsonl; smollm2: a model")
     p.add_argument("out", type=Path, help="the folder to write to")
     p.set_defaults(func=_export)
+    importlib.import_module("groupscore.env").add_env_commands(sub)  # `env run`, `env list`: cli is at its line cap
     return parser
 
 

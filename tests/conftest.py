@@ -74,6 +74,7 @@ MODULE_MARKERS = {
     "service/test_service_sessions.py": ("jail", "root"),  # sessions are jails
     "client/test_client_sessions.py": ("jail", "root"),
     "client/test_trl_env.py": ("jail", "root"),
+    "cli/test_env_cli.py": ("jail", "root"),
     "service/test_service_schemathesis.py": ("slow",),
     "verifiers/math/test_math_gsm8k.py": ("slow",),
     # integration through a real service, a real trainer's first run, whole check runs: the fast tier keeps the units

@@ -1,0 +1,251 @@
+"""`groupscore env run|list`: try an environment task from the command line, or list a source's tasks.
+
+    groupscore env list demo
+    groupscore env run demo:count-errors --trajectory calls.json     # JSON: turns, each a list of {"name", "arguments"}
+    groupscore env run demo:count-errors                             # tool calls typed one per line on stdin
+
+`run` prints the opening turn, one line per observation (`[turn 1] shell -> ...`), each user turn as it is served,
+and, as its last line, the verdict as one JSON object. It drives the same `Sessions` the service does (a jail per
+session, the checkers after the episode), so a trajectory scores here as it would through /v1/sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from groupscore.environments import Sessions, Task
+    from groupscore.schema.sessions import Message
+
+PREVIEW_LINES = 3  # of an observation's content, on its one line
+PREVIEW_CHARS = 240
+
+
+class BadInput(ValueError):
+    """A trajectory or a typed line that is not what `run` takes: one line naming where."""
+
+
+def add_env_commands(sub: Any) -> None:
+    """Register `env run` and `env list` on the `groupscore` command's subparsers."""
+    env = sub.add_parser("env", help="try an environment task, or list a source's tasks").add_subparsers(
+        dest="env_command", required=True
+    )
+    p = env.add_parser(
+        "run",
+        help="run one task's episode: a trajectory from a file, or tool calls typed on stdin; print the verdict",
+        description="Open a session of SOURCE:TASK_ID, run the tool calls, score it. With --trajectory, FILE is JSON: "
+        'a list of turns, each a list of tool calls {"name", "arguments"}. Without it, stdin gives one call per '
+        'line as JSON {"name", "arguments"}; a blank line or {"end_turn": "message"} ends the turn. The last line '
+        "printed is the verdict as one JSON object.",
+    )
+    p.add_argument("task", metavar="SOURCE:TASK_ID", help="e.g. demo:count-errors, harbor:TASK, bfcl:multi_turn_base_0")
+    p.add_argument("--trajectory", metavar="FILE", default=None, help="JSON list of turns of calls; - reads stdin")
+    p.add_argument("--final-message", metavar="TEXT", default=None, help="the model's last message (for its checker)")
+    p.add_argument("--seed", type=int, default=0, help="the session's seed (default 0)")
+    p.set_defaults(func=run_command)
+    p = env.add_parser("list", help="list a source's tasks: id, turns, tools, checkers")
+    p.add_argument("source", help="bfcl, harbor, demo, or a path to a task file or Harbor task directory")
+    p.set_defaults(func=list_command)
+
+
+# -- list ----------------------------------------------------------------------------------------------------------
+
+
+def list_command(args: argparse.Namespace) -> int:
+    from groupscore.environments import SourceError, load_source
+
+    try:
+        tasks = load_source(args.source)
+    except (SourceError, KeyError, ImportError) as exc:
+        return _refuse("env list", f"source: {_message(exc)}")
+    for task in tasks:
+        print(f"{task.id}\tturns={len(task.turns)}\ttools={','.join(_tool_names(task))}\tcheckers={_checkers(task)}")
+    return 0
+
+
+def _tool_names(task: Task) -> list[str]:
+    names = list(task.tools)
+    for spec in task.classes:  # a class's methods are known once its jail imports it, unless the task names them
+        names += list(spec.methods) if spec.methods else [f"{spec.class_name}.*"]
+    names += [name for turn in task.turns for name in turn.add_tools if name not in names]
+    return names
+
+
+def _checkers(task: Task) -> str:
+    return ",".join(dict.fromkeys(c.kind for c in task.checkers))
+
+
+# -- run -----------------------------------------------------------------------------------------------------------
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from groupscore.environments import Sessions, SourceError, load_task
+
+    try:
+        task = load_task(args.task)
+    except (SourceError, KeyError, ImportError) as exc:
+        return _refuse("env run", f"SOURCE:TASK_ID: {_message(exc)}")
+    trajectory = None
+    if args.trajectory is not None:
+        try:
+            trajectory = read_trajectory(args.trajectory)
+        except BadInput as exc:
+            return _refuse("env run", f"--trajectory: {exc}")
+    sessions = Sessions(max_sessions=1)
+    opening = sessions.reset(task, seed=args.seed)
+    session_id = opening.session_id
+    try:
+        for message in opening.messages:
+            _print_message(1, message)
+        if trajectory is None:
+            print("tools: " + ", ".join(_signature(tool) for tool in opening.tools), flush=True)
+            status = _typed(sessions, session_id, sys.stdin)
+            if status:
+                return status
+        else:
+            _replayed(sessions, session_id, trajectory)
+        verdict = sessions.score(session_id, args.final_message)
+    finally:
+        sessions.close_all()
+    print(verdict.model_dump_json(), flush=True)
+    return 0
+
+
+def read_trajectory(where: str) -> list[list[dict[str, Any]]]:
+    """The turns of a trajectory file (`-`: stdin), each call checked as the sessions take it."""
+    from pydantic import ValidationError
+
+    from groupscore.schema.sessions import ToolCall
+
+    text = sys.stdin.read() if where == "-" else _read_file(where)
+    try:
+        turns = json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"{where} is not JSON: {exc}") from None
+    if not isinstance(turns, list) or not all(isinstance(turn, list) for turn in turns):
+        raise BadInput(f'{where}: give a list of turns, each a list of tool calls {{"name", "arguments"}}')
+    for t, turn in enumerate(turns, 1):
+        for c, call in enumerate(turn, 1):
+            try:
+                ToolCall.model_validate(call)
+            except ValidationError as exc:
+                raise BadInput(f"turn {t}, call {c}: {_first_error(exc)}") from None
+    return turns
+
+
+def _read_file(where: str) -> str:
+    try:
+        return Path(where).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{where}: {exc.strerror or exc}") from None
+
+
+def _replayed(sessions: Sessions, session_id: str, trajectory: list[list[dict[str, Any]]]) -> None:
+    """Each turn's calls, then the next user turn (as a model ending its turn gets it); the last turn ends at score."""
+    from groupscore.schema.sessions import ToolCall
+
+    for index, turn in enumerate(trajectory):
+        for call in turn:
+            _step(sessions, session_id, index + 1, ToolCall.model_validate(call))
+        if index < len(trajectory) - 1 and _next_turn(sessions, session_id, None):
+            return
+
+
+def _typed(sessions: Sessions, session_id: str, lines: IO[str]) -> int:
+    """Calls typed one per line until the task's turns are done or stdin ends; a bad line is refused with one line
+    naming it (at a terminal the person types it again; from a pipe the command stops with 2)."""
+    turn = 1
+    for number, line in _numbered(lines):
+        try:
+            kind, value = parse_typed_line(line)
+        except BadInput as exc:
+            if not lines.isatty():
+                return _refuse("env run", f"stdin line {number}: {exc}")
+            print(f"line {number}: {exc}", file=sys.stderr, flush=True)
+            continue
+        if kind == "call":
+            _step(sessions, session_id, turn, value)
+            continue
+        if _next_turn(sessions, session_id, value):
+            break
+        turn += 1
+    return 0
+
+
+def parse_typed_line(line: str) -> tuple[str, Any]:
+    """("call", ToolCall) or ("end_turn", message or None) for one typed line."""
+    from pydantic import ValidationError
+
+    from groupscore.schema.sessions import ToolCall
+
+    if not line.strip():
+        return "end_turn", None
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise BadInput(f'not JSON ({exc}); type {{"name": TOOL, "arguments": {{...}}}} or a blank line') from None
+    if isinstance(value, dict) and set(value) == {"end_turn"}:
+        if value["end_turn"] is not None and not isinstance(value["end_turn"], str):
+            raise BadInput("end_turn: the turn's closing message is a string")
+        return "end_turn", value["end_turn"]
+    try:
+        return "call", ToolCall.model_validate(value)
+    except ValidationError as exc:
+        raise BadInput(_first_error(exc)) from None
+
+
+def _numbered(lines: IO[str]) -> Iterator[tuple[int, str]]:
+    for number, line in enumerate(iter(lines.readline, ""), 1):  # readline: each line as it is typed
+        yield number, line.rstrip("\n")
+
+
+def _step(sessions: Sessions, session_id: str, turn: int, call: Any) -> None:
+    observation = sessions.step(session_id, call)
+    content = observation.content.strip("\n").splitlines() or ["(no output)"]
+    preview = " | ".join(content[:PREVIEW_LINES])
+    if len(content) > PREVIEW_LINES:
+        preview += f" | (+{len(content) - PREVIEW_LINES} lines)"
+    if len(preview) > PREVIEW_CHARS:
+        preview = preview[:PREVIEW_CHARS] + "..."
+    marks = ("error: " if observation.is_error else "") + preview + (" [episode over]" if observation.done else "")
+    print(f"[turn {turn}] {call.name} -> {marks}", flush=True)
+
+
+def _next_turn(sessions: Sessions, session_id: str, message: str | None) -> bool:
+    """End the model's turn; print the next user turn. True when the task has none left."""
+    turn = sessions.next_turn(session_id, message)
+    for served in turn.messages:
+        _print_message(turn.turn + 1, served)
+    if turn.tools is not None:
+        print(f"[turn {turn.turn + 1}] tools: " + ", ".join(_signature(t) for t in turn.tools), flush=True)
+    return turn.done
+
+
+def _print_message(turn: int, message: Message) -> None:
+    content = " ".join(str(message.get("content") or "").split())
+    print(f"[turn {turn}] {message.get('role', 'user')}: {content}", flush=True)
+
+
+def _signature(tool: dict[str, Any]) -> str:
+    function = tool.get("function", tool)
+    arguments = function.get("parameters", {}).get("properties", {})
+    return f"{function.get('name')}({', '.join(arguments)})"
+
+
+def _first_error(exc: Any) -> str:
+    first = exc.errors(include_url=False)[0]
+    return f"{'.'.join(str(p) for p in first['loc']) or 'call'}: {first['msg']}"
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _refuse(command: str, problem: str) -> int:
+    print(f"groupscore {command}: {problem}", file=sys.stderr)
+    return 2

@@ -1,0 +1,137 @@
+"""`groupscore env run` and `groupscore env list` as a user types them: the installed command, run from an empty
+folder, offline; a trajectory from a file or stdin, tool calls typed line by line, and bad input refused in one line
+with status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+COMMAND = str(Path(sys.executable).with_name("groupscore"))
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+RIGHT = {"name": "shell", "arguments": {"command": "grep -c ' ERROR ' app.log > errors.txt"}}
+
+
+@pytest.fixture
+def env(tmp_path):
+    """`groupscore env ARGS` in an empty folder: (status, stdout lines, stderr)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+
+    def run(*args: str, stdin: str = "") -> tuple[int, list[str], str]:
+        done = subprocess.run(
+            [COMMAND, "env", *args],
+            input=stdin,
+            cwd=empty,
+            env={**os.environ, **OFFLINE},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.returncode, done.stdout.splitlines(), done.stderr
+
+    return run
+
+
+def test_list_prints_each_task_with_its_turns_tools_and_checkers(env):
+    status, lines, _ = env("list", "demo")
+    assert status == 0
+    assert lines[0] == "count-errors\tturns=1\ttools=shell,read_file,write_file,list_files\tcheckers=tests"
+    assert "top-customer\tturns=1\ttools=sqlite\tcheckers=sql" in lines
+    assert any(line.startswith("kv-rename\t") and "checkers=state" in line for line in lines)
+
+
+def test_list_of_an_unknown_source_is_one_line_and_status_2(env):
+    status, lines, err = env("list", "nowhere")
+    assert status == 2 and lines == []
+    assert err.strip().splitlines() == [
+        "groupscore env list: source: nowhere: no such source (bfcl, harbor, demo, or a path to a task file or directory)"
+    ]
+
+
+def test_run_replays_a_trajectory_file_and_ends_with_the_verdict(env, tmp_path):
+    trajectory = tmp_path / "calls.json"
+    trajectory.write_text(json.dumps([[{"name": "shell", "arguments": {"command": "cat app.log"}}, RIGHT]]))
+    status, lines, _ = env("run", "demo:count-errors", "--trajectory", str(trajectory))
+    assert status == 0
+    assert lines[0].startswith("[turn 1] user: The file app.log holds a service's log.")
+    assert lines[1] == (
+        "[turn 1] shell -> 2026-11-01 10:00:01 INFO start | 2026-11-01 10:00:02 ERROR disk full | "
+        "2026-11-01 10:00:03 WARN slow | (+3 lines)"
+    )
+    assert lines[2] == "[turn 1] shell -> (no output)"
+    verdict = json.loads(lines[-1])
+    assert (verdict["reward"], verdict["status"], len(lines)) == (1.0, "correct", 4)
+
+
+def test_run_reads_the_trajectory_from_stdin_and_shows_errors(env):
+    calls = [[{"name": "shell", "arguments": {"command": "ls missing"}}, {"name": "nope", "arguments": {}}]]
+    status, lines, _ = env("run", "demo:count-errors", "--trajectory", "-", stdin=json.dumps(calls))
+    assert status == 0
+    assert lines[1].startswith("[turn 1] shell -> error: ls: cannot access 'missing'")
+    assert lines[2].startswith("[turn 1] nope -> error: unknown tool 'nope'")
+    assert json.loads(lines[-1])["reward"] == 0.0
+
+
+def test_run_passes_the_final_message_to_its_checker(env):
+    calls = [[{"name": "python", "arguments": {"code": "print(sum(i * i for i in range(1, 101)))"}}]]
+    status, lines, _ = env(
+        "run",
+        "demo:sum-python",
+        "--trajectory",
+        "-",
+        "--final-message",
+        "It is \\boxed{338350}.",
+        stdin=json.dumps(calls),
+    )
+    assert status == 0 and lines[1] == "[turn 1] python -> 338350"
+    assert json.loads(lines[-1])["status"] == "correct"
+
+
+def test_run_without_a_trajectory_takes_calls_typed_one_per_line(env):
+    typed = "\n".join(
+        [
+            json.dumps({"name": "put", "arguments": {"key": "final", "value": "v1"}}),
+            json.dumps({"name": "delete", "arguments": {"key": "draft"}}),
+            json.dumps({"end_turn": "Moved it."}),
+        ]
+    )
+    status, lines, _ = env("run", "demo:kv-rename", stdin=typed + "\n")
+    assert status == 0
+    assert lines[0].startswith("[turn 1] user: In the key-value store")
+    assert lines[1].startswith("tools: ") and "put(key, value)" in lines[1]
+    assert lines[2:4] == ["[turn 1] put -> ok", "[turn 1] delete -> ok"]
+    assert json.loads(lines[-1])["reward"] == 1.0 and len(lines) == 5
+
+
+def test_a_blank_line_ends_the_turn_and_the_end_of_stdin_scores(env):
+    status, lines, _ = env("run", "demo:count-errors", stdin=json.dumps(RIGHT) + "\n\n")
+    assert status == 0 and json.loads(lines[-1])["reward"] == 1.0
+    status, lines, _ = env("run", "demo:count-errors", stdin="")
+    assert status == 0 and json.loads(lines[-1])["reward"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "problem"),
+    [
+        (("run", "demo"), "", "SOURCE:TASK_ID: 'demo': address a task as SOURCE:TASK_ID"),
+        (("run", "demo:nope"), "", "SOURCE:TASK_ID: demo has no task 'nope'"),
+        (("run", "demo:count-errors", "--trajectory", "missing.json"), "", "--trajectory: missing.json: No such file"),
+        (("run", "demo:count-errors", "--trajectory", "-"), "{not json", "--trajectory: - is not JSON"),
+        (("run", "demo:count-errors", "--trajectory", "-"), '[{"name": "shell"}]', "--trajectory: -: give a list of"),
+        (("run", "demo:count-errors", "--trajectory", "-"), '[[{"nam": "x"}]]', "turn 1, call 1: name: Field required"),
+        (("run", "demo:count-errors"), '{"name": "shell", "arguments": 3}\n', "stdin line 1: arguments: "),
+        (("run", "demo:count-errors"), "ls\n", "stdin line 1: not JSON"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_field_and_status_2(env, args, stdin, problem):
+    status, lines, err = env(*args, stdin=stdin)
+    assert status == 2
+    [line] = err.strip().splitlines()
+    assert line.startswith("groupscore env run: ") and problem in line, line
+    assert not any(line.startswith("{") for line in lines)  # no verdict printed
