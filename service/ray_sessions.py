@@ -86,6 +86,7 @@ class Peers:
         return await asyncio.to_thread(self._alive, replica)
 
     def _alive(self, replica: str) -> bool:
+        actor: Any
         try:
             actor = ray.get_actor(self._actor_prefix + replica, namespace=_REPLICA_ACTORS)
         except ValueError:  # no actor of that name: dead (Serve never reuses a replica id)
@@ -146,7 +147,7 @@ class SessionAffinity:
             for opening in opened["sessions"]:
                 opening["session_id"] = qualify(peers.me, opening["session_id"])
             content = json.dumps(opened).encode()
-        elif status == 200 and scope["method"] == "DELETE" and not scope.get("groupscore.forwarded"):
+        elif status == 200 and scope["method"] == "DELETE" and not scope.get("groupscore_forwarded"):
             closed = json.loads(content)["closed"]
             query = scope.get("query_string", b"")
             for other in await peers.others():
@@ -289,7 +290,7 @@ def forwarded_scope(method: str, path: str, query: bytes, headers: list[tuple[by
         "headers": [(bytes(k), bytes(v)) for k, v in headers],
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", 0),
-        "groupscore.forwarded": True,
+        "groupscore_forwarded": True,
     }
 
 
