@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import ast
 import functools
+from pathlib import Path
 import json
 from functools import cache
 from importlib import resources
-from importlib.resources import files
 from typing import Any
 
 from groupscore.environments.task import Checker, ClassTools, EpisodeLimits, Task, Turn
@@ -245,4 +245,4 @@ def reference_trajectory(task: Task) -> list[list[dict[str, Any]]]:
 @functools.cache
 def _encoder() -> str:
     """The in-jail state and result encoding BFCL's check compares (data/class_state.py), as source."""
-    return (files("groupscore.environments") / "data" / "class_state.py").read_text(encoding="utf-8")
+    return (Path(__file__).with_name("data") / "class_state.py").read_text(encoding="utf-8")
