@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import ast
 import functools
-from pathlib import Path
 import json
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from groupscore.environments.task import Checker, ClassTools, EpisodeLimits, Task, Turn

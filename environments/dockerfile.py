@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupscore.environments.sources import SourceError
+from groupscore.environments.errors import SourceError
 
 JAIL_ROOT = "the jail's root filesystem (host /usr, read-only)"
 # FROM: the images whose files the jail's root provides (what a task's steps and tests may call). Nothing else is

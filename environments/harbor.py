@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from groupscore.environments.dockerfile import Build, parse_dockerfile
-from groupscore.environments.sources import SourceError
+from groupscore.environments.errors import SourceError
 from groupscore.environments.task import Checker, EpisodeLimits, Task, Turn
 
 TOOLS = ("shell", "read_file", "write_file", "list_files")

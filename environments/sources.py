@@ -20,14 +20,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groupscore.environments.errors import SourceError
 from groupscore.environments.task import Task
 
 DATA = Path(__file__).with_name("data")
 BUNDLED = {"harbor": DATA / "harbor", "demo": DATA / "demo.yaml"}
-
-
-class SourceError(ValueError):
-    """A source or task that cannot be loaded: one line naming it and what to do."""
 
 
 def split_address(address: str) -> tuple[str, str]:
