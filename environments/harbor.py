@@ -6,7 +6,7 @@ files are the directory's `tests/` (placed at /tests only after the episode, in 
 `solution/solve.sh` is its oracle, kept in `metadata` (never shown to the agent).
 
 RUN steps run once, in a session jail (`build_state`), and their packed result is the task's initial `state`, cached
-on disk by a hash of everything the build reads ($GROUPSCORE_CACHE, else ~/.cache/groupscore/harbor).
+on disk by a hash of everything the build reads ($XDG_CACHE_HOME, else ~/.cache, then groupscore/harbor).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ CACHE_FORMAT = "harbor-state-1"  # part of every cache key: a change to how stat
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("GROUPSCORE_CACHE", "").strip()
-    return Path(base) if base else Path.home() / ".cache" / "groupscore" / "harbor"
+    """Where built states are kept: the user's cache dir (XDG_CACHE_HOME, else ~/.cache), groupscore/harbor."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(base) if base else Path.home() / ".cache") / "groupscore" / "harbor"
 
 
 def is_task_dir(path: Path) -> bool:

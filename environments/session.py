@@ -241,7 +241,8 @@ class Session:
 
 
 def _offered(spec: Any, method: str) -> bool:
-    return spec.methods is None or method in spec.methods
+    """A method the class offers as a tool: those it names, else every public one but its setup."""
+    return method in spec.methods if spec.methods is not None else method != spec.setup
 
 
 def _render(tool: str, reply: dict[str, Any], timeout: float) -> tuple[str, bool]:

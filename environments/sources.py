@@ -50,7 +50,10 @@ def load_source(source: str) -> list[Task]:
     if source == "bfcl" or source.startswith("bfcl/"):
         from groupscore.environments.bfcl import load_bfcl
 
-        return load_bfcl(source.partition("/")[2] or None)
+        try:
+            return load_bfcl(source.partition("/")[2] or None)
+        except KeyError as exc:
+            raise SourceError(f"{source}: no such BFCL category or task ({exc})") from exc
     path = BUNDLED.get(source) or Path(source)
     if not path.exists():
         raise SourceError(f"{source}: no such source (bfcl, harbor, demo, or a path to a task file or directory)")

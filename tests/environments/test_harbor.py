@@ -161,7 +161,7 @@ def test_the_state_cache_key_follows_the_dockerfile_and_its_context(tmp_path):
 def test_a_built_state_comes_from_the_cache_without_a_jail(tmp_path, monkeypatch):
     from groupscore.environments import harbor
 
-    monkeypatch.setenv("GROUPSCORE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (unbuilt,) = load_harbor(BUNDLED / "top-ips", build=False)
     image = parse_dockerfile(
         (BUNDLED / "top-ips/environment/Dockerfile").read_text(), BUNDLED / "top-ips/environment", "top-ips"
