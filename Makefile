@@ -67,6 +67,24 @@ lint: $(STAMP)
 	echo "== mkdocs build --strict"; $(VENV)/bin/mkdocs build --strict --site-dir build/site || fail=1; \
 	exit $$fail
 
+# verl's agent loop (client/verl_agent.py) is tested in a venv of its own, as a verl user has it beside
+# groupscore-client: verl 0.9.1 pins transformers<5.11 and tensordict<=0.10. Python 3.11, whose CPU torch 2.13.0 lies
+# on this machine's disk (verl pins no torch; a plain `torch` would be a CUDA build of several GB). verl's base
+# install lacks what its agent loop imports (cachetools, uvicorn, fastapi, pyzmq, msgspec: its verl-core extra, which
+# also pulls CUDA-only packages). tests/client/test_verl_agent.py runs the working tree's client/ in it.
+VERL_VENV := .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+$(VERL_STAMP): client-dist/pyproject.toml tools/find-python311
+	test -x $(VERL_VENV)/bin/python || $$(tools/find-python311) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel
+	$(VERL_VENV)/bin/python -m pip install -q 'torch==2.13.0'
+	$(VERL_VENV)/bin/python -m pip install -q 'verl==0.9.1' cachetools uvicorn fastapi pyzmq msgspec ./client-dist
+	touch $(VERL_STAMP)
+
+.PHONY: verl-venv
+verl-venv: $(VERL_STAMP)
+test: $(VERL_STAMP)
+
 bench: $(STAMP)
 	$(VENV)/bin/python bench/run_all.py
 
