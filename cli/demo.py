@@ -149,6 +149,26 @@ def score_code_fixtures(client: Any, run_dir: Path) -> bool:
     return all(v["reward"] == 1.0 for v in verdicts if str(v["id"]).endswith("(reference)"))
 
 
+def run_env_demo(run_dir: Path) -> int:
+    """The environment demo: GRPO on whole episodes (tool calls in sessions' jails, the verdict as the reward)."""
+    import os
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        os.environ.setdefault(var, "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # TRL's rollout function is how episodes plug in
+    from groupscore.train.demo import run_env_training_demo
+
+    print("groupscore demo --env: a tiny Llama learns to call a calculator's tools, in sessions of their own")
+    summary = run_env_training_demo(Path(run_dir).resolve())
+    if summary.eval is not None:
+        print(
+            f"\nheld-out pass@1: {summary.eval.before.pass_at_1:.3f} before GRPO -> "
+            f"{summary.eval.after.pass_at_1:.3f} after ({summary.seconds} s)"
+        )
+    print(f"  summary: {Path(run_dir).resolve() / 'summary.json'}")
+    return 0
+
+
 def run_demo(run_dir: Path, train: bool = True) -> int:
     """The whole story on embedded defaults: service, math and code scoring, then GRPO training and evaluation."""
     import os

@@ -50,6 +50,9 @@ MODULE_MARKERS = {
     "service/test_ray_sessions.py": ("ray", "slow", "jail", "root"),  # sessions are jails
     "service/test_service_slow_programs.py": ("jail", "root", "slow"),
     "train/test_train_smollm2.py": ("slow",),
+    "train/test_train_episodes.py": ("jail", "root"),  # sessions are jails
+    "train/test_train_env_demo.py": ("slow", "jail", "root"),
+    "train/test_train_env_smollm2.py": ("slow", "jail", "root"),
     "train/test_train_e2e.py": ("slow",),
     "train/test_train_recipes.py": ("slow",),
     "train/test_train_resume.py": ("slow",),

@@ -39,6 +39,17 @@ def train_command(
     return 0
 
 
+def check_env(prepared: Prepared) -> list[str]:
+    """An environment taskset: the template's tool format (found in prepare), each task's tools rendered into its
+    prompt, and reference episodes replayed in sessions (each call's recorded result, a verdict of 1)."""
+    from groupscore.train.env_tasks import check_reference_episodes
+
+    say(f"tool calls: the {prepared.tool_format} format, read from the chat template; prompts rendered with the tools")
+    replayed, failures = check_reference_episodes(prepared.train_tasks + prepared.eval_tasks)
+    say(f"{replayed} reference episodes replayed in sessions" + (": each scores 1" if not failures else ""))
+    return failures
+
+
 def check_references(tasks: list[Task], scorer: ServiceScorer) -> list[str]:
     """Every task's worked solution must score 1 through the service (by its item's own verifier), or the taskset
     (or the verifier) is wrong."""
@@ -63,7 +74,7 @@ def dry_run_report(config: TrainConfig, timing: bool = False) -> DryRunReport:
     )
     with open_scorer(config.service) as scorer:
         say(f"service at {', '.join(scorer.urls)}")
-        failures = check_references(train_tasks + eval_tasks, scorer)
+        failures = check_env(prepared) if prepared.tool_format else check_references(train_tasks + eval_tasks, scorer)
         report.verifier_versions = scorer.versions.summary()
         say("verifier versions: " + (", ".join(f"{k}@{v}" for k, v in report.verifier_versions.items()) or "none"))
         total = len(train_tasks) + len(eval_tasks)
@@ -72,6 +83,8 @@ def dry_run_report(config: TrainConfig, timing: bool = False) -> DryRunReport:
         if failures:
             report.ok = False
             say(f"[error] {len(failures)} reference solutions do not score 1:\n  " + "\n  ".join(failures[:20]))
+        elif prepared.tool_format:
+            pass  # an environment taskset's references are its episodes, replayed above
         elif missing == total:
             say(
                 f"no reference solutions to check: none of the {total} tasks has one (a `solution` field, or "

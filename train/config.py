@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from groupscore.schema.names import did_you_mean
+from groupscore.train.env_config import EnvConfig
 from groupscore.train.localpaths import local_path, looks_local
 from groupscore.train.overrides import apply_overrides, from_cwd, parse_overrides, read_yaml, switch_model_source
 from groupscore.train.ray_service import RayServiceConfig
@@ -62,7 +63,8 @@ def model_sources(model: ModelConfig) -> dict[str, bool]:
 
 
 class DatasetSource(_Section):
-    """Where rows come from: a local file or folder (`path`), or a Hugging Face hub dataset (`name`)."""
+    """Where rows come from: a local file or folder (`path`), a Hugging Face hub dataset (`name`), or an environment
+    task source (`env`: each task an episode with tools, scored by the session's verdict)."""
 
     path: str | None = Field(
         default=None,
@@ -73,16 +75,25 @@ class DatasetSource(_Section):
     name: str | None = Field(default=None, description="A hub dataset, e.g. openai/gsm8k.")
     config: str | None = Field(default=None, description="The hub dataset's configuration, e.g. main.")
     split: str | None = Field(default=None, description="The split to read (default: train).")
+    env: str | None = Field(
+        default=None,
+        description="An environment task source (groupscore.environments): a bundled one (demo, harbor, bfcl) or a "
+        "task file or folder (relative: to the config file's folder). `env:SOURCE` as a plain string means this.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _plain_string_is_a_path(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("env:"):
+            return {"env": value[len("env:") :]}
         return {"path": str(value)} if isinstance(value, str | Path) else value
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSource:
-        if (self.path is None) == (self.name is None):
-            raise ValueError("give exactly one of path (a local file or folder) and name (a hub dataset)")
+        if sum(v is not None for v in (self.path, self.name, self.env)) != 1:
+            raise ValueError(
+                "give exactly one of path (a local file or folder), name (a hub dataset) and env (a task source)"
+            )
         return self
 
 
@@ -330,6 +341,7 @@ class TrainConfig(_Section):
     grpo: GrpoConfig | None = None
     eval: EvalConfig | None = Field(default_factory=EvalConfig)
     merge: MergeConfig | None = None
+    env: EnvConfig = Field(default_factory=EnvConfig)
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     # the folder of the YAML file it was read from (load_config): where a relative model.path was looked for
     _config_dir: Path | None = PrivateAttr(default=None)
@@ -390,7 +402,9 @@ def _section_type(annotation: Any) -> Any:
 
 
 def _local(base: Path, source: DatasetSource | None) -> DatasetSource | None:
-    """A relative path is taken from the config file's folder."""
+    """A relative path is taken from the config file's folder (an env source's too, when it is a file there)."""
+    if source is not None and source.env is not None and (base / source.env).exists():
+        return source.model_copy(update={"env": str(base / source.env)})
     if source is None or source.path is None:
         return source
     return source.model_copy(update={"path": str(base / source.path)})

@@ -45,7 +45,7 @@ def check_local_sources(cfg: TasksetConfig) -> None:
 
 def all_local(cfg: TasksetConfig) -> bool:
     """Every source is a file or folder on this machine (nothing to fetch from the hub)."""
-    return all(source.path is not None for _, source in _sources(cfg))
+    return all(source.path is not None or source.env is not None for _, source in _sources(cfg))
 
 
 def read_rows(source: DatasetSource, cfg: TasksetConfig, field: str, split: str | None = None) -> Rows:

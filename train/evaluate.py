@@ -14,6 +14,8 @@ from groupscore.train.task import Task
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from groupscore.train.episodes import EpisodeRunner
+
 SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidden tests, the exact answer)
 
 
@@ -92,10 +94,14 @@ def evaluate(
     seed: int,
     max_prompts: int | None = None,
     progress: str | None = None,
+    episodes: EpisodeRunner | None = None,
 ) -> EvalResult:
-    """Sample, score every prompt's n samples as one group through the service, and summarise."""
+    """Sample, score every prompt's n samples as one group through the service, and summarise; with `episodes`
+    (an environment taskset), n whole episodes of each task, each scored by its session's verdict."""
     if max_prompts is not None and max_prompts < len(tasks):
         tasks = random.Random(seed).sample(tasks, max_prompts)
+    if episodes is not None:
+        return evaluate_episodes(model, episodes, tasks, n=n, ks=ks, temperature=temperature, seed=seed)
     prompts = [t.prompt for t in tasks]
     completions = sample_completions(model, tokenizer, prompts, n, temperature, max_new_tokens, seed, progress=progress)
     groups = [wire_group(t.id, t.item, cs) for t, cs in zip(tasks, completions)]
@@ -123,3 +129,42 @@ def _pass_at(counts: list[tuple[int, int]], k: int) -> float:
     """Mean unbiased pass@k over the tasks with at least k judged samples (each from its own judged count)."""
     usable = [pass_at_k(judged, correct, k) for judged, correct in counts if judged >= k]
     return sum(usable) / len(usable) if usable else float("nan")
+
+
+def evaluate_episodes(
+    model: PreTrainedModel,
+    runner: EpisodeRunner,
+    tasks: list[Task],
+    *,
+    n: int,
+    ks: list[int],
+    temperature: float,
+    seed: int,
+) -> EvalResult:
+    """n episodes of each task; pass@k over the judged ones (a reward of 1 is a pass)."""
+    import statistics
+
+    import torch
+
+    with torch.random.fork_rng(devices=[model.device] if model.device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        episodes = runner.run(model, [t.id for t in tasks for _ in range(n)], temperature, seed=seed)
+    counts, per_task = [], []
+    for i, task in enumerate(tasks):
+        group = episodes[i * n : (i + 1) * n]
+        judged = [e.reward for e in group if e.reward is not None]
+        correct = sum(r >= SOLVED for r in judged)
+        counts.append((len(judged), correct))
+        texts = [str(e.messages) for e in group]
+        per_task.append(TaskSamples(task.id, correct, len(judged), [e.reward or 0.0 for e in group], texts))
+    rewards = [e.reward for e in episodes if e.reward is not None]
+    groups = [[e.reward for e in episodes[i * n : (i + 1) * n]] for i in range(len(tasks))]
+    return EvalResult(
+        n=n,
+        pass_at={k: _pass_at(counts, k) for k in sorted(set(ks)) if k <= n},
+        mean_reward=statistics.fmean(rewards) if rewards else float("nan"),
+        infra_errors=len(episodes) - len(rewards),
+        solvable_share=sum(any((r or 0) > 0 for r in g) for g in groups) / len(groups),
+        zero_variance_share=sum(len({r for r in g if r is not None}) <= 1 for g in groups) / len(groups),
+        per_task=per_task,
+    )

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from peft import PeftConfig
     from transformers import PreTrainedTokenizerBase
 
+    from groupscore.train.episodes import EpisodeRunner
+
 
 def grpo_dataset(tasks: list[Task]) -> Dataset:
     from datasets import Dataset
@@ -168,7 +170,7 @@ class RunCallback(TrainerCallback):
     `metrics` and `evals` start with what a resumed run had logged before its restart (`RunHistory`), so the plots
     and the summary of a resumed run are those of an uninterrupted one."""
 
-    trainer: ServiceGRPOTrainer
+    trainer: Any  # ServiceGRPOTrainer, or EnvGRPOTrainer (env_grpo.py) on an environment taskset
     tokenizer: PreTrainedTokenizerBase
     eval_tasks: list[Task]
     eval_cfg: EvalConfig
@@ -178,6 +180,7 @@ class RunCallback(TrainerCallback):
     seed: int
     monitor: Monitor
     start_model: str = ""  # the model GRPO starts from: step 0's candidate, never copied
+    episodes: EpisodeRunner | None = None  # an environment taskset: evaluations run whole episodes
     metrics: list[StepMetrics] = field(default_factory=list)
     evals: list[EvalRecord] = field(default_factory=list)
     best: Checkpoint | None = None
@@ -200,6 +203,7 @@ class RunCallback(TrainerCallback):
             seed=self.seed,
             max_prompts=self.eval_cfg.max_prompts,
             progress=f"eval @ step {step}",
+            episodes=self.episodes,
         )
         record = EvalRecord(step, result)
         self.evals.append(record)
@@ -330,6 +334,7 @@ def run_grpo(
     service_weight: float = 1.0,
     report_to: Sequence[str] | None = None,
     resume: bool = False,
+    episodes: EpisodeRunner | None = None,
 ) -> GrpoOutcome:
     """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome.
     `resume`: go on from the newest checkpoint under run_dir/grpo, if there is one."""
@@ -364,15 +369,20 @@ def run_grpo(
         service_weight=service_weight,
         task_columns={t.id: t.columns for t in train_tasks},
     )
-    trainer = ServiceGRPOTrainer(
-        model=model_path,
-        args=grpo_args(cfg, hardware, out_dir, seed, hardware.num_processes, report_to),
-        train_dataset=grpo_dataset(train_tasks),
-        processing_class=tokenizer,
-        peft_config=peft_config,
-        service_reward=service_reward,
-        group_log=group_log,
-    )
+    common = {
+        "model": model_path,
+        "args": grpo_args(cfg, hardware, out_dir, seed, hardware.num_processes, report_to),
+        "train_dataset": grpo_dataset(train_tasks),
+        "processing_class": tokenizer,
+        "peft_config": peft_config,
+        "group_log": group_log,
+    }
+    if episodes is not None:  # an environment taskset: multi-turn episodes, rewarded by the sessions' verdicts
+        from groupscore.train.env_grpo import EnvGRPOTrainer
+
+        trainer: Any = EnvGRPOTrainer(runner=episodes, **common)
+    else:
+        trainer = ServiceGRPOTrainer(service_reward=service_reward, **common)
     trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
     callback = RunCallback(
         trainer,
@@ -387,6 +397,7 @@ def run_grpo(
         start_model=model_path,
         metrics=list(history.metrics),
         evals=list(history.evals),
+        episodes=episodes,
     )
     trainer.add_callback(callback)
     started = time.perf_counter()

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig
+from groupscore.train.episodes import EpisodeRunner, open_episodes
 from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware, barrier, is_main_process
 from groupscore.train.models import load_model, lora_config
@@ -46,6 +47,7 @@ def evaluate_folder(
     scorer: GroupScorer,
     seed: int,
     progress: str = "eval",
+    episodes: EpisodeRunner | None = None,
 ) -> EvalResult:
     eval_cfg = config.eval
     if eval_cfg is None:
@@ -64,11 +66,17 @@ def evaluate_folder(
         seed=seed,
         max_prompts=eval_cfg.max_prompts,
         progress=progress,
+        episodes=episodes,
     )
 
 
 def preflight(
-    model_path: str, tasks: list[Task], config: TrainConfig, hardware: Hardware, scorer: GroupScorer
+    model_path: str,
+    tasks: list[Task],
+    config: TrainConfig,
+    hardware: Hardware,
+    scorer: GroupScorer,
+    episodes: EpisodeRunner | None = None,
 ) -> PreflightReport:
     """Can GRPO learn from this model? Groups with no positive reward give it nothing to work with."""
     cfg = config.preflight
@@ -89,6 +97,7 @@ def preflight(
         seed=config.seed,
         max_prompts=cfg.max_prompts,
         progress="preflight",
+        episodes=episodes,
     )
     report = PreflightReport(result, threshold=cfg.min_solvable_share)
     say(
@@ -123,7 +132,7 @@ def run(config: TrainConfig) -> RunSummary:
     stages = summary.stages
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
-    with open_scorer(config.service) as scorer:
+    with open_scorer(config.service) as scorer, open_episodes(config, prepared) as episodes:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = cold_start_path = prepared.model_path
         sft_done = run_dir / "sft" / "final"
@@ -150,7 +159,7 @@ def run(config: TrainConfig) -> RunSummary:
             )
             stages.sft = SftStage(model=model_path, seconds=round(time.perf_counter() - t0, 1))
         if config.preflight is not None:
-            stages.preflight = preflight(model_path, train_tasks, config, hardware, scorer)
+            stages.preflight = preflight(model_path, train_tasks, config, hardware, scorer, episodes)
 
         selected = model_path
         evals: list[EvalRecord] = []
@@ -179,6 +188,7 @@ def run(config: TrainConfig) -> RunSummary:
                 service_weight=config.rewards.service_weight,
                 report_to=config.report_to,
                 resume=config.resume,
+                episodes=episodes,
             )
             selected = str(materialize(outcome.best.path, model_path))
             evals, metrics = outcome.evals, outcome.metrics
@@ -192,9 +202,9 @@ def run(config: TrainConfig) -> RunSummary:
             )
         if config.eval is not None:
             seed = config.seed + FINAL_EVAL_SEED_OFFSET
-            before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed, "eval (before)")
+            before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed, "eval (before)", episodes)
             after = (
-                evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed, "eval (after)")
+                evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed, "eval (after)", episodes)
                 if selected != model_path
                 else before
             )
@@ -209,7 +219,13 @@ def run(config: TrainConfig) -> RunSummary:
             merged_eval = None
             if config.eval is not None:
                 merged_eval = evaluate_folder(
-                    merged, eval_tasks, config, hardware, scorer, config.seed + FINAL_EVAL_SEED_OFFSET
+                    merged,
+                    eval_tasks,
+                    config,
+                    hardware,
+                    scorer,
+                    config.seed + FINAL_EVAL_SEED_OFFSET,
+                    episodes=episodes,
                 )
             stages.merge = MergeStage(model=str(merged), ratio=config.merge.ratio, eval=merged_eval)
         summary.verifier_versions = scorer.versions.summary()  # every verdict of the run, one version per kind

@@ -37,6 +37,7 @@ class Prepared:
     eval_tasks: list[Task]
     model_path: str
     reward_functions: list[UserReward]
+    tool_format: str | None = None  # an environment taskset: how the model writes tool calls (toolcalls.py)
 
 
 def prepare(config: TrainConfig) -> Prepared:
@@ -67,6 +68,16 @@ def prepare(config: TrainConfig) -> Prepared:
     hardware = pick_hardware(config.device, config.precision, config.threads, grpo_vllm)
     model_path = resolve_model(config.model, train_tasks + eval_tasks, config.run_dir / "cache", config.seed)
     tokenizer = tokenizer or load_tokenizer(model_path)
+    if config.taskset.train.env is not None:  # episodes with tools: the template must say how the model calls them
+        from groupscore.train.env_tasks import render_env_tasks
+        from groupscore.train.toolcalls import detect_format
+
+        fmt = detect_format(tokenizer, config.env.tool_format)
+        train_tasks, eval_tasks = (
+            render_env_tasks(train_tasks, tokenizer, fmt),
+            render_env_tasks(eval_tasks, tokenizer, fmt),
+        )
+        return Prepared(hardware, train_tasks, eval_tasks, model_path, reward_functions, fmt)
     system_prompt = config.taskset.system_prompt
     train_tasks = render_prompts(train_tasks, tokenizer, config.model.chat_template, system_prompt)
     eval_tasks = render_prompts(eval_tasks, tokenizer, config.model.chat_template, system_prompt)

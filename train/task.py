@@ -22,6 +22,7 @@ class Task:
     item: dict[str, Any]  # verifier fields (answer, tests, hidden_tests...): never shown to the model
     messages: tuple[Message, ...] | None = None  # a conversational prompt, before rendering
     columns: dict[str, Any] = field(default_factory=dict)  # the row's other columns, for user reward functions
+    env: Any = None  # an environment task (environments.Task): an episode with tools, scored by its session
 
 
 def parse_messages(value: Any) -> tuple[Message, ...] | None:

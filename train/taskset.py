@@ -25,6 +25,10 @@ from groupscore.verifiers.registry import describe_error, parse_item
 
 def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]:
     """(train tasks, held-out tasks), their prompts templated; each source is read and checked in turn."""
+    if cfg.train.env is not None:
+        from groupscore.train.env_tasks import load_env_taskset
+
+        return load_env_taskset(cfg, seed)
     train = tasks(read_rows(cfg.train, cfg, "taskset.train"), cfg, "train")
     if cfg.eval is not None:
         held_out = tasks(read_rows(cfg.eval, cfg, "taskset.eval"), cfg, "eval")

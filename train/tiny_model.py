@@ -26,6 +26,21 @@ class TinyModelSpec(BaseModel):
     num_layers: int = Field(default=2, ge=1, le=12)
     num_heads: int = Field(default=4, ge=1, le=32)
     max_positions: int = Field(default=128, ge=16, le=4096)
+    tools: bool = Field(default=False, description="A chat template with tool calls (TOOL_TEMPLATE), for env tasks.")
+
+
+# A compact template in Qwen2.5's tool-call format (`<tool_call>{json}</tool_call>`), its markers single tokens.
+TOOL_MARKERS = ["<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<tool_call>", "</tool_call>"]
+TOOL_TEMPLATE = (
+    "{%- for m in messages -%}"
+    "{%- if m['role'] == 'assistant' -%}<|assistant|>{{ m['content'] }}"
+    "{%- for c in (m['tool_calls'] if m['tool_calls'] is defined and m['tool_calls'] else []) -%}"
+    "<tool_call>{{ {'name': c['function']['name'], 'arguments': c['function']['arguments']} | tojson }}</tool_call>"
+    "{%- endfor -%}</s>"
+    "{%- else -%}<|{{ m['role'] }}|>{{ m['content'] }}{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|assistant|>{%- endif -%}"
+)
 
 
 def build_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFast:
@@ -54,7 +69,8 @@ def build_tokenizer(corpus: list[str], vocab_size: int) -> PreTrainedTokenizerFa
 
 
 def tiny_model_dir(spec: TinyModelSpec, corpus: list[str], cache_dir: Path, seed: int) -> Path:
-    key = json.dumps({"spec": spec.model_dump(), "seed": seed, "corpus": sorted(set(corpus))}, sort_keys=True)
+    shape = spec.model_dump(exclude=set() if spec.tools else {"tools"})  # the same names as before `tools` existed
+    key = json.dumps({"spec": shape, "seed": seed, "corpus": sorted(set(corpus))}, sort_keys=True)
     return cache_dir / f"tiny-llama-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
@@ -67,6 +83,9 @@ def ensure_tiny_model(spec: TinyModelSpec, corpus: list[str], cache_dir: Path, s
     if (out / "config.json").exists() and (out / "tokenizer.json").exists():
         return out
     tokenizer = build_tokenizer(corpus, spec.vocab_size)
+    if spec.tools:
+        tokenizer.add_tokens(TOOL_MARKERS)
+        tokenizer.chat_template = TOOL_TEMPLATE
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=spec.hidden_size,

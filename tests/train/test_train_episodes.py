@@ -1,0 +1,161 @@
+"""Multi-turn episodes against real sessions (train/episodes.py): the model's calls run in the jail, the results come
+back as tool messages and are masked out of the loss, the verdict is the reward, and every session opened is closed,
+on an error or an interrupt too. The policy is scripted (it plays each task's reference episode), so no weights load."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from groupscore.environments import Sessions, load_source
+from groupscore.schema.sessions import Observation, Opening
+from groupscore.schema.verdict import Status, Verdict
+from groupscore.train.demo import TASKSETS
+from groupscore.train.env_config import EnvConfig
+from groupscore.train.env_tasks import render_env_tasks
+from groupscore.train.episodes import EpisodeRunner
+from groupscore.train.task import Task
+from groupscore.train.tiny_model import TOOL_MARKERS, TOOL_TEMPLATE, build_tokenizer
+
+CALC = load_source(str(TASKSETS / "calc" / "heldout.yaml"))[:4]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    corpus = [t.turns[0].messages[0]["content"] + json.dumps(t.metadata) for t in CALC]
+    tok = build_tokenizer(corpus, 96)
+    tok.add_tokens(TOOL_MARKERS)
+    tok.chat_template = TOOL_TEMPLATE
+    return tok
+
+
+class ScriptedPolicy:
+    """Plays each task's reference episode: the calls of turn 1, then the answer; `fail_on_turn` raises there."""
+
+    def __init__(self, tokenizer, interrupt_on_turn: int | None = None, wrong: bool = False):
+        self.tokenizer, self.interrupt_on_turn, self.wrong = tokenizer, interrupt_on_turn, wrong
+        self.device, self.training, self.turn = torch.device("cpu"), False, 0
+        self.generation_config = SimpleNamespace(eos_token_id=tokenizer.eos_token_id)
+
+    def eval(self):
+        self.training = False
+
+    def train(self, mode=True):
+        self.training = mode
+
+    def generate(self, input_ids, attention_mask, **kwargs):
+        self.turn += 1
+        if self.turn == self.interrupt_on_turn:
+            raise KeyboardInterrupt
+        replies = []
+        for row in input_ids.tolist():
+            text = self.tokenizer.decode(row, skip_special_tokens=True)
+            task = next(t for t in CALC if t.turns[0].messages[0]["content"] in text)
+            meta = task.metadata
+            reply = (
+                meta["answer"]
+                if "<|tool|>" in text
+                else f"<tool_call>{json.dumps(meta['reference'][0][0])}</tool_call>"
+            )
+            if self.wrong and "<|tool|>" in text:
+                reply = "\\boxed{1}"
+            replies.append(self.tokenizer(reply, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id])
+        width = max(len(r) for r in replies)
+        pad = self.tokenizer.pad_token_id
+        return torch.cat([input_ids, torch.tensor([r + [pad] * (width - len(r)) for r in replies])], dim=1)
+
+
+def runner_for(sessions, tokenizer, **env):
+    tasks = render_env_tasks([Task(t.id, "", None, {}, env=t) for t in CALC], tokenizer, "hermes")
+    cfg = EnvConfig(**{"max_turns": 3, "max_tokens": 96, **env})
+    return EpisodeRunner(sessions, CALC, tokenizer, "hermes", cfg, {t.id: t.prompt for t in tasks})
+
+
+def test_a_reference_policy_scores_1_with_the_tool_results_masked_and_every_session_closed(tokenizer):
+    sessions = Sessions()
+    runner = runner_for(sessions, tokenizer)
+    episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC for _ in range(2)], temperature=0.9)
+    assert [e.reward for e in episodes] == [1.0] * 8
+    assert runner.opened == runner.closed == 8 and sessions.open_count() == 0
+    first = episodes[0]
+    assert [m["role"] for m in first.messages] == ["assistant", "tool", "assistant"] and first.calls == 1
+    assert first.messages[1]["content"] == CALC[0].metadata["outputs"][0][0]
+    masked = tokenizer.decode([t for t, m in zip(first.completion_ids, first.env_mask) if m == 0])
+    assert masked == f"<|tool|>{CALC[0].metadata['outputs'][0][0]}<|assistant|>"  # the tool's tokens, and only those
+    assert first.ended == "answered" and runner.timing.sessions_s > 0 and runner.timing.generate_s > 0
+
+
+def test_a_wrong_answer_scores_0(tokenizer):
+    sessions = Sessions()
+    episodes = runner_for(sessions, tokenizer).run(ScriptedPolicy(tokenizer, wrong=True), [CALC[0].id], 0.9)
+    assert episodes[0].reward == 0.0 and sessions.open_count() == 0
+
+
+def test_an_interrupt_mid_episode_still_closes_every_session(tokenizer):
+    sessions = Sessions()
+    runner = runner_for(sessions, tokenizer)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(ScriptedPolicy(tokenizer, interrupt_on_turn=2), [t.id for t in CALC], temperature=0.9)
+    assert runner.opened == runner.closed == 4 and sessions.open_count() == 0 and sessions.jails_alive() == 0
+
+
+def test_the_token_budget_ends_an_episode(tokenizer):
+    sessions = Sessions()
+    episodes = runner_for(sessions, tokenizer, max_tokens=10).run(ScriptedPolicy(tokenizer), [CALC[0].id], 0.9)
+    assert len(episodes[0].completion_ids) <= 10 and episodes[0].ended.startswith("max_tokens")
+    assert sessions.open_count() == 0
+
+
+class SlowSessions:
+    """Sessions whose every tool call takes 0.3 s; one reset in `broken` fails (the server's fault)."""
+
+    def __init__(self, broken: int | None = None):
+        self.broken, self.resets, self.open = broken, 0, set()
+        self.lock = threading.Lock()
+
+    def reset(self, task, seed=0, client=None):
+        with self.lock:
+            self.resets += 1
+            if self.resets == self.broken:
+                raise RuntimeError("no room")
+            sid = f"s{self.resets}"
+            self.open.add(sid)
+        return Opening(session_id=sid, task_id=task.id, messages=[], tools=[], turns=1)
+
+    def step(self, session_id, call):
+        time.sleep(0.3)
+        return Observation(content="1665")
+
+    def next_turn(self, session_id, message=None):
+        return SimpleNamespace(done=True, messages=[])
+
+    def score(self, session_id, final_message=None):
+        return Verdict(id=session_id, reward=1.0, status=Status.correct)
+
+    def close(self, session_id):
+        with self.lock:
+            self.open.discard(session_id)
+        return True
+
+
+def test_tool_calls_of_different_episodes_do_not_wait_on_one_another(tokenizer):
+    sessions = SlowSessions()
+    runner = runner_for(sessions, tokenizer)
+    started = time.perf_counter()
+    episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC for _ in range(2)], temperature=0.9)
+    assert len(episodes) == 8 and all(e.calls == 1 for e in episodes)
+    assert time.perf_counter() - started < 8 * 0.3 * 0.6  # one after another would take 2.4 s
+    assert not sessions.open
+
+
+def test_a_session_that_cannot_open_is_masked_not_scored_0(tokenizer):
+    sessions = SlowSessions(broken=2)
+    episodes = runner_for(sessions, tokenizer).run(ScriptedPolicy(tokenizer), [t.id for t in CALC], 0.9)
+    assert [e.reward for e in episodes].count(None) == 1
+    masked = next(e for e in episodes if e.reward is None)
+    assert masked.verdict is not None and masked.verdict.status is Status.infra_error and not sessions.open
