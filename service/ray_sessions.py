@@ -82,19 +82,24 @@ class Peers:
             self._handle = serve.get_deployment_handle(self.deployment, app_name=self.app_name)
         return self._handle.options(multiplexed_model_id=replica).session_call
 
-    async def alive(self, replica: str) -> bool:
-        return await asyncio.to_thread(self._alive, replica)
+    async def alive(self, replica: str, ask: bool = True) -> bool:
+        """Whether the replica's actor lives: Ray still knows its name and, with `ask`, it answers (a replica too busy
+        to answer in 10 s counts as alive)."""
+        return await asyncio.to_thread(self._alive, replica, ask)
 
-    def _alive(self, replica: str) -> bool:
+    def _alive(self, replica: str, ask: bool) -> bool:
         actor: Any
         try:
             actor = ray.get_actor(self._actor_prefix + replica, namespace=_REPLICA_ACTORS)
         except ValueError:  # no actor of that name: dead (Serve never reuses a replica id)
             return False
-        try:
-            ray.get(actor.__ray_ready__.remote(), timeout=10)
-        except Exception:  # noqa: BLE001 - died, or being killed: the session is gone either way
-            return False
+        if ask:
+            try:
+                ray.get(actor.__ray_ready__.remote(), timeout=10)
+            except RayActorError:
+                return False
+            except ray.exceptions.GetTimeoutError:
+                return True
         return True
 
     async def others(self) -> list[str]:
@@ -178,6 +183,9 @@ class SessionAffinity:
         deadline = time.monotonic() + FORWARD_DEADLINE_S
         query = scope.get("query_string", b"")
         while True:
+            # Ray forgets a dead actor's name at once; Serve's router may take long to give up on a gone holder.
+            if not await peers.alive(replica, ask=False):
+                return await self._lost(scope, path, body)
             try:
                 answer = await peers.handle(replica).remote(
                     replica, scope["method"], path, query, scope["headers"], body
