@@ -17,3 +17,21 @@ def test_the_readme_example_runs_as_written():
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})
     assert out.getvalue().splitlines() == ["content='' is_error=False done=False steps=1", "1.0"]
+
+
+def test_the_docs_command_lines_run_as_written(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    docs = (README.parent / "docs" / "environments.md").read_text()
+    block = re.search(r"```sh\n(groupscore env list.*?)```", docs, re.S).group(1)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", block], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("count-errors\tturns=1")
+    verdicts = [line for line in lines if line.startswith('{"id":')]
+    assert [v.split('"reward":')[1].split(",")[0] for v in verdicts] == ["1.0", "0.0"]
