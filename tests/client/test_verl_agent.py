@@ -5,7 +5,8 @@ verl lives in a venv of its own (.venv-verl, `make verl-venv`: verl 0.9.1, CPU t
 schema/ on its path ahead of the installed copy, and prints what verl made of two batches; this module checks it.
 The LLM server is scripted (token ids of a tiny byte-level tokenizer): no GPU rollout and no model run here.
 
-Cost: 5-15 s on an idle machine, most of it importing torch and verl in the child; minutes under load. Slow tier.
+Cost: about 20 s on a quiet machine (importing torch and verl in the child ~5 s, the client's retries against the
+unreachable service ~10 s); 50-75 s was seen here with the machine's load average near 30. Slow tier.
 """
 
 from __future__ import annotations
@@ -84,6 +85,14 @@ def test_a_wrong_answer_gets_reward_0_and_is_trained_on(probe):
     assert row["mask_ones"] > 0 and "echo 7 > errors.txt" in row["kept"]
 
 
+def test_a_second_user_turn_comes_when_the_model_ends_its_first_and_is_masked(probe):
+    (row,) = rows(probe, "two-turns")
+    assert row["reward"] == 1.0 and row["status"] == "correct"
+    assert row["tool_calls"] == 2 and row["num_turns"] == 6  # the prompt, four model turns, the second user turn
+    assert "Now append the line 2 to a.txt." in row["masked"]
+    assert "echo 1 > a.txt" in row["kept"] and "echo 2 >> a.txt" in row["kept"] and "append" not in row["kept"]
+
+
 def test_a_session_that_cannot_start_is_masked_whole_and_counted(probe):
     (row,) = rows(probe, "no-env")
     assert row["status"] == "infra_error" and row["infra_error"] == 1
@@ -99,8 +108,13 @@ def test_an_unreachable_service_is_masked_and_counted(probe):
     assert "no session opened" in probe["stderr"]
 
 
+def test_a_task_the_service_does_not_have_fails_the_batch_never_masked(probe):
+    assert probe["unknown"].startswith("groupscore cannot open 'demo:no-such-task'")
+    assert "HTTP 422" in probe["unknown"] and "no task 'no-such-task'" in probe["unknown"]
+
+
 def test_the_worker_counts_its_masked_episodes_and_verl_logs_them_per_sample(probe):
-    assert probe["infra_count"] == [2, 5]
+    assert probe["infra_count"] == [2, 6]
     for batch in probe["batches"]:
         for row in batch:
             assert row["reward_extra_keys"] == ["groupscore_infra_error", "groupscore_tool_calls", "groupscore_turns"]
@@ -112,6 +126,6 @@ def test_every_session_the_loop_opened_is_closed(probe):
         for line in probe["metrics"].splitlines()
         if line.startswith("groupscore_sessions_")
     }
-    assert counts["groupscore_sessions_opened_total"] == 4  # solve x2, no-env, wrong; the dead URL opened none
+    assert counts["groupscore_sessions_opened_total"] == 5  # solve x2, no-env, wrong, two-turns; none at the dead URL
     assert counts["groupscore_sessions_open"] == 0
-    assert counts["groupscore_sessions_closed_total"] == 4 and counts["groupscore_sessions_reaped_total"] == 0
+    assert counts["groupscore_sessions_closed_total"] == 5 and counts["groupscore_sessions_reaped_total"] == 0

@@ -6,7 +6,9 @@ batch, what verl made of each sample: reward, response mask, the text the mask k
     python verl_agent_probe.py URL DEAD_URL     (DEAD_URL: where no service listens)
 
 Two batches: [solve, solve, no-env, unreachable] (a GRPO group of two that solves demo:count-errors, a session that
-cannot start, a service that cannot be reached), then [wrong] (a wrong answer: reward 0, not masked).
+cannot start, a service that cannot be reached), then [wrong, two-turns] (a wrong answer: reward 0, not masked; a
+task whose second user turn comes when the model ends its first), then [unknown] (a task the service does not have:
+the batch fails).
 """
 
 from __future__ import annotations
@@ -38,16 +40,19 @@ CALL = '<tool_call>{"name": "shell", "arguments": {"command": "%s"}}</tool_call>
 SCRIPTS = {
     "solve": [CALL % "grep -c ' ERROR ' app.log | tee errors.txt", "I wrote the count to errors.txt.<|im_end|>"],
     "wrong": [CALL % "echo 7 > errors.txt", "Done.<|im_end|>"],
+    "two-turns": [CALL % "echo 1 > a.txt", "Done.<|im_end|>", CALL % "echo 2 >> a.txt", "Appended.<|im_end|>"],
     "no-env": ['<tool_call>{"name": "hi", "arguments": {}}</tool_call><|im_end|>', "Hi!<|im_end|>"],
 }
 TASK_OF = {
     "solve": "demo:count-errors",
     "wrong": "demo:count-errors",
     "no-env": f"{TASKS}:no-env",
+    "two-turns": f"{TASKS}:two-turns",
     "unreachable": "demo:count-errors",
+    "unknown": "demo:no-such-task",
 }
 AGENT_OF = {"unreachable": "groupscore-unreachable"}  # the loop's entry that names the dead URL
-BATCHES = (["solve", "solve", "no-env", "unreachable"], ["wrong"])
+BATCHES = (["solve", "solve", "no-env", "unreachable"], ["wrong", "two-turns"])
 
 
 def tiny_model(folder: Path) -> None:
@@ -88,7 +93,8 @@ class ScriptedServer:
 
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs) -> TokenOutput:
         prompt = self.tokenizer.decode(prompt_ids)
-        case = "no-env" if "Greet the user" in prompt else self.cases[0]
+        markers = {"Greet the user": "no-env", "Write the line 1": "two-turns"}
+        case = next((c for marker, c in markers.items() if marker in prompt), self.cases[0])
         turn = self.turns[request_id]
         self.turns[request_id] += 1
         text = SCRIPTS[case][min(turn, len(SCRIPTS[case]) - 1)]
@@ -174,7 +180,13 @@ def main() -> None:
         worker.llm_client = ScriptedServer(worker.tokenizer)
         batches = [asyncio.run(run_batch(worker, worker.tokenizer, cases)) for cases in BATCHES]
         infra_count = list(verl_agent.infra_count())
-        print(json.dumps({"batches": batches, "infra_count": infra_count, "module": verl_agent.__file__}))
+        try:  # a row naming a task the service does not have: the batch fails, loudly
+            asyncio.run(run_batch(worker, worker.tokenizer, ["unknown"]))
+            unknown = "no error"
+        except ValueError as exc:
+            unknown = str(exc)
+        report = {"batches": batches, "infra_count": infra_count, "unknown": unknown, "module": verl_agent.__file__}
+        print(json.dumps(report))
 
 
 if __name__ == "__main__":
