@@ -41,7 +41,16 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
 
 ROOT = Path(__file__).resolve().parent.parent
-RECIPES = ["gsm8k-qwen2.5-0.5b", "deepmath-qwen2.5-0.5b", "mbpp-qwen2.5-coder-0.5b", "tutor-qwen2.5-0.5b"]
+RECIPES = [
+    "gsm8k-qwen2.5-0.5b",
+    "deepmath-qwen2.5-0.5b",
+    "mbpp-qwen2.5-coder-0.5b",
+    "tutor-qwen2.5-0.5b",
+    "bfcl-qwen2.5-0.5b",
+]
+# Prompts longer than --prompt-tokens: BFCL's tool list (32 functions, a median of ~15.8k characters of JSON) is in
+# every prompt of the multi-turn recipe.
+PROMPT_TOKENS = {"bfcl-qwen2.5-0.5b": 4096}
 # Qwen2.5-0.5B-Instruct's and Qwen2.5-Coder-0.5B-Instruct's published config.json values (identical for memory).
 QWEN25_05B = {
     "hidden_size": 896,
@@ -189,6 +198,9 @@ def measure(recipe: str, prompt_tokens: int, micro_override: int | None, head: b
 
     cfg = load_config(ROOT / "recipes" / f"{recipe}.yaml")
     grpo = cfg.grpo
+    prompt_tokens = PROMPT_TOKENS.get(recipe, prompt_tokens)
+    if cfg.taskset.train.env is not None:  # episodes: the tokens after the prompt are the episode's budget
+        grpo = grpo.model_copy(update={"max_completion_length": cfg.env.max_tokens})
     rollouts = grpo.prompts_per_step * grpo.num_generations
     micro = micro_override or grpo.micro_batch_size or rollouts
     lora = cfg.model.lora.model_dump() if cfg.model.lora is not None else None

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
+from groupscore.train.episodes import open_episodes
 from groupscore.train.pipeline import run, say
 from groupscore.train.prepare import Prepared, prepare
 from groupscore.train.scoring import GroupScorer, ServiceScorer, open_scorer, wire_group
@@ -46,7 +47,10 @@ def check_env(prepared: Prepared) -> list[str]:
 
     say(f"tool calls: the {prepared.tool_format} format, read from the chat template; prompts rendered with the tools")
     replayed, failures = check_reference_episodes(prepared.train_tasks + prepared.eval_tasks)
-    say(f"{replayed} reference episodes replayed in sessions" + (": each scores 1" if not failures else ""))
+    if replayed:
+        say(f"{replayed} reference episodes replayed in sessions" + (": each scores 1" if not failures else ""))
+    else:
+        say("no task has a reference episode to replay (metadata: reference, outputs, answer)")
     return failures
 
 
@@ -198,22 +202,24 @@ def estimate_run_time(config: TrainConfig, prepared: Prepared, scorer: GroupScor
             quiet = Monitor(config.monitor, emit=lambda _msg: None)
             # eval_every beyond the measured steps: the one evaluation at step 0 and at the end are timed apart
             cfg = config.grpo.model_copy(update={"eval_every": 10**6})
-            outcome = run_grpo(
-                model_path,
-                train_tasks,
-                eval_tasks,
-                cfg,
-                config.eval,
-                hardware,
-                scorer,
-                scratch,
-                config.seed,
-                quiet,
-                lora_config(config.model),
-                max_steps=steps,
-                extra_rewards=prepared.reward_functions,
-                service_weight=config.rewards.service_weight,
-            )
+            with open_episodes(config, prepared) as episodes:
+                outcome = run_grpo(
+                    model_path,
+                    train_tasks,
+                    eval_tasks,
+                    cfg,
+                    config.eval,
+                    hardware,
+                    scorer,
+                    scratch,
+                    config.seed,
+                    quiet,
+                    lora_config(config.model),
+                    max_steps=steps,
+                    extra_rewards=prepared.reward_functions,
+                    service_weight=config.rewards.service_weight,
+                    episodes=episodes,
+                )
             step_times = [m.step_time_s for m in outcome.metrics]
             per_step = sum(step_times[1:]) / max(1, len(step_times) - 1) if len(step_times) > 1 else step_times[0]
             eval_s = max(0.0, (outcome.train_s - sum(step_times)) / 2)  # the step-0 and final evaluations

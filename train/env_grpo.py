@@ -9,6 +9,7 @@ and no loss at all, as a single item's infra_error does. Each trajectory goes to
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Any
@@ -32,6 +33,7 @@ class EnvGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose rollouts are episodes against sessions and whose advantages are the groups' verdicts'."""
 
     def __init__(self, *args: Any, runner: EpisodeRunner, group_log: JsonlWriter, **kwargs: Any) -> None:
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # its rollout function is how episodes plug in
         # TRL's annotations leave out that the rollout function may be a bound method
         super().__init__(*args, reward_funcs=[session_verdict], rollout_func=self._rollout, **kwargs)  # type: ignore[misc]
         self.runner = runner

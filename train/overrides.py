@@ -54,6 +54,9 @@ def from_cwd(path: list[str], value: Any) -> Any:
     """A relative path typed on the command line (`--set taskset.train=data/x.parquet`, `--set model.path=./m`) is
     taken from the current directory, where it was typed; a path written in the file, from the file's folder."""
     if path[:1] == ["taskset"] and path[1:2] in (["train"], ["eval"]):
+        if path[2:] == [] and isinstance(value, str) and value.startswith("env:"):  # a task source
+            local = Path(value[len("env:") :])
+            return f"env:{local.resolve()}" if local.exists() else value
         if path[2:] == [] and isinstance(value, str):
             return str(Path(value).resolve())
         if path[2:] == [] and isinstance(value, dict) and isinstance(value.get("path"), str):

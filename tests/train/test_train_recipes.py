@@ -108,3 +108,25 @@ def test_tutor_recipe_with_lora_g12_and_its_reward_function(standins, url, tmp_p
     )
     assert "12 generations" in out and "beta 0.04" not in out  # the dry run prints the rollout count, not the run
     assert "reward function worked_steps (" in out and "tutor_rewards.py:worked_steps) on 8 worked solutions" in out
+
+
+def test_bfcl_recipe_multi_turn_episodes_with_a_tool_template(url, tmp_path, capsys):
+    # BFCL's API classes and Qwen2.5 stand in as the bundled demo tasks (shell, SQLite, a class, Python) and the tiny
+    # model with its tool-calling template; the episodes cut to fit its 128 positions.
+    out = dry_run(
+        "bfcl-qwen2.5-0.5b.yaml",
+        [
+            "model.tiny={tools: true}",
+            "taskset.train=env:demo",
+            "env.max_tokens=48",
+            "env.max_turns=2",
+            "grpo.prompts_per_step=2",
+            "grpo.num_generations=2",
+            "grpo.micro_batch_size=null",
+            "eval={samples: 1, k: [1]}",
+        ],
+        url,
+        tmp_path,
+        capsys,
+    )
+    assert "the hermes format, read from the chat template" in out and "2 generations" in out
