@@ -74,7 +74,7 @@ def _backend() -> tuple[dict[str, str], dict[str, str], tuple[str, ...], str, st
     the package's version. Plain data modules (nothing of the API classes is imported on the host)."""
     from importlib.metadata import version
 
-    from bfcl_eval.constants import default_prompts  # type: ignore[import-untyped]
+    from bfcl_eval.constants import default_prompts
     from bfcl_eval.constants import executable_backend_config as backend
 
     return (

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from groupscore.environments import Task, ToolCall, load_source, load_task, replay
+from groupscore.environments import Observation, Task, ToolCall, load_source, load_task, replay
 from groupscore.schema.verdict import Verdict
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 
@@ -115,7 +115,11 @@ def probe_task(task: Task) -> dict[str, Any]:
     secrets = _secret_lines(task)
     for name, trajectory in probes_for(task).items():
         seen: list[str] = []
-        verdict = replay(task, trajectory, observe=lambda _t, _c, obs, seen=seen: seen.append(obs.content))
+
+        def observe(_turn: int, _call: ToolCall, obs: Observation, seen: list[str] = seen) -> None:
+            seen.append(obs.content)
+
+        verdict = replay(task, trajectory, observe=observe)
         leaked = any(line in text for text in seen for line in secrets)
         results["probes"][name] = (verdict, leaked)
     solved = oracle(task)

@@ -13,7 +13,7 @@ import json
 
 from class_state import error_text, public_attrs, result_text
 
-values = {}
+values: dict = {}
 
 
 def digest(encoded):

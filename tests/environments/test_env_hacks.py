@@ -117,7 +117,9 @@ def test_nothing_of_a_session_outlives_its_score():
 def test_code_the_test_runs_can_write_the_reward_file():
     """A test that runs the agent's program lends it its rights: the program can write the reward file while the test
     runs (docs/environments.md). What the check kills is whatever is left when the test ends."""
-    runs_agent_code = TEST.replace("cd /app\n", "cd /app\ntimeout 5 bash /app/solve.sh > /dev/null 2>&1\n") + "sleep 0.5\n"
+    runs_agent_code = (
+        TEST.replace("cd /app\n", "cd /app\ntimeout 5 bash /app/solve.sh > /dev/null 2>&1\n") + "sleep 0.5\n"
+    )
     loop = "while :; do echo 1 > /logs/verifier/r; mv /logs/verifier/r /logs/verifier/reward.txt; done"
     writer = f"setsid sh -c '{loop}' > /dev/null 2>&1 &"
     verdict, _ = play(f'echo "{writer}" > solve.sh; echo 41 > answer', t=task(test=runs_agent_code))
