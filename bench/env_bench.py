@@ -355,7 +355,9 @@ def one_round(side: Any, n: int, steps: int, threads: int, cpu: CpuAccount, out:
         return result
 
     with ThreadPoolExecutor(threads) as pool:
+        host0 = memory_kb(os.getpid())[0]
         sids = phase("reset", n, lambda: list(pool.map(lambda _: timed(side.reset, out.reset, lock), range(n))))
+        out.memory.setdefault("host_process_per_session", []).append((memory_kb(os.getpid())[0] - host0) / 1024 / n)
         sample_memory(side, sids, out)
         calls = [(sid, STEP_COMMANDS[k % len(STEP_COMMANDS)]) for k in range(steps) for sid in sids]
         step = lambda: list(pool.map(lambda c: timed(lambda: side.step(*c), out.step, lock), calls))  # noqa: E731
@@ -622,7 +624,7 @@ def print_table(result: dict[str, Any]) -> None:
                 )
         print(
             f"{'':8} memory MiB per session (median): "
-            + ", ".join(f"{k} {v:.1f}" for k, v in s["memory_mib_median"].items())
+            + ", ".join(f"{k} {v:.2f}" for k, v in s["memory_mib_median"].items())
         )
     for name, ratios in result.get("ratios_to_floor", {}).items():
         print(f"{name:8} / floor, p50: " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
