@@ -320,6 +320,8 @@ def _copy(p: _Parse, rest: str, add: bool = False) -> None:
                 raise p.refuse(f"unpacks the archive {path.name}, which the loader does not do (COPY it, then RUN tar)")
             if path.is_dir():
                 for inner in sorted(q for q in path.rglob("*") if q.is_file()):
+                    if not inner.resolve().is_relative_to(p.context):
+                        raise p.refuse(f"copies {inner.relative_to(p.context)}, which leads outside the build context")
                     _add_copy(p, posixpath.join(dest_abs, inner.relative_to(path).as_posix()), inner, chmod)
             else:
                 _add_copy(p, posixpath.join(dest_abs, path.name) if into_dir else dest_abs, path, chmod)

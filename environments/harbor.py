@@ -59,7 +59,12 @@ def _need(task_dir: Path, relative: str) -> Path:
     return path
 
 
-def _read_text(path: Path, task_id: str) -> str:
+def _read_text(path: Path, task_dir: Path) -> str:
+    """A file of the task, read as text; a link that leads out of the task's directory is refused (the loader runs on
+    the host: a task must not carry the host's files into a prompt, a jail or a test's output)."""
+    task_id = task_dir.name
+    if not path.resolve().is_relative_to(task_dir.resolve()):
+        raise SourceError(f"task {task_id}: {path.relative_to(task_dir)} leads outside the task's directory")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -70,22 +75,22 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     task_dir = Path(task_dir)
     task_id = task_dir.name
     try:
-        config = tomllib.loads(_read_text(_need(task_dir, "task.toml"), task_id))
+        config = tomllib.loads(_read_text(_need(task_dir, "task.toml"), task_dir))
     except tomllib.TOMLDecodeError as exc:
         raise SourceError(f"task {task_id}: task.toml is not TOML: {exc}") from exc
-    instruction = _read_text(_need(task_dir, "instruction.md"), task_id)
+    instruction = _read_text(_need(task_dir, "instruction.md"), task_dir)
     _need(task_dir, "tests/test.sh")
     if not instruction.strip():
         raise SourceError(f"task {task_id}: instruction.md is empty")
 
     dockerfile = task_dir / "environment" / "Dockerfile"
     if dockerfile.is_file():
-        image = parse_dockerfile(_read_text(dockerfile, task_id), dockerfile.parent, task_id)
+        image = parse_dockerfile(_read_text(dockerfile, task_dir), dockerfile.parent, task_id)
     else:  # no environment: an empty work dir in the jail's own root
         image = Build(base="", base_maps_to="", workdir="/app", env={}, files={})
 
     tests = {
-        p.relative_to(task_dir / "tests").as_posix(): _read_text(p, task_id)
+        p.relative_to(task_dir / "tests").as_posix(): _read_text(p, task_dir)
         for p in sorted((task_dir / "tests").rglob("*"))
         if p.is_file()
     }
@@ -107,7 +112,7 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     solution = task_dir / "solution" / "solve.sh"
     if solution.is_file():
         metadata["solution"] = str(solution)
-        metadata["solution_text"] = _read_text(solution, task_id)
+        metadata["solution_text"] = _read_text(solution, task_dir)
 
     task = Task(
         id=task_id,

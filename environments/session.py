@@ -143,6 +143,8 @@ class Session:
 
     def _obs(self, content: str, *, error: bool) -> Observation:
         done = bool(self.lost or self.ended or self.finished)
+        # A lone surrogate (a tool's error text can hold one) is no UTF-8: no JSON encoder or tokenizer takes it.
+        content = content.encode("utf-8", "replace").decode("utf-8")
         return Observation(content=content, is_error=error, done=done, steps=self.steps)
 
     def _run(self, call: ToolCall, timeout: float) -> tuple[str, bool, str | None]:

@@ -22,6 +22,7 @@ import os
 import select
 import signal
 import sqlite3
+import stat
 import sys
 import tarfile
 import time
@@ -32,6 +33,9 @@ import ast, json, os, sys, traceback
 req = os.fdopen(3, "r", encoding="utf-8")
 rep = os.fdopen(4, "w", encoding="utf-8")
 mode = sys.argv[1]
+if mode == "classes":
+    import ctypes
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the model's processes cannot open our /proc/pid/fd
 ns = {"__name__": "__main__"}
 instances = {}
 methods = {}
@@ -415,6 +419,31 @@ def safe_extract(data, roots):
                     fh.write(src.read() if src else b"")
 
 
+def drop_links_into(roots, guarded):
+    """Remove every restored symlink that resolves into `guarded`, however its target is spelt (//logs,
+    /proc/self/root/logs, through another link to /): safe_extract's test reads the target's text only."""
+    for root in roots:
+        for top, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = os.path.join(top, name)
+                if os.path.islink(path):
+                    target = os.path.realpath(path)
+                    if any(target == g or target.startswith(g + "/") for g in guarded):
+                        os.unlink(path)
+
+
+def owner_readable(root):
+    """Owner read (and search, on directories) on everything under root: a chmod 000 the agent left keeps nothing
+    from the packing (the restore gives the owner those rights anyway). No process of the episode is left to race."""
+    os.chmod(root, os.lstat(root).st_mode & 0o7777 | 0o700)
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                os.chmod(path, mode & 0o7777 | (0o700 if stat.S_ISDIR(mode) else 0o400))
+
+
 def pack(roots, cap):
     buf = io.BytesIO()
     total = [0]
@@ -432,6 +461,7 @@ def pack(roots, cap):
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for root in roots:
             if os.path.isdir(root):
+                owner_readable(root)
                 tar.add(root, arcname=root.lstrip("/"), filter=keep)
     return buf.getvalue()
 
@@ -472,6 +502,10 @@ def init(msg):
 def class_state(msg):
     if state["classes"] is None:
         return {"ok": True, "state": None}
+    try:
+        os.kill(state["classes"].pid, signal.SIGCONT)  # the model's shell may have stopped it (same uid)
+    except ProcessLookupError:
+        pass
     reply, _ = state["classes"].ask({"op": "state"}, msg.get("timeout", 30), 4096)
     return {"ok": True, "state": None if reply is None else reply.get("state")}
 
@@ -508,6 +542,7 @@ def check(msg):
     for d in ("/tests", "/logs/verifier"):
         os.makedirs(d, exist_ok=True)
     safe_extract(base64.b64decode(msg["tests"]), ["/tests"])
+    drop_links_into(msg["roots"], ("/logs", "/tests"))
     if msg.get("database"):
         state["db"] = msg["database"]
         return run_sqlite({"query": msg["query"], "timeout": msg["timeout"], "max_output": 1 << 20, "raw": True})
@@ -537,7 +572,16 @@ OPS = {
 }
 
 
+def undumpable():
+    """PR_SET_DUMPABLE 0: the model's processes (the same uid) cannot open this process's /proc/pid/fd, mem or
+    environ, so they cannot write requests into the class host's pipes or read the agent's."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+
+
 def main():
+    undumpable()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
