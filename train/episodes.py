@@ -86,6 +86,7 @@ class Episode:
             "ended": self.ended,
             "reward": None if verdict is None else verdict.reward,
             "status": None if verdict is None else verdict.status.value,
+            "reason": None if verdict is None else verdict.reason,
             "components": None if verdict is None else verdict.components,
         }
 
@@ -213,7 +214,10 @@ class EpisodeRunner:
         was_training = model.training
         model.eval()
         with torch.no_grad():
-            out = generate(input_ids=ids, attention_mask=mask, max_new_tokens=budget, pad_token_id=pad, **sampling)
+            # use_cache: training turns the cache off (gradient checkpointing); generating without it is quadratic
+            out = generate(
+                input_ids=ids, attention_mask=mask, max_new_tokens=budget, pad_token_id=pad, use_cache=True, **sampling
+            )
         model.train(was_training)
         stops = self._stop_ids(model)
         for episode, row in zip(active, out[:, width:].tolist()):
