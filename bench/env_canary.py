@@ -282,14 +282,20 @@ def host_leaks(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
         "host_token_sockets",
         "slots_with_processes",
     ):
-        if after[key]:
-            out.append(f"{key}={after[key]}")
+        if after[key] > before[key]:  # what the process held before (a warm template's jail) is not the sessions'
+            out.append(f"{key}={before[key]} -> {after[key]}")
     if after["host_sysv_ipc"] > before["host_sysv_ipc"]:
         out.append(f"host SysV IPC objects {before['host_sysv_ipc']} -> {after['host_sysv_ipc']}")
-    if after["slots_free"] != after["slots_made"] or after["slot_dirs"] != after["slots_made"]:
+    # Slots in use (made and not back in the pool) and slot dirs not in the pool: neither may grow across sessions.
+    busy = {
+        k: (v["slots_made"] - v["slots_free"], v["slot_dirs"] - v["slots_free"])
+        for k, v in (("b", before), ("a", after))
+    }
+    if any(a > b for a, b in zip(busy["a"], busy["b"], strict=True)):
         out.append(f"slots: {after['slots_made']} made, {after['slots_free']} free, {after['slot_dirs']} dirs")
-    if after["host_ids_free"] != after["host_ids_held"]:
-        out.append(f"host ids: {after['host_ids_held']} held, {after['host_ids_free']} free")
+    ids = {k: v["host_ids_held"] - v["host_ids_free"] for k, v in (("before", before), ("after", after))}
+    if ids["after"] > ids["before"]:
+        out.append(f"host ids in use: {ids['before']} -> {ids['after']}")
     return out
 
 
