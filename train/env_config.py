@@ -22,3 +22,9 @@ class EnvConfig(BaseModel):
         "<tool_call> JSON; llama3: a JSON object with parameters; smollm2: a <tool_call> JSON list).",
     )
     workers: int = Field(default=16, ge=1, description="Threads running sessions' tool calls at once.")
+    sessions: Literal["local", "service"] = Field(
+        default="local",
+        description="local: sessions in this process (the environments' Python API); service: through the scoring "
+        "service's /v1/sessions (a task file's folder must be in the service's GROUPSCORE_TASK_DIRS; the embedded "
+        "service is given the taskset's folders).",
+    )

@@ -60,6 +60,14 @@ def _tasks(source: DatasetSource, field: str) -> list[Task]:
     return [Task(t.id, _user_text(t), reference_text(t), {}, columns={"source": t.source}, env=t) for t in env_tasks]
 
 
+def task_dirs(tasks: list[Task]) -> list[str]:
+    """The folders of the task files a taskset comes from (what a service must be allowed to open)."""
+    from pathlib import Path
+
+    files = {Path(t.env.source).resolve() for t in tasks if t.env is not None and t.env.source}
+    return sorted({str(f.parent if f.is_file() else f) for f in files if f.exists()})
+
+
 def _user_text(task: EnvTask) -> str:
     return "\n".join(str(m.get("content", "")) for m in task.turns[0].messages if m.get("role") == "user")
 

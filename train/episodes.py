@@ -301,10 +301,48 @@ class EpisodeRunner:
         return list(cached)
 
 
+class ServiceSessions:
+    """`SessionsAPI` over the scoring service's /v1/sessions (client/sessions.py): tasks go by address."""
+
+    def __init__(self, urls: Sequence[str], token: str | None = None) -> None:
+        from groupscore.client.sessions import SessionsClient
+
+        self.client = SessionsClient(urls, token=token)
+
+    def reset(self, task: EnvTask, seed: int = 0, client: str | None = None) -> Opening:
+        return self.client.open_group(task_address(task), count=1, seed=seed)[0]
+
+    def step(self, session_id: str, call: ToolCall) -> Observation:
+        return self.client.step(session_id, call.name, call.arguments)
+
+    def next_turn(self, session_id: str, message: str | None = None) -> Turn:
+        return self.client.end_turn(session_id, message)
+
+    def score(self, session_id: str, final_message: str | None = None) -> Verdict:
+        return self.client.score(session_id, final_message)
+
+    def close(self, session_id: str) -> bool:
+        return self.client.close(session_id)
+
+    def close_all(self) -> None:
+        self.client.close_all()
+
+
+def task_address(task: EnvTask) -> str:
+    """SOURCE:TASK_ID as a service resolves it: a bundled source by its name, a task file by its path."""
+    from pathlib import Path
+
+    from groupscore.environments.sources import BUNDLED
+
+    named = next((name for name, path in BUNDLED.items() if task.source and Path(task.source) == path), None)
+    return f"{named or task.source}:{task.id}"
+
+
 @contextmanager
-def open_episodes(config: TrainConfig, prepared: Prepared) -> Iterator[EpisodeRunner | None]:
-    """The run's episode runner on an environment taskset (None otherwise): sessions in this process through the
-    environments' Python API; every session it opened is closed when the run ends, however it ends."""
+def open_episodes(config: TrainConfig, prepared: Prepared, urls: Sequence[str] = ()) -> Iterator[EpisodeRunner | None]:
+    """The run's episode runner on an environment taskset (None otherwise), its sessions in this process
+    (`env.sessions: local`) or on the service at `urls` (`service`); every session it opened is closed when the run
+    ends, however it ends."""
     if prepared.tool_format is None:
         yield None
         return
@@ -312,7 +350,11 @@ def open_episodes(config: TrainConfig, prepared: Prepared) -> Iterator[EpisodeRu
     from groupscore.train.models import load_tokenizer
 
     tasks = prepared.train_tasks + prepared.eval_tasks
-    sessions = Sessions()
+    sessions: Sessions | ServiceSessions
+    if config.env.sessions == "service":
+        sessions = ServiceSessions(urls, token=config.service.token)
+    else:
+        sessions = Sessions()
     runner = EpisodeRunner(
         sessions,
         [t.env for t in tasks],

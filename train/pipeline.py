@@ -7,6 +7,7 @@ Each stage is optional (its config section left out) and hands the next one a mo
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -132,7 +133,11 @@ def run(config: TrainConfig) -> RunSummary:
     stages = summary.stages
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
-    with open_scorer(config.service) as scorer, open_episodes(config, prepared) as episodes:
+    if config.env.sessions == "service" and prepared.tool_format:  # the embedded service may open the task files
+        from groupscore.train.env_tasks import task_dirs
+
+        os.environ.setdefault("GROUPSCORE_TASK_DIRS", ",".join(task_dirs(train_tasks + eval_tasks)))
+    with open_scorer(config.service) as scorer, open_episodes(config, prepared, scorer.urls) as episodes:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = cold_start_path = prepared.model_path
         sft_done = run_dir / "sft" / "final"

@@ -159,3 +159,18 @@ def test_a_session_that_cannot_open_is_masked_not_scored_0(tokenizer):
     assert [e.reward for e in episodes].count(None) == 1
     masked = next(e for e in episodes if e.reward is None)
     assert masked.verdict is not None and masked.verdict.status is Status.infra_error and not sessions.open
+
+
+def test_the_same_episodes_through_the_services_sessions_endpoints(tokenizer):
+    from groupscore.service.embedded import start_embedded
+    from groupscore.train.episodes import ServiceSessions, task_address
+
+    assert task_address(CALC[0]).endswith(f"heldout.yaml:{CALC[0].id}")
+    with start_embedded(port=0, env={"GROUPSCORE_TASK_DIRS": str(TASKSETS / "calc")}) as url:
+        sessions = ServiceSessions([url])
+        runner = runner_for(sessions, tokenizer)
+        try:
+            episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC], temperature=0.9)
+        finally:
+            sessions.close_all()
+    assert [e.reward for e in episodes] == [1.0] * 4 and runner.opened == runner.closed == 4
