@@ -46,7 +46,9 @@ def replay(
             if i < len(trajectory) - 1:
                 session.next_turn()
         session.finish(final_message)
-        return score_record(task, session.record, reference_record)
+        verdict = score_record(task, session.record, reference_record)
+        session.settle()
+        return verdict
     finally:
         session.close()
 

@@ -60,6 +60,7 @@ class Session:
         self.ended: str | None = None  # why the episode is over (budget, time, the jail ended during a step)
         self.finished = False
         self.verdict: Verdict | None = None  # set once by Sessions.score
+        self._closer: threading.Thread | None = None
         self.methods: list[str] = []
         self._tools = [t for t in task.tools]
         self._class_schemas: dict[str, dict[str, Any]] = {}
@@ -222,7 +223,7 @@ class Session:
                 self.record.snapshot_error = reply.get("error")
             except SessionLost as exc:
                 self.record.snapshot_error = f"the session's jail ended before its state was packed: {exc}"
-        self._close_jail()
+        self._close_jail(background=True)
 
     def _lose(self, reason: str) -> None:
         self.lost = reason
@@ -233,13 +234,24 @@ class Session:
         if not self.finished:
             self._lose(reason)
 
-    def _close_jail(self) -> None:
-        if self.jail is not None:
-            self.jail.close()
-            self.jail = None
+    def _close_jail(self, background: bool = False) -> None:
+        jail, self.jail = self.jail, None
+        if jail is None:
+            return
+        if background:  # after `finish` nothing runs in it but the agent: its teardown overlaps the checkers
+            self._closer = threading.Thread(target=jail.close, name="groupscore-session-close", daemon=True)
+            self._closer.start()
+        else:
+            jail.close()
+
+    def settle(self) -> None:
+        """Wait until the session's jail is gone (a close begun in the background)."""
+        if self._closer is not None:
+            self._closer.join()
 
     def close(self) -> None:
         self._close_jail()
+        self.settle()
 
 
 def _offered(spec: Any, method: str) -> bool:

@@ -83,6 +83,7 @@ class Sessions:
             if session.verdict is None:
                 session.finish(final_message)
                 verdict = score_record(session.task, session.record, reference_record)
+                session.settle()  # its jail is gone before its verdict is out
                 verdict.details.update(session_id=session_id, steps=session.steps, ended=session.ended)
                 session.verdict = verdict
             return session.verdict

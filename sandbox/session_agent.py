@@ -15,18 +15,15 @@ One module because the jail's interpreter runs it as a script with nothing of ou
 bound into the jail): the protocol, every tool, and the packing must travel as one file.
 """
 
-import base64
-import io
 import json
 import os
 import select
 import signal
-import sqlite3
-import stat
 import sys
-import tarfile
 import time
-from typing import Any
+
+# base64, io, sqlite3, stat and tarfile are imported where they are used: a session's start (every reset) pays only
+# for what its first request needs (bench/RESULTS.md, "Environments": about 10 ms of CPU a start).
 
 CHILD_CODE = r"""
 import ast, json, os, sys, traceback
@@ -136,7 +133,7 @@ SHELL_SCRIPT = (
 # The read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once.
 WAKE: "list[int]" = []
 children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the agent's own children
-state: "dict[str, Any]" = {
+state: "dict[str, object] | dict" = {
     "cwd": None,
     "workdir": None,
     "env": dict(os.environ),
@@ -364,6 +361,8 @@ def run_file(msg):
 
 
 def run_sqlite(msg):
+    import sqlite3
+
     if state["db"] is None:
         return {"ok": True, "error": "this task has no database", "output": ""}
     deadline = time.monotonic() + msg["timeout"]
@@ -388,11 +387,16 @@ def run_sqlite(msg):
 
 
 def _plain(v):
+    import base64
+
     return base64.b64encode(v).decode() if isinstance(v, bytes) else v
 
 
 def safe_extract(data, roots):
     """Unpack a tar of state dirs: members under `roots` only; no path through a symlink; only files, dirs, links."""
+    import io
+    import tarfile
+
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for m in tar.getmembers():
             path = os.path.normpath("/" + m.name)
@@ -435,6 +439,8 @@ def drop_links_into(roots, guarded):
 def owner_readable(root):
     """Owner read (and search, on directories) on everything under root: a chmod 000 the agent left keeps nothing
     from the packing (the restore gives the owner those rights anyway). No process of the episode is left to race."""
+    import stat
+
     os.chmod(root, os.lstat(root).st_mode & 0o7777 | 0o700)
     for top, dirs, files in os.walk(root):
         for name in dirs + files:
@@ -445,6 +451,9 @@ def owner_readable(root):
 
 
 def pack(roots, cap):
+    import io
+    import tarfile
+
     buf = io.BytesIO()
     total = [0]
 
@@ -467,6 +476,9 @@ def pack(roots, cap):
 
 
 def init(msg):
+    import base64
+    import sqlite3
+
     state["workdir"] = state["cwd"] = msg["workdir"]
     state["env"] = dict(os.environ, **msg["env"], HOME=msg["workdir"], PWD=msg["workdir"])
     for d in msg["roots"]:
@@ -527,6 +539,8 @@ def kill_all_others(wait_s=2.0):
 
 
 def finish(msg):
+    import base64
+
     kill_all_others()
     state["python"] = state["classes"] = None
     try:
@@ -538,6 +552,8 @@ def finish(msg):
 
 def check(msg):
     """After the episode, in a jail of its own: the state, then the tests, then the command; the reward file."""
+    import base64
+
     init({"workdir": msg["workdir"], "env": msg["env"], "roots": msg["roots"], "tar": msg.get("tar")})
     for d in ("/tests", "/logs/verifier"):
         os.makedirs(d, exist_ok=True)

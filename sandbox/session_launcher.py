@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import tempfile
 import threading
@@ -166,6 +167,28 @@ class SessionJail:
         reply: dict[str, Any] = json.loads(line)
         return reply
 
+    @staticmethod
+    def _kill_init(nsjail_pid: int) -> None:
+        """SIGKILL the jail's pid 1 (nsjail's child), through a pidfd checked to be that child: never another
+        process that took a reused pid."""
+        try:
+            children = Path(f"/proc/{nsjail_pid}/task/{nsjail_pid}/children").read_text().split()
+        except OSError:
+            return
+        for child in children:
+            try:
+                fd = os.pidfd_open(int(child))
+            except OSError:
+                continue
+            try:
+                status = Path(f"/proc/{child}/status").read_text()
+                if f"\nPPid:\t{nsjail_pid}\n" in status:
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
     def log_tail(self, limit: int = 2000) -> str:
         try:
             self._log.seek(0)
@@ -180,8 +203,14 @@ class SessionJail:
         self.closed = True
         proc = self._proc
         if proc is not None:
-            kill_nsjail(proc)
-            proc.wait()
+            # The jail's init first: nsjail reaps it and exits, so no part of the jail is left a zombie for the host's
+            # init to reap (its host id would show in use past its release). nsjail itself if it lingers.
+            self._kill_init(proc.pid)
+            try:
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                kill_nsjail(proc)
+                proc.wait()
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     try:
