@@ -63,9 +63,9 @@ def test_the_tests_are_nowhere_during_the_episode():
 
 def test_a_process_left_running_cannot_write_the_reward_later():
     verdict, _ = play(
-        "(for i in $(seq 200); do mkdir -p /logs/verifier 2>/dev/null; echo 1 > /logs/verifier/reward.txt 2>/dev/null;"
+        "(sleep 3; for i in $(seq 200); do mkdir -p /logs/verifier 2>/dev/null; echo 1 > /logs/verifier/reward.txt 2>/dev/null;"
         " echo 42 > /app/answer; sleep 0.05; done) > /dev/null 2>&1 &",
-        "setsid nohup sh -c 'sleep 1; echo 42 > /app/answer' > /dev/null 2>&1 &",
+        "setsid nohup sh -c 'sleep 3; echo 42 > /app/answer' > /dev/null 2>&1 &",
     )
     assert verdict.reward == 0.0  # killed at the episode's end, before the state was packed
 
