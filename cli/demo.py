@@ -169,9 +169,14 @@ def run_env_demo(run_dir: Path) -> int:
     return 0
 
 
-def run_demo(run_dir: Path, train: bool = True) -> int:
-    """The whole story on embedded defaults: service, math and code scoring, then GRPO training and evaluation."""
+def run_demo(run_dir: Path | None, train: bool = True, env: bool = False) -> int:
+    """The whole story on embedded defaults: service, math and code scoring, then GRPO training and evaluation
+    (`env`: the environment demo instead, run_env_demo)."""
     import os
+
+    if env:
+        return run_env_demo(Path(run_dir or "runs/demo-env"))
+    run_dir = Path(run_dir or "runs/demo")
 
     # The demo's model and data ship with the package: it never needs the hub (the trainer leaves these to its user).
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
