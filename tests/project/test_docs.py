@@ -46,8 +46,8 @@ def _env_with_groupscore() -> dict[str, str]:
 def test_the_readme_tour_runs_as_written(tmp_path):
     from groupscore.service.embedded import start_embedded
 
-    (lang1, score), (lang2, serve), (lang3, trl) = _tour_blocks()
-    assert (lang1, lang2, lang3) == ("sh", "sh", "python")
+    (lang1, score), (lang2, serve), (lang3, trl), (lang4, trl_env) = _tour_blocks()
+    assert (lang1, lang2, lang3, lang4) == ("sh", "sh", "python", "python")
 
     # 1. Score a file: the block as it stands, in an empty folder.
     done = subprocess.run(
@@ -82,6 +82,14 @@ def test_the_readme_tour_runs_as_written(tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "[1.0]" and "# [1.0]" in trl
+
+        # 4. Environments from TRL: the snippet as written (the task opened and closed once to read its tools).
+        done = subprocess.run(
+            [sys.executable, "-c", trl_env.replace(DEFAULT_URL, url)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        tools = "['list_files', 'read_file', 'shell', 'write_file']"
+        assert done.stdout.strip() == tools and f"# {tools}" in trl_env
 
 
 def test_every_local_link_of_the_readme_leads_to_a_file():
