@@ -108,6 +108,9 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
         try:
             return jail.request(request, timeout=checker.timeout_s + 30)
         except SessionLost as exc:
+            jail.close()
+            if not (exc.timed_out or jail.oom_killed):  # as for sessions: only these are the state's doing
+                raise CheckerUnavailable(f"the checker's jail ended under the server: {exc}") from exc
             return {"ok": False, "error": f"the checker's jail ended: {exc}"}
     finally:
         jail.close()

@@ -167,8 +167,9 @@ class Session:
         try:
             reply = self.jail.request(message, timeout=timeout + GRACE_S)
         except SessionLost as exc:
+            if self._jail_failed_under_us(exc):
+                return f"the session is unavailable: {self.lost}", True, None
             self.ended = f"the session's jail ended during step {self.steps}: {exc}"
-            self._close_jail()
             return self.ended, True, None
         content, is_error = _render(name, reply, timeout)
         return content, is_error, reply.get("text")
@@ -197,8 +198,8 @@ class Session:
         try:
             return self.jail.request({"op": "state", "timeout": 30}, timeout=40).get("state")
         except SessionLost as exc:
-            self.ended = f"the session's jail ended: {exc}"
-            self._close_jail()
+            if not self._jail_failed_under_us(exc):
+                self.ended = f"the session's jail ended: {exc}"
             return None
 
     # -- the end ---------------------------------------------------------------------------------------------------
@@ -222,8 +223,23 @@ class Session:
                 self.record.snapshot = base64.b64decode(tar) if tar else None
                 self.record.snapshot_error = reply.get("error")
             except SessionLost as exc:
+                if self._jail_failed_under_us(exc):
+                    return
                 self.record.snapshot_error = f"the session's jail ended before its state was packed: {exc}"
         self._close_jail(background=True)
+
+    def _jail_failed_under_us(self, exc: SessionLost) -> bool:
+        """Close the jail that failed a request, and say whether the server (or host) lost it: the session is then
+        `lost` (infra_error). It is the agent's doing when its agent stopped answering in time, or when the kernel's
+        OOM killer acted in its cgroup (the tools' processes are its first choice, the agent its last). Anything else
+        ends a jail from outside: its agent is the pid namespace's init, unkillable from inside, and unreachable
+        by ptrace or through /proc."""
+        jail = self.jail
+        self._close_jail()
+        if exc.timed_out or jail is None or jail.oom_killed:
+            return False
+        self.lost = f"the session's jail ended under the server: {exc}"
+        return True
 
     def _lose(self, reason: str) -> None:
         self.lost = reason

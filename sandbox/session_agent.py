@@ -160,6 +160,11 @@ def spawn(argv, env, fds):
     actions = [(os.POSIX_SPAWN_DUP2, ours, theirs) for theirs, ours in fds.items()]
     pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
     children[pid] = None
+    try:  # the tools' processes are the OOM killer's first choice, never the agent (raising it needs no privilege)
+        with open(f"/proc/{pid}/oom_score_adj", "w") as fh:
+            fh.write("1000")
+    except OSError:
+        pass
     return pid
 
 

@@ -37,11 +37,12 @@ MAX_REPLY_BYTES = 256 << 20  # a packed state is the largest reply (its cap is t
 
 
 class SessionLost(Exception):
-    """The session's jail is gone or stopped answering. `started`: False when it never came up (the host's fault)."""
+    """The session's jail is gone or stopped answering. `started`: False when it never came up (the host's fault);
+    `timed_out`: its agent said nothing in time (it may still be alive)."""
 
-    def __init__(self, message: str, *, started: bool = True):
+    def __init__(self, message: str, *, started: bool = True, timed_out: bool = False):
         super().__init__(message)
-        self.started = started
+        self.started, self.timed_out = started, timed_out
 
 
 def session_policy(policy: Policy, roots: tuple[str, ...], disk_mb: int, workdir: str) -> Policy:
@@ -67,6 +68,7 @@ class SessionJail:
         self._buf = bytearray()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (held for the jail's life; closed in close())
         self.closed = False
+        self.oom_killed: bool | None = None  # after close: whether the kernel's OOM killer acted in its cgroup
         try:
             self._start()
         except BaseException:
@@ -152,7 +154,7 @@ class SessionJail:
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SessionLost("the session's agent did not answer in time")
+                raise SessionLost("the session's agent did not answer in time", timed_out=True)
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue
@@ -218,7 +220,9 @@ class SessionJail:
                     except BrokenPipeError:
                         pass
         if self._slot is not None:
-            finish_slot(self._slot, RawRun())
+            stats = RawRun()
+            finish_slot(self._slot, stats)
+            self.oom_killed = stats.oom_killed
             self._slot = None
         if self._host_id is not None:
             id_pool().release(self._host_id)

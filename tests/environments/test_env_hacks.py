@@ -132,3 +132,28 @@ def test_links_into_the_checkers_dirs_are_not_restored():
     )
     verdict, _ = play("ln -s /logs/verifier/reward.txt out; echo 41 > answer", t=task(test=writes_after))
     assert verdict.reward == 0.0
+
+
+def test_a_jail_killed_from_outside_is_infra_error_and_one_the_agent_fills_is_not():
+    """Whose fault an ending is, read off the jail: killed from outside (the host, a dying replica) is infra_error;
+    the OOM killer acting in the session's own cgroup is the agent's doing."""
+    import os
+    import signal
+
+    from groupscore.environments import Sessions
+
+    sessions = Sessions()
+    try:
+        sid = sessions.reset(task()).session_id
+        sessions.step(sid, ToolCall(name="shell", arguments={"command": "echo 42 > answer"}))
+        jail = sessions._get(sid).jail
+        os.kill(jail.pid, signal.SIGKILL)  # nsjail, from the host: its jail goes with it
+        jail._proc.wait()
+        obs = sessions.step(sid, ToolCall(name="shell", arguments={"command": "true"}))
+        assert obs.done and "unavailable" in obs.content
+        assert sessions.score(sid).status == "infra_error"
+    finally:
+        sessions.close_all()
+    hog = task(limits={"memory_mb": 64})
+    verdict, _ = play("echo 42 > answer; python3 -c 'x = bytearray(200 << 20); print(len(x))'", t=hog)
+    assert verdict.status != "infra_error" and verdict.reward == 1.0  # the hog died, not the agent
