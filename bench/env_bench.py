@@ -21,6 +21,9 @@ nsjail, the jail's processes and podman's client inherit; plus podman's containe
 machine's busy time during the phase (other work on a shared machine included), both divided by the calls.
 `--profile N` times N serial resets and scorings of the jail piece by piece (slot, config, nsjail to the agent's
 hello, init; finish, checker jail start, test).
+
+One module because a benchmark under bench/ runs as a script with nothing of its own importable, and its three sides
+are measured in one alternated run that shares the timing, the CPU accounting and the report.
 """
 
 from __future__ import annotations
