@@ -22,6 +22,10 @@ import signal
 import sys
 import time
 
+TYPE_CHECKING = False  # mypy reads the block below; the jail's Python never imports typing (it costs each start)
+if TYPE_CHECKING:
+    from typing import Any
+
 # base64, io, sqlite3, stat and tarfile are imported where they are used: a session's start (every reset) pays only
 # for what its first request needs (bench/RESULTS.md, "Environments": about 10 ms of CPU a start).
 
@@ -133,7 +137,7 @@ SHELL_SCRIPT = (
 # The read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once.
 WAKE: "list[int]" = []
 children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the agent's own children
-state: "dict[str, object] | dict" = {
+state: "dict[str, Any]" = {
     "cwd": None,
     "workdir": None,
     "env": dict(os.environ),
