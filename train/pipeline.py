@@ -136,7 +136,9 @@ def run(config: TrainConfig) -> RunSummary:
     if config.env.sessions == "service" and prepared.tool_format:  # the embedded service may open the task files
         from groupscore.train.env_tasks import task_dirs
 
-        os.environ.setdefault("GROUPSCORE_TASK_DIRS", ",".join(task_dirs(train_tasks + eval_tasks)))
+        # Added to what is set (the user's, or an earlier run's in this process), never in its place, nor ignored.
+        had = [d for d in os.environ.get("GROUPSCORE_TASK_DIRS", "").split(",") if d]
+        os.environ["GROUPSCORE_TASK_DIRS"] = ",".join(dict.fromkeys([*had, *task_dirs(train_tasks + eval_tasks)]))
     with open_scorer(config.service) as scorer, open_episodes(config, prepared, scorer.urls) as episodes:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = cold_start_path = prepared.model_path
