@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.cgroups import Slot
@@ -138,7 +139,6 @@ def _run_nsjail(policy: Policy, rundir: RunDir, config: bytes, stdin: bytes, as_
     config_r, config_w = os.pipe()
     cmd = [nsjail_binary(), "--config", f"/dev/fd/{config_r}", "--log", str(log)]
     start = time.monotonic()
-    in_slot = False
     try:
         with open(stdin_path, "rb") as stdin_fh:
 
@@ -154,16 +154,7 @@ def _run_nsjail(policy: Policy, rundir: RunDir, config: bytes, stdin: bytes, as_
                     env={"PATH": "/usr/bin:/bin"},
                 )
 
-            proc = None
-            if slot is not None and slot.can_launch:
-                try:
-                    proc, in_slot = slot.launch(start_nsjail), True  # born in the slot: nothing to move
-                except OSError:
-                    if slot.can_launch:
-                        raise  # nsjail itself did not start; trying again outside the slot would not help
-                    # else the slot's thread could not join it: move nsjail in below, as on v2
-            if proc is None:
-                proc = start_nsjail()
+            proc, in_slot = start_in_slot(slot, start_nsjail)
     except OSError:
         os.close(config_w)
         if slot is not None:
@@ -206,6 +197,21 @@ def _run_nsjail(policy: Policy, rundir: RunDir, config: bytes, stdin: bytes, as_
     if not out.setup_failed:
         _read_exit(out, as_init)
     return out
+
+
+def start_in_slot(
+    slot: Slot | None, start: Callable[[], subprocess.Popen[bytes]]
+) -> tuple[subprocess.Popen[bytes], bool]:
+    """Start nsjail born in the slot where the slot can launch it (nothing to move), else plainly; and whether it was
+    born there (else `join_slot` moves it in, as on v2). Raises OSError when nsjail itself did not start."""
+    if slot is not None and slot.can_launch:
+        try:
+            return slot.launch(start), True
+        except OSError:
+            if slot.can_launch:
+                raise  # nsjail itself did not start; trying again outside the slot would not help
+            # else the slot's thread could not join it: start it plainly and move it in
+    return start(), False
 
 
 def join_slot(proc: subprocess.Popen[bytes], slot: Slot | None) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 from groupscore.sandbox.cgroups import Slot
 from groupscore.sandbox.harness import RawRun, finish_slot, prepared_slot
 from groupscore.sandbox.nsjail_config import config_text, render_exec, render_file_mount, render_idmaps
-from groupscore.sandbox.nsjail_launcher import join_slot, kill_nsjail, nsjail_binary, send_config
+from groupscore.sandbox.nsjail_launcher import join_slot, kill_nsjail, nsjail_binary, send_config, start_in_slot
 from groupscore.sandbox.policy import Mount, Policy
 from groupscore.sandbox.uids import id_pool, per_jail_ids
 
@@ -104,15 +104,7 @@ class SessionJail:
             )
 
         try:
-            slot, in_slot = self._slot, False
-            if slot is not None and slot.can_launch:
-                try:
-                    self._proc, in_slot = slot.launch(start), True
-                except OSError:
-                    if slot.can_launch:
-                        raise
-            if self._proc is None:
-                self._proc = start()
+            self._proc, in_slot = start_in_slot(self._slot, start)
         except OSError as exc:
             os.close(config_w)
             raise SessionLost(f"nsjail did not start: {exc}", started=False) from exc
