@@ -9,6 +9,7 @@ the task's (BFCL ships them) or are read off the methods inside the jail (`class
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from groupscore.environments.task import ClassTools
@@ -110,6 +111,7 @@ _JSON_TYPES = {
 }
 
 
+@functools.lru_cache(maxsize=256)  # read once per class, not at every session's reset (as BUILTIN_SCHEMAS are shared)
 def schemas_from_source(source: str, class_name: str) -> tuple[dict[str, Any], ...]:
     """Schemas of a class's public methods, read from its source with `ast` (nothing of it runs on the host): the
     docstring's first paragraph as the description, annotated parameters as typed properties, parameters without a
