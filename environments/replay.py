@@ -38,13 +38,7 @@ def replay(
     try:
         if session.lost:
             return Verdict.infra_error(task.id, session.lost, "sandbox")
-        for i, turn in enumerate(trajectory):
-            for call in as_calls(turn):
-                observation = session.step(call)
-                if observe is not None:
-                    observe(i, call, observation)
-            if i < len(trajectory) - 1:
-                session.next_turn()
+        _play(session, trajectory, observe)
         session.finish(final_message)
         verdict = score_record(task, session.record, reference_record)
         session.settle()
@@ -59,15 +53,24 @@ def run_calls(task: Task, trajectory: Trajectory) -> Session:
     try:
         if session.lost:
             raise RuntimeError(f"task {task.id}: {session.lost}")
-        for i, turn in enumerate(trajectory):
-            for call in as_calls(turn):
-                session.step(call)
-            if i < len(trajectory) - 1:
-                session.next_turn()
+        _play(session, trajectory)
         session.finish()
         return session
     finally:
         session.close()
+
+
+def _play(
+    session: Session, trajectory: Trajectory, observe: Callable[[int, ToolCall, Observation], None] | None = None
+) -> None:
+    """Each turn's calls as steps, the next user turn served after every turn but the last."""
+    for i, turn in enumerate(trajectory):
+        for call in as_calls(turn):
+            observation = session.step(call)
+            if observe is not None:
+                observe(i, call, observation)
+        if i < len(trajectory) - 1:
+            session.next_turn()
 
 
 def _task_key(task: Task) -> str:
