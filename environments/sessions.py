@@ -82,6 +82,8 @@ class Sessions:
                 return Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
             if session.verdict is None:
                 session.finish(final_message)
+                if session.lost:  # its jail was killed from outside while its state was being packed
+                    return Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
                 verdict = score_record(session.task, session.record, reference_record)
                 session.settle()  # its jail is gone before its verdict is out
                 verdict.details.update(session_id=session_id, steps=session.steps, ended=session.ended)

@@ -152,6 +152,15 @@ def test_a_jail_killed_from_outside_is_infra_error_and_one_the_agent_fills_is_no
         obs = sessions.step(sid, ToolCall(name="shell", arguments={"command": "true"}))
         assert obs.done and "unavailable" in obs.content
         assert sessions.score(sid).status == "infra_error"
+        # Killed with no step after it: the score's own packing finds the jail gone (a replica dying as it scores).
+        sid = sessions.reset(task()).session_id
+        sessions.step(sid, ToolCall(name="shell", arguments={"command": "echo 42 > answer"}))
+        jail = sessions._get(sid).jail
+        os.kill(jail.pid, signal.SIGKILL)
+        jail._proc.wait()
+        verdict = sessions.score(sid)
+        assert verdict.status == "infra_error" and verdict.reward == 0.0, verdict
+        assert sessions.score(sid).status == "infra_error"  # and again, the same
     finally:
         sessions.close_all()
     hog = task(limits={"memory_mb": 64})
