@@ -33,11 +33,13 @@ def start_embedded(
     token: str | None = None,
     env: dict[str, str] | None = None,
     ready_timeout_s: float = 120.0,
+    task_dirs: list[str] | None = None,
 ) -> Iterator[str]:
     """Start `groupscore serve` on 127.0.0.1 (port 0: a free one) and yield its base URL once it is ready.
 
     `env` adds GROUPSCORE_* settings (e.g. {"GROUPSCORE_MAX_QUEUE_ITEMS": "64"}). Raises RuntimeError with the
-    server's output if it exits or is not ready within `ready_timeout_s`.
+    server's output if it exits or is not ready within `ready_timeout_s`. `task_dirs` are folders added to
+    GROUPSCORE_TASK_DIRS for this server only (what /v1/sessions may open by path).
     """
     host = "127.0.0.1"
     port = port or free_port(host)
@@ -47,6 +49,10 @@ def start_embedded(
     child_env = {**os.environ, **(env or {})}
     if token is not None:
         child_env["GROUPSCORE_TOKEN"] = token
+    if task_dirs:
+        from groupscore.service.settings import task_dirs_adding
+
+        child_env["GROUPSCORE_TASK_DIRS"] = task_dirs_adding(task_dirs)
     # The server's output goes to a file, not a pipe nobody reads (a full pipe would stall the server). Its own
     # process group: a terminal's Ctrl-C reaches only us, and we stop it in order (its scoring processes first); the
     # same session: being a child that does not lead a session, it ends itself if we die (cli/lifecycle.py).

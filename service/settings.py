@@ -170,6 +170,13 @@ class Settings(BaseSettings):
         return type(self)(**{**self.model_dump(), **changes})
 
 
+def task_dirs_adding(folders: list[str]) -> str:
+    """GROUPSCORE_TASK_DIRS as set here with `folders` added (never in its place): the value for a service this
+    process starts, so that it may open the task files a run names as well as the user's."""
+    had = [d for d in os.environ.get(ENV_PREFIX + "TASK_DIRS", "").split(",") if d.strip()]
+    return ",".join(dict.fromkeys([*had, *folders]))
+
+
 def math_default_options(text: str) -> dict[str, Any]:
     """A `math_defaults` text as a dict of math item options, checked against the math item's own schema."""
     if not text.strip():

@@ -7,7 +7,6 @@ Each stage is optional (its config section left out) and hands the next one a mo
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -133,13 +132,13 @@ def run(config: TrainConfig) -> RunSummary:
     stages = summary.stages
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
-    if config.env.sessions == "service" and prepared.tool_format:  # the embedded service may open the task files
+    # The embedded service may open the run's task files (added to the user's GROUPSCORE_TASK_DIRS for it alone).
+    dirs = None
+    if config.env.sessions == "service" and prepared.tool_format:
         from groupscore.train.env_tasks import task_dirs
 
-        # Added to what is set (the user's, or an earlier run's in this process), never in its place, nor ignored.
-        had = [d for d in os.environ.get("GROUPSCORE_TASK_DIRS", "").split(",") if d]
-        os.environ["GROUPSCORE_TASK_DIRS"] = ",".join(dict.fromkeys([*had, *task_dirs(train_tasks + eval_tasks)]))
-    with open_scorer(config.service) as scorer, open_episodes(config, prepared, scorer.urls) as episodes:
+        dirs = task_dirs(train_tasks + eval_tasks)
+    with open_scorer(config.service, dirs) as scorer, open_episodes(config, prepared, scorer.urls) as episodes:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = cold_start_path = prepared.model_path
         sft_done = run_dir / "sft" / "final"

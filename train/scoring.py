@@ -91,9 +91,9 @@ class ServiceScorer:
 
 
 @contextmanager
-def open_scorer(service: ServiceConfig) -> Iterator[ServiceScorer]:
+def open_scorer(service: ServiceConfig, task_dirs: list[str] | None = None) -> Iterator[ServiceScorer]:
     """The configured service: running ones (`urls`), the Ray Serve deployment (`ray`: joined, or deployed for the run),
-    or else one started embedded on a free loopback port for this run."""
+    or else one started embedded on a free loopback port for this run, which may also open `task_dirs`' task files."""
     urls, token = service.urls, service.token
     with ExitStack() as stack:
         if not urls and service.ray is not None:
@@ -103,7 +103,7 @@ def open_scorer(service: ServiceConfig) -> Iterator[ServiceScorer]:
         elif not urls:
             from groupscore.service.embedded import start_embedded
 
-            urls = [stack.enter_context(start_embedded(port=0, token=token))]
+            urls = [stack.enter_context(start_embedded(port=0, token=token, task_dirs=task_dirs))]
         scorer = ServiceScorer(
             urls,
             token=token,

@@ -21,7 +21,7 @@ from groupscore.bounded import settings as bounded_settings
 from groupscore.client import settings as client_settings
 from groupscore.sandbox import settings as sandbox_settings
 from groupscore.sandbox.errors import SandboxUnavailable
-from groupscore.service.settings import Settings, SettingsError
+from groupscore.service.settings import Settings, SettingsError, task_dirs_adding
 from groupscore.verifiers import settings as verifier_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -445,3 +445,11 @@ def test_a_service_target_given_its_url_reads_only_the_token(monkeypatch):
     assert ServiceTarget("http://127.0.0.1:9").token == "secret"
     with pytest.raises(ValueError, match="GROUPSCORE_URL"):
         client_settings.load()
+
+
+def test_a_runs_task_folders_are_added_to_the_users_never_in_their_place(monkeypatch):
+    monkeypatch.setenv("GROUPSCORE_TASK_DIRS", "/data/mine,/data/theirs")
+    assert task_dirs_adding(["/runs/a", "/data/mine"]) == "/data/mine,/data/theirs,/runs/a"
+    monkeypatch.delenv("GROUPSCORE_TASK_DIRS")
+    assert task_dirs_adding(["/runs/a"]) == "/runs/a"
+    assert os.environ.get("GROUPSCORE_TASK_DIRS") is None  # read, never written
