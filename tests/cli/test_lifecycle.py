@@ -333,3 +333,24 @@ def test_serve_on_ray_started_by_a_script_ends_on_sigint(command):
     cmd.wait_until(lambda c: "serving on Ray Serve" in c.output() and bool(c.helpers()), timeout_s=240)
     count, _ = cmd.end(within_s=15)
     assert count >= 5  # GCS, raylet, the dashboard, Serve's controller and proxy at least
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "parent"])
+def test_env_run_ends_with_its_sessions_jail_mid_step(command, how):
+    """`groupscore env run` replaying a trajectory whose step runs for minutes: its session's jail (nsjail, the
+    agent, the step's bash) ends with the command."""
+    cmd = command(how, "env", "run", "demo:count-errors", "--trajectory", "calls.json")
+    (cmd.cwd / "calls.json").write_text(json.dumps([[{"name": "shell", "arguments": {"command": "sleep 300"}}]]))
+    cmd.start()
+    cmd.wait_until(lambda c: _has("nsjail")(c) and _has("sleep", "300")(c), timeout_s=60)
+    count, _ = cmd.end()
+    assert count >= 3  # nsjail, the session's agent, the step's sleep
+
+
+def test_demo_env_sigterm_ends_its_service_and_session_jails(command):
+    """`groupscore demo --env` as the README types it, ended once its episodes have sessions open."""
+    cmd = command("SIGTERM", "demo", "--env", "--run-dir", "run")
+    cmd.start()
+    cmd.wait_until(_has("nsjail", count=2), timeout_s=180)
+    count, _ = cmd.end()
+    assert count >= 4
