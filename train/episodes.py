@@ -8,8 +8,8 @@ no call, and no user turn left), after `env.max_turns` turns, when its `env.max_
 session says it is over. Every session is scored (its verdict is the reward; `infra_error` masked) and closed, on
 errors and interrupts too.
 
-Sessions go through `SessionsAPI`: the environments' `Sessions` in this process, or anything with the same five
-calls (the service's /v1/sessions through a client).
+Sessions go through `SessionsAPI`: the environments' `Sessions` in this process (`LocalSessions`), or the service's
+/v1/sessions through a client (`ServiceSessions`: a group's sessions open in one request).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import accumulate, groupby
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from groupscore.schema.sessions import Observation, Opening, ToolCall, Turn
@@ -38,9 +39,9 @@ T = TypeVar("T")
 
 
 class SessionsAPI(Protocol):
-    """The five calls an episode makes of its session."""
+    """The calls a batch of episodes makes of its sessions: a group's G opened at once, then each one's own."""
 
-    def reset(self, task: EnvTask, seed: int = 0, client: str | None = None) -> Opening: ...
+    def open_group(self, task: EnvTask, count: int, seed: int = 0) -> list[Opening]: ...
 
     def step(self, session_id: str, call: ToolCall) -> Observation: ...
 
@@ -119,6 +120,7 @@ class EpisodeRunner:
         self.opened = self.closed = 0
         self._suffixes: dict[tuple[str, ...], list[int]] = {}
         self._tokenizing = threading.Lock()  # one tokenizer, called from the pool's threads
+        self._counting = threading.Lock()
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -130,8 +132,11 @@ class EpisodeRunner:
         episodes = [self._episode(task_id) for task_id in task_ids]
         if not episodes:
             return []
-        # the sessions open while the first turn is generated: a turn needs its session only once it calls a tool
-        opening = [self.pool.submit(self._open, indexed, seed) for indexed in enumerate(episodes)]
+        # the sessions open while the first turn is generated: a turn needs its session only once it calls a tool.
+        # A group (the same task, one after another, as GRPO's sampler repeats it) opens in one call.
+        groups: list[list[Episode]] = [list(g) for _, g in groupby(episodes, key=lambda e: e.task_id)]
+        firsts = accumulate([0, *map(len, groups)])
+        opening = [self.pool.submit(self._open, group, seed + first) for group, first in zip(groups, firsts)]
         try:
             active = list(episodes)
             for index in range(self.cfg.max_turns):
@@ -171,20 +176,24 @@ class EpisodeRunner:
             else:
                 self.timing.sessions_s += spent
 
-    def _open(self, indexed: tuple[int, Episode], seed: int) -> None:
-        index, episode = indexed
+    def _open(self, group: list[Episode], seed: int) -> None:
+        task_id = group[0].task_id
         try:
-            opening = self.sessions.reset(self.tasks[episode.task_id], seed=seed + index)
-        except Exception as exc:  # noqa: BLE001 - the server's failure (full, gone): this episode is masked, not lost
-            episode.verdict = Verdict.infra_error(episode.task_id, f"the session could not open: {exc}", "sandbox")
-            episode.ended = "infra"
+            openings = self.sessions.open_group(self.tasks[task_id], len(group), seed=seed)
+        except Exception as exc:  # noqa: BLE001 - the server's failure (full, gone): the group is masked, not lost
+            for episode in group:
+                episode.verdict = Verdict.infra_error(task_id, f"the session could not open: {exc}", "sandbox")
+                episode.ended = "infra"
             return
-        episode.session_id = opening.session_id
-        self.opened += 1
+        for episode, opening in zip(group, openings, strict=True):
+            episode.session_id = opening.session_id
+        with self._counting:
+            self.opened += len(openings)
 
     def _close(self, episode: Episode) -> None:
         if episode.session_id is not None and self.sessions.close(episode.session_id):
-            self.closed += 1
+            with self._counting:
+                self.closed += 1
 
     def _score(self, episode: Episode) -> None:
         if episode.session_id is None or episode.verdict is not None:
@@ -309,8 +318,8 @@ class ServiceSessions:
 
         self.client = SessionsClient(urls, token=token)
 
-    def reset(self, task: EnvTask, seed: int = 0, client: str | None = None) -> Opening:
-        return self.client.open_group(task_address(task), count=1, seed=seed)[0]
+    def open_group(self, task: EnvTask, count: int, seed: int = 0) -> list[Opening]:
+        return self.client.open_group(task_address(task), count=count, seed=seed)
 
     def step(self, session_id: str, call: ToolCall) -> Observation:
         return self.client.step(session_id, call.name, call.arguments)
@@ -326,6 +335,21 @@ class ServiceSessions:
 
     def close_all(self) -> None:
         self.client.close_all()
+
+
+class LocalSessions:
+    """`SessionsAPI` over the environments' `Sessions` in this process: a group's jails start one after another
+    (groups open in parallel on the runner's pool)."""
+
+    def __init__(self) -> None:
+        from groupscore.environments import Sessions
+
+        self.sessions = Sessions()
+        self.step, self.next_turn, self.score = self.sessions.step, self.sessions.next_turn, self.sessions.score
+        self.close, self.close_all = self.sessions.close, self.sessions.close_all
+
+    def open_group(self, task: EnvTask, count: int, seed: int = 0) -> list[Opening]:
+        return [self.sessions.reset(task, seed=seed) for _ in range(count)]
 
 
 def task_address(task: EnvTask) -> str:
@@ -346,15 +370,14 @@ def open_episodes(config: TrainConfig, prepared: Prepared, urls: Sequence[str] =
     if prepared.tool_format is None:
         yield None
         return
-    from groupscore.environments import Sessions
     from groupscore.train.models import load_tokenizer
 
     tasks = prepared.train_tasks + prepared.eval_tasks
-    sessions: Sessions | ServiceSessions
+    sessions: LocalSessions | ServiceSessions
     if config.env.sessions == "service":
         sessions = ServiceSessions(urls, token=config.service.token)
     else:
-        sessions = Sessions()
+        sessions = LocalSessions()
     runner = EpisodeRunner(
         sessions,
         [t.env for t in tasks],

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from groupscore.environments import Sessions, load_source
+from groupscore.environments import load_source
 from groupscore.schema.sessions import Observation, Opening
 from groupscore.schema.verdict import Status, Verdict
 from groupscore.train.demo import TASKSETS
 from groupscore.train.env_config import EnvConfig
 from groupscore.train.env_tasks import render_env_tasks
-from groupscore.train.episodes import EpisodeRunner
+from groupscore.train.episodes import EpisodeRunner, LocalSessions
 from groupscore.train.task import Task
 from groupscore.train.tiny_model import TOOL_MARKERS, TOOL_TEMPLATE, build_tokenizer
 
@@ -77,11 +77,11 @@ def runner_for(sessions, tokenizer, **env):
 
 
 def test_a_reference_policy_scores_1_with_the_tool_results_masked_and_every_session_closed(tokenizer):
-    sessions = Sessions()
+    sessions = LocalSessions()
     runner = runner_for(sessions, tokenizer)
     episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC for _ in range(2)], temperature=0.9)
     assert [e.reward for e in episodes] == [1.0] * 8
-    assert runner.opened == runner.closed == 8 and sessions.open_count() == 0
+    assert runner.opened == runner.closed == 8 and sessions.sessions.open_count() == 0
     first = episodes[0]
     assert [m["role"] for m in first.messages] == ["assistant", "tool", "assistant"] and first.calls == 1
     assert first.messages[1]["content"] == CALC[0].metadata["outputs"][0][0]
@@ -91,41 +91,46 @@ def test_a_reference_policy_scores_1_with_the_tool_results_masked_and_every_sess
 
 
 def test_a_wrong_answer_scores_0(tokenizer):
-    sessions = Sessions()
+    sessions = LocalSessions()
     episodes = runner_for(sessions, tokenizer).run(ScriptedPolicy(tokenizer, wrong=True), [CALC[0].id], 0.9)
-    assert episodes[0].reward == 0.0 and sessions.open_count() == 0
+    assert episodes[0].reward == 0.0 and sessions.sessions.open_count() == 0
 
 
 def test_an_interrupt_mid_episode_still_closes_every_session(tokenizer):
-    sessions = Sessions()
+    sessions = LocalSessions()
     runner = runner_for(sessions, tokenizer)
     with pytest.raises(KeyboardInterrupt):
         runner.run(ScriptedPolicy(tokenizer, interrupt_on_turn=2), [t.id for t in CALC], temperature=0.9)
-    assert runner.opened == runner.closed == 4 and sessions.open_count() == 0 and sessions.jails_alive() == 0
+    assert (
+        runner.opened == runner.closed == 4
+        and sessions.sessions.open_count() == 0
+        and sessions.sessions.jails_alive() == 0
+    )
 
 
 def test_the_token_budget_ends_an_episode(tokenizer):
-    sessions = Sessions()
+    sessions = LocalSessions()
     episodes = runner_for(sessions, tokenizer, max_tokens=10).run(ScriptedPolicy(tokenizer), [CALC[0].id], 0.9)
     assert len(episodes[0].completion_ids) <= 10 and episodes[0].ended.startswith("max_tokens")
-    assert sessions.open_count() == 0
+    assert sessions.sessions.open_count() == 0
 
 
 class SlowSessions:
-    """Sessions whose every tool call takes 0.3 s; one reset in `broken` fails (the server's fault)."""
+    """Sessions whose every tool call takes 0.3 s; the `broken`-th group's open fails (the server's fault)."""
 
     def __init__(self, broken: int | None = None):
-        self.broken, self.resets, self.open = broken, 0, set()
+        self.broken, self.resets, self.open, self.groups = broken, 0, set(), []
         self.lock = threading.Lock()
 
-    def reset(self, task, seed=0, client=None):
+    def open_group(self, task, count, seed=0):
         with self.lock:
             self.resets += 1
+            self.groups.append((task.id, count))
             if self.resets == self.broken:
                 raise RuntimeError("no room")
-            sid = f"s{self.resets}"
-            self.open.add(sid)
-        return Opening(session_id=sid, task_id=task.id, messages=[], tools=[], turns=1)
+            sids = [f"s{self.resets}.{i}" for i in range(count)]
+            self.open.update(sids)
+        return [Opening(session_id=sid, task_id=task.id, messages=[], tools=[], turns=1) for sid in sids]
 
     def step(self, session_id, call):
         time.sleep(0.3)
@@ -151,6 +156,17 @@ def test_tool_calls_of_different_episodes_do_not_wait_on_one_another(tokenizer):
     assert len(episodes) == 8 and all(e.calls == 1 for e in episodes)
     assert time.perf_counter() - started < 8 * 0.3 * 0.6  # one after another would take 2.4 s
     assert not sessions.open
+    assert sorted(sessions.groups) == sorted((t.id, 2) for t in CALC)  # a group's G sessions opened in one call
+
+
+def test_a_group_that_cannot_open_is_masked_whole_and_the_others_run(tokenizer):
+    sessions = SlowSessions(broken=1)
+    runner = runner_for(sessions, tokenizer)
+    episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC[:2] for _ in range(3)], 0.9)
+    rewards = [e.reward for e in episodes]
+    assert rewards.count(None) == 3 and rewards.count(1.0) == 3, rewards
+    assert len({e.task_id for e in episodes if e.reward is None}) == 1  # the one group whose open failed
+    assert runner.opened == runner.closed == 3 and not sessions.open
 
 
 def test_a_session_that_cannot_open_is_masked_not_scored_0(tokenizer):
@@ -170,7 +186,7 @@ def test_the_same_episodes_through_the_services_sessions_endpoints(tokenizer):
         sessions = ServiceSessions([url])
         runner = runner_for(sessions, tokenizer)
         try:
-            episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC], temperature=0.9)
+            episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC for _ in range(2)], temperature=0.9)
         finally:
             sessions.close_all()
-    assert [e.reward for e in episodes] == [1.0] * 4 and runner.opened == runner.closed == 4
+    assert [e.reward for e in episodes] == [1.0] * 8 and runner.opened == runner.closed == 8
