@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from groupscore.environments.jails import CHECK_ENV, open_checker_jail, state_roots
+from groupscore.environments.jails import CHECK_ENV, checker_cpu_s, open_checker_jail, state_roots
 from groupscore.environments.session import Record
 from groupscore.environments.task import Checker, Task
 from groupscore.sandbox import SandboxUnavailable
@@ -102,6 +102,7 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
             "tar": base64.b64encode(record.snapshot).decode(),
             "tests": base64.b64encode(_tar(checker.files, "/tests")).decode(),
             "timeout": checker.timeout_s,
+            "tool_cpu_s": checker_cpu_s(checker.timeout_s),
             "max_output": 8192,
             **message,
         }

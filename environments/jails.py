@@ -45,7 +45,7 @@ def _policy(limits: EpisodeLimits, env: str, roots: tuple[str, ...], workdir: st
     wall = min(3600.0, limits.episode_time_s + 120)
     run_limits = Limits(
         wall_time_s=wall,
-        cpu_time_s=min(float(limits.cpu_s), wall),
+        cpu_time_s=wall,  # the agent's; its tools get `limits.cpu_s` from it (session_agent.py)
         memory_mb=limits.memory_mb,
         max_processes=limits.max_processes,
         max_output_bytes=1 << 20,
@@ -57,12 +57,17 @@ def _policy(limits: EpisodeLimits, env: str, roots: tuple[str, ...], workdir: st
     return session_policy(base, roots, limits.disk_mb, workdir), tool.executable
 
 
+def checker_cpu_s(timeout_s: float) -> int:
+    """The CPU seconds of each process a checker's test runs."""
+    return max(1, int(timeout_s) + 1)
+
+
 def open_session_jail(task: Task) -> SessionJail:
     policy, python = _policy(task.limits, python_env(task), state_roots(task), task.workdir)
     return SessionJail(policy, python)
 
 
 def open_checker_jail(task: Task, timeout_s: float) -> SessionJail:
-    limits = task.limits.model_copy(update={"episode_time_s": timeout_s, "cpu_s": max(1, int(timeout_s) + 1)})
+    limits = task.limits.model_copy(update={"episode_time_s": timeout_s, "cpu_s": checker_cpu_s(timeout_s)})
     policy, python = _policy(limits, python_env(task), (*state_roots(task), *CHECK_ROOTS), task.workdir)
     return SessionJail(policy, python)

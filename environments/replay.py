@@ -36,10 +36,10 @@ def replay(
     """Run `trajectory` in a fresh session of `task` and score it. observe(turn, call, observation): each step."""
     session = Session(task, seed)
     try:
-        if session.lost:
-            return Verdict.infra_error(task.id, session.lost, "sandbox")
         _play(session, trajectory, observe)
         session.finish(final_message)
+        if session.lost:  # it could not start, or its jail was killed from outside: nothing to judge
+            return Verdict.infra_error(task.id, session.lost, "sandbox")
         verdict = score_record(task, session.record, reference_record)
         session.settle()
         return verdict
@@ -51,10 +51,10 @@ def run_calls(task: Task, trajectory: Trajectory) -> Session:
     """A finished session of `task` after `trajectory` (its jail closed; its record and state kept)."""
     session = Session(task)
     try:
-        if session.lost:
-            raise RuntimeError(f"task {task.id}: {session.lost}")
         _play(session, trajectory)
         session.finish()
+        if session.lost:
+            raise RuntimeError(f"task {task.id}: {session.lost}")
         return session
     finally:
         session.close()

@@ -105,6 +105,7 @@ class Session:
             "database": task.database.model_dump() if task.database else None,
             "classes": classes,
             "timeout": 30,
+            "tool_cpu_s": task.limits.cpu_s,
         }
 
     def opening(self) -> Opening:

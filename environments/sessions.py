@@ -78,15 +78,14 @@ class Sessions:
                 return self._gone[session_id]
         session = self._get(session_id)
         with session.lock:
-            if session.lost:
-                return Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
             if session.verdict is None:
-                session.finish(final_message)
-                if session.lost:  # its jail was killed from outside while its state was being packed
-                    return Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
-                verdict = score_record(session.task, session.record, reference_record)
-                session.settle()  # its jail is gone before its verdict is out
-                verdict.details.update(session_id=session_id, steps=session.steps, ended=session.ended)
+                session.finish(final_message)  # nothing to pack when it is lost already
+                if session.lost:  # lost before, or its jail killed from outside while its state was packed
+                    verdict = Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
+                else:
+                    verdict = score_record(session.task, session.record, reference_record)
+                    session.settle()  # its jail is gone before its verdict is out
+                    verdict.details.update(session_id=session_id, steps=session.steps, ended=session.ended)
                 session.verdict = verdict
             return session.verdict
 

@@ -6,6 +6,9 @@ the other end). Every tool runs in a child process of its own, in its own proces
 process, so code it runs never holds the agent's state), class tools one process holding the instances. Output is
 read up to a cap, a step is killed at its time limit, and orphans are reaped (the agent is the pid namespace's init:
 from inside the jail no signal reaches it that it has not asked for, so a policy cannot end its own session's agent).
+It asks for none that would end it: SIGINT, which CPython handles by default, is ignored (its children get the default
+back). Its own CPU limit is the jail's wall time; each tool process gets the task's CPU limit (`tool_cpu_s`), so a
+policy that makes the agent read a flood of output cannot run the agent out of CPU and have its session counted lost.
 
 `finish` ends the episode: every other process of the jail is killed, then the state directories are packed as a
 tar (regular files, directories and symlinks; nothing else) and sent back. `restore` unpacks such a tar without
@@ -134,6 +137,9 @@ SHELL_SCRIPT = (
     'exec 3<&3; eval "$GS_COMMAND"'
 )
 
+# What the agent ignores and its children must not inherit ignored (an ignored disposition survives exec).
+DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGPIPE)
+
 # The read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once.
 WAKE: "list[int]" = []
 children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the agent's own children
@@ -144,6 +150,7 @@ state: "dict[str, Any]" = {
     "db": None,
     "python": None,
     "classes": None,
+    "tool_cpu_s": None,
 }
 
 
@@ -162,8 +169,15 @@ def reap():
 def spawn(argv, env, fds):
     """Start argv in a session of its own with fds {child fd: our fd}; returns its pid."""
     actions = [(os.POSIX_SPAWN_DUP2, ours, theirs) for theirs, ours in fds.items()]
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True, setsigdef=DEFAULT_SIGNALS)
     children[pid] = None
+    if state["tool_cpu_s"]:  # lowered from the agent's (the jail's wall time) to the task's
+        import resource
+
+        try:
+            resource.prlimit(pid, resource.RLIMIT_CPU, (state["tool_cpu_s"], state["tool_cpu_s"]))
+        except (ProcessLookupError, PermissionError):
+            pass
     try:  # the tools' processes are the OOM killer's first choice, never the agent (raising it needs no privilege)
         with open(f"/proc/{pid}/oom_score_adj", "w") as fh:
             fh.write("1000")
@@ -488,6 +502,7 @@ def init(msg):
     import base64
     import sqlite3
 
+    state["tool_cpu_s"] = msg.get("tool_cpu_s")
     state["workdir"] = state["cwd"] = msg["workdir"]
     state["env"] = dict(os.environ, **msg["env"], HOME=msg["workdir"], PWD=msg["workdir"])
     for d in msg["roots"]:
@@ -563,7 +578,15 @@ def check(msg):
     """After the episode, in a jail of its own: the state, then the tests, then the command; the reward file."""
     import base64
 
-    init({"workdir": msg["workdir"], "env": msg["env"], "roots": msg["roots"], "tar": msg.get("tar")})
+    init(
+        {
+            "workdir": msg["workdir"],
+            "env": msg["env"],
+            "roots": msg["roots"],
+            "tar": msg.get("tar"),
+            "tool_cpu_s": msg.get("tool_cpu_s"),
+        }
+    )
     for d in ("/tests", "/logs/verifier"):
         os.makedirs(d, exist_ok=True)
     safe_extract(base64.b64decode(msg["tests"]), ["/tests"])
@@ -607,7 +630,8 @@ def undumpable():
 
 def main():
     undumpable()
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    for signum in DEFAULT_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
@@ -622,10 +646,10 @@ def main():
         reap()
         try:
             msg = json.loads(line)
-            reply = OPS[msg["op"]](msg)
+            text = json.dumps(OPS[msg["op"]](msg))
         except Exception as exc:  # noqa: BLE001 a bad request, or the agent's own failure: said, and the agent goes on
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(reply) + "\n")
+            text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]})
+        out.write(text + "\n")
         out.flush()
 
 

@@ -166,3 +166,55 @@ def test_a_jail_killed_from_outside_is_infra_error_and_one_the_agent_fills_is_no
     hog = task(limits={"memory_mb": 64})
     verdict, _ = play("echo 42 > answer; python3 -c 'x = bytearray(200 << 20); print(len(x))'", t=hog)
     assert verdict.status != "infra_error" and verdict.reward == 1.0  # the hog died, not the agent
+
+
+def _scored_through_sessions(t: Task, *commands: str):
+    from groupscore.environments import Sessions
+
+    sessions = Sessions()
+    try:
+        sid = sessions.reset(t).session_id
+        seen = [sessions.step(sid, ToolCall(name="shell", arguments={"command": c})).content for c in commands]
+        return sessions.score(sid), seen
+    finally:
+        sessions.close_all()
+
+
+@pytest.mark.parametrize("how", ["kill -INT 1; sleep 0.5", "(sleep 0.5; kill -INT 1) &"])
+def test_sigint_to_the_agent_neither_ends_the_session_nor_masks_the_episode(how):
+    """CPython handles SIGINT by default, and init gets the signals it handles: `kill -INT 1` from a step used to end
+    the agent, and the session was lost (infra_error, masked) whatever its answer was."""
+    verdict, _ = _scored_through_sessions(task(), "echo 41 > answer", how, "sleep 1")
+    assert verdict.status == "incorrect" and verdict.reward == 0.0, verdict
+    verdict, _ = _scored_through_sessions(task(), how, "echo 42 > answer")
+    assert verdict.reward == 1.0, verdict  # the agent lived on
+
+
+def test_a_flood_of_output_cannot_run_the_agent_out_of_cpu():
+    """The agent reads every step's output. Its CPU limit was the task's (cpu_s + 1): a few steps of `yes` made the
+    kernel SIGKILL it, and the session counted as lost (masked). Now the tools get cpu_s and the agent the wall time."""
+    flood = task(limits={"cpu_s": 2, "step_time_s": 4})
+    steps = ["timeout 3 yes > /dev/stdout; echo flooded"] * 3
+    verdict, seen = _scored_through_sessions(flood, *steps, "echo 41 > answer")
+    assert verdict.status == "incorrect" and verdict.reward == 0.0, (verdict, [s[-80:] for s in seen])
+    verdict, _ = _scored_through_sessions(flood, "timeout 5 sh -c 'while :; do :; done'; echo $?", "echo 42 > answer")
+    assert verdict.reward == 1.0, verdict
+
+
+def test_tools_get_sigint_and_sigpipe_with_their_default_action():
+    """The agent ignores both; an ignored disposition survives exec, so the tools would inherit it."""
+    _, seen = _scored_through_sessions(
+        task(),
+        "yes | head -1 >/dev/null; echo ${PIPESTATUS[0]}",
+        "sleep 5 & kill -INT $!; wait $!; echo $?",
+        "python3 -c 'import signal; print(signal.getsignal(signal.SIGINT).__name__)'",
+    )
+    assert [s.strip() for s in seen] == ["141", "130", "default_int_handler"], seen
+
+
+def test_a_program_the_test_runs_cannot_end_the_checkers_agent():
+    """The checker's jail has the same agent: a program of the agent's that the hidden test runs used to end it with
+    SIGINT, and the checker counted as unavailable (infra_error, masked)."""
+    runs_it = TEST.replace("cd /app\n", "cd /app\nbash ./prog.sh\nsleep 0.5\n")
+    verdict, _ = play("echo 41 > answer; echo 'kill -INT 1' > prog.sh", t=task(test=runs_it))
+    assert verdict.status == "incorrect" and verdict.reward == 0.0, verdict
