@@ -37,6 +37,7 @@ class Sessions:
     def __init__(self, max_sessions: int = MAX_SESSIONS):
         self.max_sessions = max_sessions
         self._open: dict[str, Session] = {}
+        self._starting = 0  # resets between taking a place and holding their session
         self._gone: OrderedDict[str, Verdict] = OrderedDict()
         self._lock = threading.Lock()
         self._reaper: threading.Thread | None = None
@@ -51,12 +52,19 @@ class Sessions:
     def reset(self, task: Task, seed: int = 0, client: str | None = None) -> Opening:
         """Open a session of `task`. One that cannot start still opens: its steps say so and its verdict is
         infra_error (a trainer's batch goes on; the sample is masked)."""
-        with self._lock:
-            if len(self._open) >= self.max_sessions:
-                raise SessionLimit(f"{len(self._open)} sessions are open, the most this server holds")
+        with self._lock:  # a place is taken before the jail starts: resets at once cannot pass the cap together
+            if len(self._open) + self._starting >= self.max_sessions:
+                raise SessionLimit(f"{len(self._open) + self._starting} sessions are open, the most this server holds")
             self.opened_total += 1
-        session = Session(task, seed, client)
+            self._starting += 1
+        try:
+            session = Session(task, seed, client)
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            raise
         with self._lock:
+            self._starting -= 1
             self._open[session.id] = session
         self._start_reaper()
         return session.opening()

@@ -161,6 +161,29 @@ def test_a_session_that_cannot_start_is_infra_error(monkeypatch, sessions):
     assert verdict.status == "infra_error" and verdict.reward == 0.0
 
 
+def test_resets_at_once_never_pass_the_cap():
+    """A place is taken before the jail starts (~25 ms): resets on several threads used to all pass the check."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from groupscore.environments.sessions import SessionLimit
+
+    capped = Sessions(max_sessions=3)
+    task = load_task("demo:count-errors")
+
+    def reset():
+        try:
+            return capped.reset(task).session_id
+        except SessionLimit:
+            return None
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            opened = [sid for sid in pool.map(lambda _: reset(), range(8)) if sid]
+        assert len(opened) == capped.open_count() == 3
+    finally:
+        capped.close_all()
+
+
 def test_reaped_sessions_are_infra_error_and_closed(sessions):
     sid = sessions.reset(task(limits={"idle_s": 0.5})).session_id
     jail = sessions._get(sid).jail
