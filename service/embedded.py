@@ -52,7 +52,7 @@ def start_embedded(
     if task_dirs:
         from groupscore.service.settings import task_dirs_adding
 
-        child_env["GROUPSCORE_TASK_DIRS"] = task_dirs_adding(task_dirs)
+        child_env["GROUPSCORE_TASK_DIRS"] = task_dirs_adding(task_dirs, to=(env or {}).get("GROUPSCORE_TASK_DIRS"))
     # The server's output goes to a file, not a pipe nobody reads (a full pipe would stall the server). Its own
     # process group: a terminal's Ctrl-C reaches only us, and we stop it in order (its scoring processes first); the
     # same session: being a child that does not lead a session, it ends itself if we die (cli/lifecycle.py).

@@ -170,11 +170,11 @@ class Settings(BaseSettings):
         return type(self)(**{**self.model_dump(), **changes})
 
 
-def task_dirs_adding(folders: list[str]) -> str:
-    """GROUPSCORE_TASK_DIRS as set here with `folders` added (never in its place): the value for a service this
-    process starts, so that it may open the task files a run names as well as the user's."""
-    had = [d for d in os.environ.get(ENV_PREFIX + "TASK_DIRS", "").split(",") if d.strip()]
-    return ",".join(dict.fromkeys([*had, *folders]))
+def task_dirs_adding(folders: list[str], to: str | None = None) -> str:
+    """`to` (unset: GROUPSCORE_TASK_DIRS as set here) with `folders` added, never in its place: the task folders of a
+    service this process starts, so that it may open the task files a run names as well as the user's."""
+    given = os.environ.get(ENV_PREFIX + "TASK_DIRS", "") if to is None else to
+    return ",".join(dict.fromkeys([*(d for d in given.split(",") if d.strip()), *folders]))
 
 
 def math_default_options(text: str) -> dict[str, Any]:

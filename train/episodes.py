@@ -143,7 +143,7 @@ class EpisodeRunner:
                 turn = list(active)
                 self._timed(lambda: self._generate(model, turn, temperature), generating=True)  # noqa: B023
                 if index == 0:
-                    self._timed(lambda: wait(opening))
+                    self._timed(lambda: [future.result() for future in opening])
                     turn = [e for e in turn if e.session_id is not None]
                 self._timed(lambda: self._map(self._act, turn))  # noqa: B023
                 active = [e for e in turn if not e.ended]
@@ -180,15 +180,22 @@ class EpisodeRunner:
         task_id = group[0].task_id
         try:
             openings = self.sessions.open_group(self.tasks[task_id], len(group), seed=seed)
-        except Exception as exc:  # noqa: BLE001 - the server's failure (full, gone): the group is masked, not lost
+        except Exception as exc:
+            if not server_failure(exc):  # the run's own mistake (a task the service may not open): said, not masked
+                raise
             for episode in group:
                 episode.verdict = Verdict.infra_error(task_id, f"the session could not open: {exc}", "sandbox")
                 episode.ended = "infra"
             return
-        for episode, opening in zip(group, openings, strict=True):
-            episode.session_id = opening.session_id
         with self._counting:
             self.opened += len(openings)
+        for episode, opening in zip(group, openings, strict=False):
+            episode.session_id = opening.session_id
+        for surplus in openings[len(group) :]:
+            self._close(Episode(task_id, "", [], session_id=surplus.session_id))
+        for episode in group[len(openings) :]:
+            episode.verdict = Verdict.infra_error(task_id, "the service opened fewer sessions than asked", "sandbox")
+            episode.ended = "infra"
 
     def _close(self, episode: Episode) -> None:
         if episode.session_id is not None and self.sessions.close(episode.session_id):
@@ -337,6 +344,17 @@ class ServiceSessions:
         self.client.close_all()
 
 
+def server_failure(exc: Exception) -> bool:
+    """Whether opening sessions failed for the server's reasons (full, gone, broken): the group is then masked. A
+    refusal of the request itself (4xx but 429) is the run's mistake and stops it."""
+    from groupscore.client.http import ServiceError
+    from groupscore.environments.sessions import SessionLimit
+
+    if isinstance(exc, ServiceError):
+        return exc.status_code is None or exc.status_code >= 500 or exc.status_code == 429
+    return isinstance(exc, SessionLimit | OSError | TimeoutError)
+
+
 class LocalSessions:
     """`SessionsAPI` over the environments' `Sessions` in this process: a group's jails start one after another
     (groups open in parallel on the runner's pool)."""
@@ -349,7 +367,16 @@ class LocalSessions:
         self.close, self.close_all = self.sessions.close, self.sessions.close_all
 
     def open_group(self, task: EnvTask, count: int, seed: int = 0) -> list[Opening]:
-        return [self.sessions.reset(task, seed=seed) for _ in range(count)]
+        """All `count` or none: the sessions opened before a failure are closed."""
+        openings: list[Opening] = []
+        try:
+            for _ in range(count):
+                openings.append(self.sessions.reset(task, seed=seed))
+        except BaseException:
+            for opening in openings:
+                self.sessions.close(opening.session_id)
+            raise
+        return openings
 
 
 def task_address(task: EnvTask) -> str:

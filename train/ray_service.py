@@ -41,13 +41,18 @@ class RayServiceConfig(BaseModel):
 
 
 @contextmanager
-def ray_service_url(config: RayServiceConfig, token: str | None) -> Iterator[str]:
-    """The deployment's URL through Serve's proxy, for the time of the block; `token` is required by every replica."""
+def ray_service_url(config: RayServiceConfig, token: str | None, task_dirs: list[str] | None = None) -> Iterator[str]:
+    """The deployment's URL through Serve's proxy, for the time of the block; `token` is required by every replica.
+    A deployment made for the run may also open `task_dirs`' task files (a joined one has its own settings)."""
     try:
         from groupscore.service.ray_deploy import RayTarget, start_or_join
     except ImportError as exc:
         raise ValueError(f"service.ray needs Ray Serve: pip install 'groupscore[ray]' ({exc})") from None
     settings = dict(config.settings)
+    if task_dirs:
+        from groupscore.service.settings import task_dirs_adding
+
+        settings["task_dirs"] = task_dirs_adding(task_dirs, to=settings.get("task_dirs"))
     if token is not None:
         settings.setdefault("token", token)
     target = RayTarget(

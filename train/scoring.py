@@ -99,7 +99,7 @@ def open_scorer(service: ServiceConfig, task_dirs: list[str] | None = None) -> I
         if not urls and service.ray is not None:
             from groupscore.train.ray_service import ray_service_url
 
-            urls = [stack.enter_context(ray_service_url(service.ray, token))]
+            urls = [stack.enter_context(ray_service_url(service.ray, token, task_dirs))]
         elif not urls:
             from groupscore.service.embedded import start_embedded
 

@@ -453,3 +453,4 @@ def test_a_runs_task_folders_are_added_to_the_users_never_in_their_place(monkeyp
     monkeypatch.delenv("GROUPSCORE_TASK_DIRS")
     assert task_dirs_adding(["/runs/a"]) == "/runs/a"
     assert os.environ.get("GROUPSCORE_TASK_DIRS") is None  # read, never written
+    assert task_dirs_adding(["/runs/a"], to="/given") == "/given,/runs/a"  # a value given for the service itself

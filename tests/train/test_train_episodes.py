@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from groupscore.client.http import ServiceError
 from groupscore.environments import load_source
 from groupscore.schema.sessions import Observation, Opening
 from groupscore.schema.verdict import Status, Verdict
@@ -120,6 +121,7 @@ class SlowSessions:
 
     def __init__(self, broken: int | None = None):
         self.broken, self.resets, self.open, self.groups = broken, 0, set(), []
+        self.failure: Exception = ServiceError("no room for 2 more sessions", status_code=503)
         self.lock = threading.Lock()
 
     def open_group(self, task, count, seed=0):
@@ -127,7 +129,7 @@ class SlowSessions:
             self.resets += 1
             self.groups.append((task.id, count))
             if self.resets == self.broken:
-                raise RuntimeError("no room")
+                raise self.failure
             sids = [f"s{self.resets}.{i}" for i in range(count)]
             self.open.update(sids)
         return [Opening(session_id=sid, task_id=task.id, messages=[], tools=[], turns=1) for sid in sids]
@@ -167,6 +169,31 @@ def test_a_group_that_cannot_open_is_masked_whole_and_the_others_run(tokenizer):
     assert rewards.count(None) == 3 and rewards.count(1.0) == 3, rewards
     assert len({e.task_id for e in episodes if e.reward is None}) == 1  # the one group whose open failed
     assert runner.opened == runner.closed == 3 and not sessions.open
+
+
+def test_a_refused_open_stops_the_run_and_closes_what_opened(tokenizer):
+    """A 4xx (a task folder the service may not open) is the run's mistake: said at once, never trained as masked."""
+    sessions = SlowSessions(broken=2)
+    sessions.failure = ServiceError("task: not inside any of its GROUPSCORE_TASK_DIRS", status_code=422)
+    runner = runner_for(sessions, tokenizer)
+    with pytest.raises(ServiceError, match="GROUPSCORE_TASK_DIRS"):
+        runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC for _ in range(2)], 0.9)
+    assert runner.opened == runner.closed == 6 and not sessions.open
+
+
+def test_a_local_group_opens_whole_or_not_at_all(tokenizer):
+    from groupscore.environments.sessions import SessionLimit
+
+    sessions = LocalSessions()
+    sessions.sessions.max_sessions = 3
+    runner = runner_for(sessions, tokenizer)
+    episodes = runner.run(ScriptedPolicy(tokenizer), [CALC[0].id] * 2 + [CALC[1].id] * 2, 0.9)
+    rewards = sorted(e.reward is None for e in episodes)
+    assert rewards == [False, False, True, True], [e.verdict for e in episodes]  # the group that did not fit: masked
+    assert runner.opened == runner.closed == 2 and sessions.sessions.open_count() == 0
+    with pytest.raises(SessionLimit):
+        sessions.open_group(CALC[0], 4)
+    assert sessions.sessions.open_count() == 0
 
 
 def test_a_session_that_cannot_open_is_masked_not_scored_0(tokenizer):
