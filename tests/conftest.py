@@ -28,6 +28,11 @@ SERVICE_DEFAULTS = {"workers": 2, "env": None, "http_timeout_s": 120.0}
 for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
     os.environ.setdefault(_var, "1")
 
+# A Serve replica behind HAProxy stays reachable for 30 s after it is told to stop, so that a fleet's load balancers
+# can deregister it; each test deployment's deletion waited that long (about 3 minutes of `make test`). Ray clusters
+# the tests start inherit this; nothing here runs behind another load balancer.
+os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
