@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from groupscore.train.smollm2 import shared_cache_dir
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "smollm2_bench.py"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2700)]
@@ -27,8 +28,8 @@ def test_smollm2_runs_sft_free_grpo_through_the_service_and_reports_its_numbers(
     out = tmp_path / "numbers.json"
     command = [sys.executable, str(BENCH), "--steps", "2", "--rows", "6", "--threads", "2", "--max-new", "48"]
     command += ["--run-dir", str(tmp_path / "run"), "--json", str(out)]
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}  # the shared conversion, kept to this test
-    done = subprocess.run(command, capture_output=True, text=True, timeout=2600, env=env)
+    # The machine's one conversion, made by whichever test needs it first (test_train_first_use pins where it goes)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=2600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     numbers = json.loads(out.read_text())
     assert numbers["steps"] == 2 and len(numbers["reward_mean"]) == 2
@@ -39,7 +40,7 @@ def test_smollm2_runs_sft_free_grpo_through_the_service_and_reports_its_numbers(
     assert numbers["peak_rss_mb"] > 300  # the 135M model in fp32, its reference copy and the optimizer
     assert numbers["verifier_versions"].get("math")  # scored by the service's math verifier
     run = tmp_path / "run"
-    assert (tmp_path / "xdg" / "groupscore" / "smollm2-135m-instruct" / "config.json").exists()  # one per machine
+    assert (shared_cache_dir() / "smollm2-135m-instruct" / "config.json").exists()  # one per machine
     assert not (run / "cache" / "smollm2-135m-instruct").exists()  # not one per run folder
     groups = [json.loads(line) for line in (run / "groups.jsonl").read_text().splitlines()]
     assert groups and groups[0]["prompt"].startswith("<|im_start|>system\nSolve the problem.")  # its chat template
