@@ -114,7 +114,7 @@ class EpisodeLimits(BaseModel):
     memory_mb: int = Field(512, ge=32)
     max_processes: int = Field(64, ge=4)
     disk_mb: int = Field(64, ge=1, description="the session's writable space (work dir and /tmp)")
-    cpu_s: int = Field(120, ge=1, description="CPU seconds of the whole session")
+    cpu_s: int = Field(120, ge=1, description="CPU seconds of each tool process (RLIMIT_CPU; the agent has its own)")
 
 
 class Task(BaseModel):
