@@ -138,14 +138,49 @@ def render_env_tasks(tasks: list[Task], tokenizer: PreTrainedTokenizerBase, fmt:
             tools = session_tools(env)
         messages = [dict(m) for m in env.turns[0].messages]
         prompt = render(tokenizer, messages, tools, fmt)
-        solution = None
+        solution, parts = None, None
         reference = reference_messages(env)
         if reference:
             whole = render(tokenizer, messages + reference, tools, fmt, generation_prompt=False)
             if whole.startswith(prompt):
                 solution = whole[len(prompt) :]
-        out.append(replace(task, prompt=prompt, solution=solution))
+                parts = solution_parts(tokenizer, fmt, messages, reference, tools, prompt)
+                parts = parts if parts is not None and "".join(t for t, _ in parts) == solution else None
+        out.append(replace(task, prompt=prompt, solution=solution, solution_parts=parts))
     return out
+
+
+def solution_parts(
+    tokenizer: PreTrainedTokenizerBase,
+    fmt: str,
+    messages: list[dict[str, Any]],
+    reference: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    prompt: str,
+) -> tuple[tuple[str, bool], ...] | None:
+    """The reference episode after `prompt` as (text, trained) parts: each model turn up to its end-of-turn token is
+    trained; the tool results after it, up to and with the next assistant header, are not (what a rollout masks).
+    None where the template renders an earlier turn differently once more follows (then the whole text is trained)."""
+    eos = tokenizer.eos_token if isinstance(tokenizer.eos_token, str) else ""
+    parts: list[tuple[str, bool]] = []
+    done, i = prompt, 0
+    while i < len(reference):
+        whole = render(tokenizer, messages + reference[: i + 1], tools, fmt, generation_prompt=False)
+        if not whole.startswith(done):
+            return None
+        turn = whole[len(done) :]
+        end = turn.rfind(eos) + len(eos) if eos and eos in turn else len(turn)
+        parts.append((turn[:end], True))
+        i += 1
+        j = i
+        while j < len(reference) and reference[j]["role"] == "tool":
+            j += 1
+        after = render(tokenizer, messages + reference[:j], tools, fmt, generation_prompt=j < len(reference))
+        if not after.startswith(whole):
+            return None
+        parts.append((turn[end:] + after[len(whole) :], False))
+        done, i = after, j
+    return tuple((text, trained) for text, trained in parts if text)
 
 
 def check_reference_episodes(tasks: list[Task], limit: int = 16) -> tuple[int, list[str]]:

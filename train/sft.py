@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groupscore.train.config import SftConfig
 from groupscore.train.hardware import Hardware
@@ -12,6 +12,7 @@ from groupscore.train.task import Task
 
 if TYPE_CHECKING:
     from peft import PeftConfig
+    from transformers import PreTrainedTokenizerBase
 
 
 def cold_start(
@@ -25,7 +26,8 @@ def cold_start(
     report_to: Sequence[str] | None = None,
     progress: bool = True,
 ) -> Path:
-    """Train on prompt -> worked solution (loss on the solution only); returns the saved model folder."""
+    """Train on prompt -> worked solution (loss on the solution only; on an episode's, the model's turns only);
+    returns the saved model folder."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
     from trl import SFTConfig, SFTTrainer
@@ -33,10 +35,15 @@ def cold_start(
     from groupscore.train.models import load_model
     from groupscore.train.progress import ProgressBar
 
-    rows = [{"prompt": t.prompt, "completion": t.solution} for t in tasks if t.solution]
-    if not rows:
+    solved = [t for t in tasks if t.solution]
+    if not solved:
         raise ValueError("sft: the train split has no `solution` fields to cold-start on")
     model, tokenizer = load_model(model_path, hardware)
+    rows: list[dict[str, Any]]
+    if all(t.solution_parts for t in solved):  # episodes: the model's own turns only (tool output masked)
+        rows = [episode_row(tokenizer, t.prompt, t.solution_parts or ()) for t in solved]
+    else:
+        rows = [{"prompt": t.prompt, "completion": t.solution} for t in solved]
     args = SFTConfig(
         output_dir=str(out_dir),
         max_steps=cfg.max_steps,
@@ -78,3 +85,20 @@ def cold_start(
         tokenizer.save_pretrained(final)
     trainer.accelerator.wait_for_everyone()  # other processes read the folder next
     return final
+
+
+def episode_row(
+    tokenizer: PreTrainedTokenizerBase, prompt: str, parts: tuple[tuple[str, bool], ...]
+) -> dict[str, list[int]]:
+    """A tokenized row whose labels are -100 but on the trained parts: each piece tokenized on its own, as a rollout's
+    prompt, turns and tool suffixes are."""
+
+    def ids(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    input_ids, labels = ids(prompt), [-100] * len(ids(prompt))
+    for text, trained in parts:
+        piece = ids(text)
+        input_ids += piece
+        labels += piece if trained else [-100] * len(piece)
+    return {"input_ids": input_ids, "labels": labels}

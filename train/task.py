@@ -23,6 +23,9 @@ class Task:
     messages: tuple[Message, ...] | None = None  # a conversational prompt, before rendering
     columns: dict[str, Any] = field(default_factory=dict)  # the row's other columns, for user reward functions
     env: Any = None  # an environment task (environments.Task): an episode with tools, scored by its session
+    # An episode's solution cut where the model's turns end: (text, trained). The tool results and the headers after
+    # them are the environment's, kept out of the cold start's loss as they are out of GRPO's.
+    solution_parts: tuple[tuple[str, bool], ...] | None = None
 
 
 def parse_messages(value: Any) -> tuple[Message, ...] | None:
