@@ -221,6 +221,16 @@ ARG_RULES: tuple[SeccompRule, ...] = (
         action="ERRNO(0)",
         why="non-private futex wakes and requeues: succeed and wake nobody",
     ),
+    # prlimit needs only the same uid: a jail's process could lower the limits of another of the jail's processes (a
+    # session's agent: its CPU seconds, and the kernel's SIGKILL at the hard limit reaches even a pid namespace's
+    # init). setrlimit and getrlimit on oneself are prlimit64 with pid 0 and stay allowed.
+    SeccompRule(
+        syscall="prlimit64",
+        args="pid, resource, new_limit, old_limit",
+        condition="pid != 0",
+        action=f"ERRNO({EPERM})",
+        why="no process changes or reads another process's resource limits",
+    ),
     SeccompRule(
         syscall="preadv2",
         args="fd, vec, vlen, pos_l, pos_h, flags",

@@ -7,8 +7,9 @@ process, so code it runs never holds the agent's state), class tools one process
 read up to a cap, a step is killed at its time limit, and orphans are reaped (the agent is the pid namespace's init:
 from inside the jail no signal reaches it that it has not asked for, so a policy cannot end its own session's agent).
 It asks for none that would end it: SIGINT, which CPython handles by default, is ignored (its children get the default
-back). Its own CPU limit is the jail's wall time; each tool process gets the task's CPU limit (`tool_cpu_s`), so a
-policy that makes the agent read a flood of output cannot run the agent out of CPU and have its session counted lost.
+back). Its own CPU limit is the jail's wall time; each tool process sets the task's CPU limit on itself
+(`tool_cpu_s`), so a policy that makes the agent read a flood of output cannot run the agent out of CPU and have its
+session counted lost; and no tool can lower the agent's limits (the seccomp policy refuses prlimit on another process).
 
 `finish` ends the episode: every other process of the jail is killed, then the state directories are packed as a
 tar (regular files, directories and symlinks; nothing else) and sent back. `restore` unpacks such a tar without
@@ -37,6 +38,10 @@ import ast, json, os, sys, traceback
 req = os.fdopen(3, "r", encoding="utf-8")
 rep = os.fdopen(4, "w", encoding="utf-8")
 mode = sys.argv[1]
+if sys.argv[2:]:  # the tool's CPU seconds, set on itself (see SHELL_SCRIPT)
+    import resource
+    resource.setrlimit(resource.RLIMIT_CPU, (int(sys.argv[2]), int(sys.argv[2])))
+    del sys.argv[2:]
 if mode == "classes":
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the model's processes cannot open our /proc/pid/fd
@@ -132,13 +137,16 @@ for line in req:
     rep.flush()
 """
 
+# $1: the tool's CPU seconds, set on itself before anything of the step runs (a limit the agent set from outside
+# would need prlimit on another process, which the jail's seccomp policy refuses so that no tool can lower the agent's).
 SHELL_SCRIPT = (
+    'if [ -n "$1" ]; then ulimit -t "$1"; fi; set --; '
     'trap \'gs_s=$?; pwd >&3 2>/dev/null; exit $gs_s\' EXIT; cd -- "$GS_CWD" 2>/dev/null || cd -- "$HOME"; '
     'exec 3<&3; eval "$GS_COMMAND"'
 )
 
 # What the agent ignores and its children must not inherit ignored (an ignored disposition survives exec).
-DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGPIPE)
+DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ)
 
 # The read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once.
 WAKE: "list[int]" = []
@@ -171,13 +179,6 @@ def spawn(argv, env, fds):
     actions = [(os.POSIX_SPAWN_DUP2, ours, theirs) for theirs, ours in fds.items()]
     pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True, setsigdef=DEFAULT_SIGNALS)
     children[pid] = None
-    if state["tool_cpu_s"]:  # lowered from the agent's (the jail's wall time) to the task's
-        import resource
-
-        try:
-            resource.prlimit(pid, resource.RLIMIT_CPU, (state["tool_cpu_s"], state["tool_cpu_s"]))
-        except (ProcessLookupError, PermissionError):
-            pass
     try:  # the tools' processes are the OOM killer's first choice, never the agent (raising it needs no privilege)
         with open(f"/proc/{pid}/oom_score_adj", "w") as fh:
             fh.write("1000")
@@ -262,7 +263,9 @@ def run_shell(msg):
     env = dict(state["env"], GS_CWD=state["cwd"], GS_COMMAND=msg["command"])
     null = os.open("/dev/null", os.O_RDONLY)
     pid = spawn(
-        ["/bin/bash", "--noprofile", "--norc", "-c", SHELL_SCRIPT], env, {0: null, 1: out_w, 2: out_w, 3: cwd_w}
+        ["/bin/bash", "--noprofile", "--norc", "-c", SHELL_SCRIPT, "/bin/bash", tool_cpu()],
+        env,
+        {0: null, 1: out_w, 2: out_w, 3: cwd_w},
     )
     for fd in (out_w, cwd_w, null):
         os.close(fd)
@@ -293,7 +296,7 @@ class Child:
         self.rep_r, rep_w = os.pipe()
         self.out_r, out_w = os.pipe()
         null = os.open("/dev/null", os.O_RDONLY)
-        argv = [sys.executable, "-q", "-u", "-c", CHILD_CODE, mode]
+        argv = [sys.executable, "-q", "-u", "-c", CHILD_CODE, mode, *([tool_cpu()] if tool_cpu() else [])]
         self.pid = spawn(argv, env, {0: null, 1: out_w, 2: out_w, 3: req_r, 4: rep_w})
         for fd in (req_r, rep_w, out_w, null):
             os.close(fd)
@@ -313,6 +316,11 @@ class Child:
         kill_group(self.pid)
         for fd in (self.req_w, self.rep_r, self.out_r):
             os.close(fd)
+
+
+def tool_cpu():
+    """The tools' CPU seconds as an argument ("" for none: they keep the agent's, the jail's wall time)."""
+    return str(state["tool_cpu_s"]) if state["tool_cpu_s"] else ""
 
 
 def child_env():
@@ -635,7 +643,7 @@ def main():
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)  # a flood of SIGCHLD from a tool: nothing to say
     signal.signal(signal.SIGCHLD, lambda *_: None)
     WAKE.append(wake_r)
     os.umask(0o022)

@@ -218,3 +218,16 @@ def test_a_program_the_test_runs_cannot_end_the_checkers_agent():
     runs_it = TEST.replace("cd /app\n", "cd /app\nbash ./prog.sh\nsleep 0.5\n")
     verdict, _ = play("echo 41 > answer; echo 'kill -INT 1' > prog.sh", t=task(test=runs_it))
     assert verdict.status == "incorrect" and verdict.reward == 0.0, verdict
+
+
+def test_a_tool_cannot_lower_the_agents_limits():
+    """prlimit needs only the same uid: a step set the agent's CPU limit to 1 s, then had it read a flood of output;
+    the kernel's SIGKILL reached the agent and the session counted as lost (masked). The jail's seccomp policy now
+    refuses prlimit on another process; each tool sets its own limit on itself."""
+    grab = "python3 -c 'import resource; resource.prlimit(1, resource.RLIMIT_CPU, (1, 1))' 2>&1 | tail -1"
+    verdict, seen = _scored_through_sessions(
+        task(limits={"cpu_s": 7}), grab, "timeout 3 yes > /dev/stdout; echo flooded", "ulimit -t; echo 41 > answer"
+    )
+    assert "PermissionError" in seen[0], seen[0]
+    assert seen[2].strip() == "7"  # the tool's own limit, set on itself
+    assert verdict.status == "incorrect" and verdict.reward == 0.0, verdict
