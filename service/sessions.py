@@ -133,9 +133,9 @@ async def open_sessions(body: OpenSessions, request: Request) -> Response:
         task = await host.run(host.load_task, body.task)
     except SourceError as exc:
         return validation_error_response([{"loc": ("body", "task"), "msg": str(exc), "type": "value_error"}])
-    room = host.sessions.max_sessions - host.sessions.open_count()
+    room = host.sessions.room()
     if body.count > room:  # a group opens whole or not at all
-        return _full(host, f"{body.count} sessions asked for, room for {max(room, 0)} now")
+        return _full(host, f"{body.count} sessions asked for, room for {room} now")
     results = await asyncio.gather(
         *(host.run(host.sessions.reset, task, body.seed, body.client) for _ in range(body.count)),
         return_exceptions=True,

@@ -21,7 +21,7 @@ from groupscore.environments.tools import BUILTIN_SCHEMAS, class_tool_schemas, s
 from groupscore.schema.sessions import ToolCall
 from groupscore.train.config import DatasetSource, TasksetConfig
 from groupscore.train.task import Task
-from groupscore.train.toolcalls import render
+from groupscore.train.toolcalls import render, suffix_after_turn
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -159,8 +159,8 @@ def solution_parts(
     prompt: str,
 ) -> tuple[tuple[str, bool], ...] | None:
     """The reference episode after `prompt` as (text, trained) parts: each model turn up to its end-of-turn token is
-    trained; the tool results after it, up to and with the next assistant header, are not (what a rollout masks).
-    None where the template renders an earlier turn differently once more follows (then the whole text is trained)."""
+    trained; the tool results after it, up to and with the next assistant header, are not, and must be the very text
+    a rollout masks (`suffix_after_turn`). None where either does not hold (then the whole text is trained)."""
     eos = tokenizer.eos_token if isinstance(tokenizer.eos_token, str) else ""
     parts: list[tuple[str, bool]] = []
     done, i = prompt, 0
@@ -169,7 +169,7 @@ def solution_parts(
         if not whole.startswith(done):
             return None
         turn = whole[len(done) :]
-        end = turn.rfind(eos) + len(eos) if eos and eos in turn else len(turn)
+        end = turn.find(eos) + len(eos) if eos and eos in turn else len(turn)  # a rollout stops at the first
         parts.append((turn[:end], True))
         i += 1
         j = i
@@ -178,7 +178,10 @@ def solution_parts(
         after = render(tokenizer, messages + reference[:j], tools, fmt, generation_prompt=j < len(reference))
         if not after.startswith(whole):
             return None
-        parts.append((turn[end:] + after[len(whole) :], False))
+        masked = turn[end:] + after[len(whole) :]
+        if j > i and masked != suffix_after_turn(tokenizer, fmt, [str(m["content"]) for m in reference[i:j]]):
+            return None
+        parts.append((masked, False))
         done, i = after, j
     return tuple((text, trained) for text, trained in parts if text)
 

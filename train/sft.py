@@ -39,11 +39,7 @@ def cold_start(
     if not solved:
         raise ValueError("sft: the train split has no `solution` fields to cold-start on")
     model, tokenizer = load_model(model_path, hardware)
-    rows: list[dict[str, Any]]
-    if all(t.solution_parts for t in solved):  # episodes: the model's own turns only (tool output masked)
-        rows = [episode_row(tokenizer, t.prompt, t.solution_parts or ()) for t in solved]
-    else:
-        rows = [{"prompt": t.prompt, "completion": t.solution} for t in solved]
+    rows = sft_rows(tokenizer, solved)
     args = SFTConfig(
         output_dir=str(out_dir),
         max_steps=cfg.max_steps,
@@ -85,6 +81,27 @@ def cold_start(
         tokenizer.save_pretrained(final)
     trainer.accelerator.wait_for_everyone()  # other processes read the folder next
     return final
+
+
+def sft_rows(tokenizer: PreTrainedTokenizerBase, solved: list[Task]) -> list[dict[str, Any]]:
+    """The cold start's rows: prompt and completion (TRL tokenizes them), or, for episodes, tokenized rows whose loss
+    covers the model's own turns only. An episode whose parts could not be cut trains on its whole text (said)."""
+    if not any(t.solution_parts for t in solved):
+        return [{"prompt": t.prompt, "completion": t.solution} for t in solved]
+    whole = [t for t in solved if not t.solution_parts]
+    if whole:
+        print(
+            f"[train] sft: {len(whole)} of {len(solved)} episodes train on their whole text (their template renders "
+            "them so that the tools' part cannot be cut out)",
+            flush=True,
+        )
+    eos = tokenizer.eos_token if isinstance(tokenizer.eos_token, str) else ""
+
+    def parts(task: Task) -> tuple[tuple[str, bool], ...]:
+        text = task.solution or ""
+        return task.solution_parts or ((text if text.endswith(eos) else text + eos, True),)
+
+    return [episode_row(tokenizer, t.prompt, parts(t)) for t in solved]
 
 
 def episode_row(

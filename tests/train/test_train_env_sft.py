@@ -11,7 +11,7 @@ import pytest
 from groupscore.environments import load_source
 from groupscore.train.demo import TASKSETS
 from groupscore.train.env_tasks import reference_messages, render_env_tasks
-from groupscore.train.sft import episode_row
+from groupscore.train.sft import episode_row, sft_rows
 from groupscore.train.task import Task
 from groupscore.train.tiny_model import TOOL_MARKERS, TOOL_TEMPLATE, build_tokenizer
 from groupscore.train.toolcalls import suffix_after_turn
@@ -57,3 +57,17 @@ def test_an_episodes_solution_trains_the_models_turns_and_masks_what_the_tools_s
         learned = [t for t, label in zip(row["input_ids"], row["labels"], strict=True) if label != -100]
         assert learned == [t for text in trained for t in tokenizer(text, add_special_tokens=False)["input_ids"]]
         assert len(row["input_ids"]) > len(learned) > 0
+
+
+def test_an_episode_whose_parts_could_not_be_cut_trains_whole_and_the_others_stay_masked(capsys):
+    tokenizer = tokenizer_with(TOOL_TEMPLATE, "</s>")
+    cut, uncut = render_env_tasks([Task(t.id, "", None, {}, env=t) for t in CALC[:2]], tokenizer, "hermes")
+    uncut = Task(uncut.id, uncut.prompt, uncut.solution, {}, env=uncut.env)  # as a template that cannot be cut
+    rows = sft_rows(tokenizer, [cut, uncut])
+    assert "1 of 2 episodes train on their whole text" in capsys.readouterr().out
+    masked = [label == -100 for label in rows[0]["labels"]]
+    prompt_len = len(tokenizer(cut.prompt, add_special_tokens=False)["input_ids"])
+    assert any(masked[prompt_len:]) and not all(masked[prompt_len:])  # tool output masked inside the solution
+    whole = rows[1]["labels"][len(tokenizer(uncut.prompt, add_special_tokens=False)["input_ids"]) :]
+    assert whole and -100 not in whole  # the whole solution, then its end-of-sequence token
+    assert rows[1]["input_ids"][-1] == tokenizer.eos_token_id
