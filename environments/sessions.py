@@ -57,15 +57,14 @@ class Sessions:
                 raise SessionLimit(f"{len(self._open) + self._starting} sessions are open, the most this server holds")
             self.opened_total += 1
             self._starting += 1
+        session = None
         try:
             session = Session(task, seed, client)
-        except BaseException:
-            with self._lock:
+        finally:
+            with self._lock:  # its place passes to the session, or is given back, in one step
                 self._starting -= 1
-            raise
-        with self._lock:
-            self._starting -= 1
-            self._open[session.id] = session
+                if session is not None:
+                    self._open[session.id] = session
         self._start_reaper()
         return session.opening()
 

@@ -38,10 +38,10 @@ import ast, json, os, sys, traceback
 req = os.fdopen(3, "r", encoding="utf-8")
 rep = os.fdopen(4, "w", encoding="utf-8")
 mode = sys.argv[1]
-if sys.argv[2:]:  # the tool's CPU seconds, set on itself (see SHELL_SCRIPT)
+cpu_s = sys.argv.pop(2)  # the tool's CPU seconds ("" for none), set on itself (see SHELL_SCRIPT)
+if cpu_s:
     import resource
-    resource.setrlimit(resource.RLIMIT_CPU, (int(sys.argv[2]), int(sys.argv[2])))
-    del sys.argv[2:]
+    resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_s), int(cpu_s)))
 if mode == "classes":
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the model's processes cannot open our /proc/pid/fd
@@ -296,7 +296,7 @@ class Child:
         self.rep_r, rep_w = os.pipe()
         self.out_r, out_w = os.pipe()
         null = os.open("/dev/null", os.O_RDONLY)
-        argv = [sys.executable, "-q", "-u", "-c", CHILD_CODE, mode, *([tool_cpu()] if tool_cpu() else [])]
+        argv = [sys.executable, "-q", "-u", "-c", CHILD_CODE, mode, tool_cpu()]
         self.pid = spawn(argv, env, {0: null, 1: out_w, 2: out_w, 3: req_r, 4: rep_w})
         for fd in (req_r, rep_w, out_w, null):
             os.close(fd)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate, groupby
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from groupscore.environments import Sessions
 from groupscore.schema.sessions import Observation, Opening, ToolCall, Turn
 from groupscore.schema.verdict import Status, Verdict
 from groupscore.train.env_config import EnvConfig
@@ -192,13 +193,17 @@ class EpisodeRunner:
         for episode, opening in zip(group, openings, strict=False):
             episode.session_id = opening.session_id
         for surplus in openings[len(group) :]:
-            self._close(Episode(task_id, "", [], session_id=surplus.session_id))
+            self._close_session(surplus.session_id)
         for episode in group[len(openings) :]:
             episode.verdict = Verdict.infra_error(task_id, "the service opened fewer sessions than asked", "sandbox")
             episode.ended = "infra"
 
     def _close(self, episode: Episode) -> None:
-        if episode.session_id is not None and self.sessions.close(episode.session_id):
+        if episode.session_id is not None:
+            self._close_session(episode.session_id)
+
+    def _close_session(self, session_id: str) -> None:
+        if self.sessions.close(session_id):
             with self._counting:
                 self.closed += 1
 
@@ -352,29 +357,22 @@ def server_failure(exc: Exception) -> bool:
 
     if isinstance(exc, ServiceError):
         return exc.status_code is None or exc.status_code >= 500 or exc.status_code == 429
-    return isinstance(exc, SessionLimit | OSError | TimeoutError)
+    return isinstance(exc, SessionLimit | OSError)  # OSError: TimeoutError and the connection errors
 
 
-class LocalSessions:
+class LocalSessions(Sessions):
     """`SessionsAPI` over the environments' `Sessions` in this process: a group's jails start one after another
     (groups open in parallel on the runner's pool)."""
-
-    def __init__(self) -> None:
-        from groupscore.environments import Sessions
-
-        self.sessions = Sessions()
-        self.step, self.next_turn, self.score = self.sessions.step, self.sessions.next_turn, self.sessions.score
-        self.close, self.close_all = self.sessions.close, self.sessions.close_all
 
     def open_group(self, task: EnvTask, count: int, seed: int = 0) -> list[Opening]:
         """All `count` or none: the sessions opened before a failure are closed."""
         openings: list[Opening] = []
         try:
             for _ in range(count):
-                openings.append(self.sessions.reset(task, seed=seed))
+                openings.append(self.reset(task, seed=seed))
         except BaseException:
             for opening in openings:
-                self.sessions.close(opening.session_id)
+                self.close(opening.session_id)
             raise
         return openings
 

@@ -82,7 +82,7 @@ def test_a_reference_policy_scores_1_with_the_tool_results_masked_and_every_sess
     runner = runner_for(sessions, tokenizer)
     episodes = runner.run(ScriptedPolicy(tokenizer), [t.id for t in CALC for _ in range(2)], temperature=0.9)
     assert [e.reward for e in episodes] == [1.0] * 8
-    assert runner.opened == runner.closed == 8 and sessions.sessions.open_count() == 0
+    assert runner.opened == runner.closed == 8 and sessions.open_count() == 0
     first = episodes[0]
     assert [m["role"] for m in first.messages] == ["assistant", "tool", "assistant"] and first.calls == 1
     assert first.messages[1]["content"] == CALC[0].metadata["outputs"][0][0]
@@ -94,7 +94,7 @@ def test_a_reference_policy_scores_1_with_the_tool_results_masked_and_every_sess
 def test_a_wrong_answer_scores_0(tokenizer):
     sessions = LocalSessions()
     episodes = runner_for(sessions, tokenizer).run(ScriptedPolicy(tokenizer, wrong=True), [CALC[0].id], 0.9)
-    assert episodes[0].reward == 0.0 and sessions.sessions.open_count() == 0
+    assert episodes[0].reward == 0.0 and sessions.open_count() == 0
 
 
 def test_an_interrupt_mid_episode_still_closes_every_session(tokenizer):
@@ -102,18 +102,14 @@ def test_an_interrupt_mid_episode_still_closes_every_session(tokenizer):
     runner = runner_for(sessions, tokenizer)
     with pytest.raises(KeyboardInterrupt):
         runner.run(ScriptedPolicy(tokenizer, interrupt_on_turn=2), [t.id for t in CALC], temperature=0.9)
-    assert (
-        runner.opened == runner.closed == 4
-        and sessions.sessions.open_count() == 0
-        and sessions.sessions.jails_alive() == 0
-    )
+    assert runner.opened == runner.closed == 4 and sessions.open_count() == 0 and sessions.jails_alive() == 0
 
 
 def test_the_token_budget_ends_an_episode(tokenizer):
     sessions = LocalSessions()
     episodes = runner_for(sessions, tokenizer, max_tokens=10).run(ScriptedPolicy(tokenizer), [CALC[0].id], 0.9)
     assert len(episodes[0].completion_ids) <= 10 and episodes[0].ended.startswith("max_tokens")
-    assert sessions.sessions.open_count() == 0
+    assert sessions.open_count() == 0
 
 
 class SlowSessions:
@@ -185,15 +181,15 @@ def test_a_local_group_opens_whole_or_not_at_all(tokenizer):
     from groupscore.environments.sessions import SessionLimit
 
     sessions = LocalSessions()
-    sessions.sessions.max_sessions = 3
+    sessions.max_sessions = 3
     runner = runner_for(sessions, tokenizer)
     episodes = runner.run(ScriptedPolicy(tokenizer), [CALC[0].id] * 2 + [CALC[1].id] * 2, 0.9)
     rewards = sorted(e.reward is None for e in episodes)
     assert rewards == [False, False, True, True], [e.verdict for e in episodes]  # the group that did not fit: masked
-    assert runner.opened == runner.closed == 2 and sessions.sessions.open_count() == 0
+    assert runner.opened == runner.closed == 2 and sessions.open_count() == 0
     with pytest.raises(SessionLimit):
         sessions.open_group(CALC[0], 4)
-    assert sessions.sessions.open_count() == 0
+    assert sessions.open_count() == 0
 
 
 def test_a_session_that_cannot_open_is_masked_not_scored_0(tokenizer):
