@@ -19,6 +19,7 @@ import math
 import tarfile
 from collections import Counter
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any
 
 from groupscore.environments.jails import CHECK_ENV, checker_cpu_s, open_checker_jail, state_roots
@@ -76,13 +77,22 @@ def _run_checker(task: Task, checker: Checker, record: Record, reference: Refere
     return _tests(task, checker, record)
 
 
-def _tar(files: dict[str, str], root: str) -> bytes:
+def _tar(checker: Checker, root: str) -> bytes:
+    """The checker's files as a tar under `root`, every folder on their way (and the empty ones it names) included:
+    a test's tree is placed whole, executables as such."""
     buf = io.BytesIO()
+    top = root.strip("/")
+    folders = {str(parent) for name in checker.files for parent in PurePosixPath(name).parents} | set(checker.dirs)
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, text in sorted(files.items()):
+        for folder in sorted(folders - {"."}):
+            info = tarfile.TarInfo(f"{top}/{folder}")
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for name, text in sorted(checker.files.items()):
             data = text.encode()
-            info = tarfile.TarInfo(f"{root.strip('/')}/{name}")
-            info.size, info.mode = len(data), 0o755 if name.endswith(".sh") else 0o644
+            info = tarfile.TarInfo(f"{top}/{name}")
+            executable = name in checker.executables or name.endswith(".sh")
+            info.size, info.mode = len(data), 0o755 if executable else 0o644
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
@@ -100,7 +110,7 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
             "env": {**task.env, **CHECK_ENV},
             "roots": list(state_roots(task)),
             "tar": base64.b64encode(record.snapshot).decode(),
-            "tests": base64.b64encode(_tar(checker.files, "/tests")).decode(),
+            "tests": base64.b64encode(_tar(checker, "/tests")).decode(),
             "timeout": checker.timeout_s,
             "tool_cpu_s": checker_cpu_s(checker.timeout_s),
             "max_output": 8192,
@@ -110,7 +120,7 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
             return jail.request(request, timeout=checker.timeout_s + 30)
         except SessionLost as exc:
             jail.close()
-            if not (exc.timed_out or jail.oom_killed):  # as for sessions: only these are the state's doing
+            if not (exc.agents_doing or jail.oom_killed):  # as for sessions: only these are the state's doing
                 raise CheckerUnavailable(f"the checker's jail ended under the server: {exc}") from exc
             return {"ok": False, "error": f"the checker's jail ended: {exc}"}
     finally:
@@ -120,6 +130,9 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
 def _tests(task: Task, checker: Checker, record: Record) -> Outcome:
     reply = _in_checker_jail(task, checker, record, {"command": checker.command})
     evidence: dict[str, Any] = {"output": str(reply.get("output", ""))[-2000:], "exit_code": reply.get("exit_code")}
+    not_carried = [*record.not_carried, *reply.get("not_carried", [])]
+    if not_carried:  # what the test did not see of the state (docs/environments.md, "What a checker sees")
+        evidence["not_carried"] = not_carried[:20]
     if not reply.get("ok"):
         return 0.0, {**evidence, "reason": reply.get("error")}
     if reply.get("timed_out"):

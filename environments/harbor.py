@@ -23,7 +23,7 @@ from groupscore.environments.errors import SourceError
 from groupscore.environments.task import Checker, EpisodeLimits, Task, Turn
 
 TOOLS = ("shell", "read_file", "write_file", "list_files")
-CACHE_FORMAT = "harbor-state-1"  # part of every cache key: a change to how states are built retires old entries
+CACHE_FORMAT = "harbor-state-2"  # part of every cache key: a change to how states are built retires old entries
 
 
 def cache_dir() -> Path:
@@ -89,16 +89,19 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     else:  # no environment: an empty work dir in the jail's own root
         image = Build(base="", base_maps_to="", workdir="/app", env={}, files={})
 
-    tests = {
-        p.relative_to(task_dir / "tests").as_posix(): _read_text(p, task_dir)
-        for p in sorted((task_dir / "tests").rglob("*"))
-        if p.is_file()
-    }
+    # The whole tests/ tree: its files (text; a binary one refuses the task), which are executable, empty folders.
+    tests_dir = task_dir / "tests"
+    tree = sorted(tests_dir.rglob("*"))
+    tests = {p.relative_to(tests_dir).as_posix(): _read_text(p, task_dir) for p in tree if p.is_file()}
+    executables = tuple(p.relative_to(tests_dir).as_posix() for p in tree if p.is_file() and p.stat().st_mode & 0o111)
+    empty = tuple(p.relative_to(tests_dir).as_posix() for p in tree if p.is_dir() and not any(p.iterdir()))
     verifier, agent = _table(config, "verifier", task_id), _table(config, "agent", task_id)
     checker = Checker(
         kind="tests",
         name="tests",
         files=tests,
+        executables=executables,
+        dirs=empty,
         command="bash /tests/test.sh",
         timeout_s=min(600.0, float(verifier.get("timeout_sec", 60.0))),
     )

@@ -42,6 +42,7 @@ class Record:
     final_message: str | None = None
     snapshot: bytes | None = None  # a tar of the state roots at the end
     snapshot_error: str | None = None
+    not_carried: list[str] = field(default_factory=list)  # what the state held that no tar can (sockets, devices)
 
 
 class Session:
@@ -223,6 +224,7 @@ class Session:
                 tar = reply.get("tar")
                 self.record.snapshot = base64.b64decode(tar) if tar else None
                 self.record.snapshot_error = reply.get("error")
+                self.record.not_carried = list(reply.get("not_carried") or [])
             except SessionLost as exc:
                 if self._jail_failed_under_us(exc):
                     return
@@ -232,12 +234,13 @@ class Session:
     def _jail_failed_under_us(self, exc: SessionLost) -> bool:
         """Close the jail that failed a request, and say whether the server (or host) lost it: the session is then
         `lost` (infra_error). It is the agent's doing when its agent stopped answering in time, or when the kernel's
-        OOM killer acted in its cgroup (the tools' processes are its first choice, the agent its last). Anything else
+        OOM killer acted in its cgroup (the tools' processes are its first choice, the agent its last), or when it sent
+        more than the host reads of one reply (it cuts what its tools produce: only its state can). Anything else
         ends a jail from outside: its agent is the pid namespace's init, unkillable from inside, and unreachable
         by ptrace or through /proc."""
         jail = self.jail
         self._close_jail()
-        if exc.timed_out or jail is None or jail.oom_killed:
+        if exc.agents_doing or jail is None or jail.oom_killed:
             return False
         self.lost = f"the session's jail ended under the server: {exc}"
         return True

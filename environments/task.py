@@ -87,6 +87,8 @@ class Checker(BaseModel):
     name: str | None = None
     weight: float = Field(1.0, gt=0)
     files: dict[str, str] = Field(default_factory=dict)
+    executables: tuple[str, ...] = Field((), description="tests: files placed executable (besides every *.sh)")
+    dirs: tuple[str, ...] = Field((), description="tests: folders placed even when empty")
     command: str = "bash /tests/test.sh"
     timeout_s: float = Field(30.0, gt=0, le=600)
     reference: tuple[tuple[ToolCall, ...], ...] = ()

@@ -45,11 +45,17 @@ if cpu_s:
 if mode == "classes":
     import ctypes
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the model's processes cannot open our /proc/pid/fd
+    sys.path[:] = [p for p in sys.path if os.path.isabs(p)]  # an empty PYTHONPATH entry would be the work dir
 ns = {"__name__": "__main__"}
 instances = {}
 methods = {}
 
 encoder = {}  # a task's own state encoding (public_state, result_text, error_text), when it brings one
+
+
+def cut(text, n):  # text cut to n characters, the cut said: what a tool makes may be any size, a reply may not
+    return text if len(text) <= n else text[:n] + f"\n[output cut: {len(text) - n} more characters]"
+
 
 
 def jsonable(v, path=()):
@@ -91,6 +97,7 @@ def load(spec):
 
 for line in req:
     msg = json.loads(line)
+    cap = msg.get("cap", 1 << 20)
     reply = {"ok": True}
     try:
         if mode == "python":
@@ -115,22 +122,28 @@ for line in req:
                 result = getattr(obj, msg["name"])(**msg["arguments"])
             except Exception as exc:
                 if encoder:
-                    reply["text"] = encoder["error_text"](exc)
+                    reply["text"] = cut(str(encoder["error_text"](exc)), cap)
                 raise
-            reply["result"] = jsonable(result)
+            value = jsonable(result)
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            reply["result"] = value if len(text) <= cap else cut(text, cap)
             if encoder:
-                reply["text"] = encoder["result_text"](result)
+                reply["text"] = cut(str(encoder["result_text"](result)), cap)
         elif msg["op"] == "state":
             if encoder:
                 reply["state"] = encoder["public_state"](instances)
             else:
                 reply["state"] = {name: jsonable(obj) for name, obj in instances.items()}
     except SystemExit as exc:
-        reply = {"ok": False, "error": "SystemExit: " + repr(exc.code)}
+        reply = {"ok": False, "error": cut("SystemExit: " + repr(exc.code), cap)}
     except BaseException as exc:
         if mode == "python":
             traceback.print_exc()
-        reply = {"ok": False, "error": type(exc).__name__ + ": " + str(exc), "text": reply.get("text")}
+        try:
+            error = type(exc).__name__ + ": " + cut(str(exc), cap)
+        except BaseException:  # noqa: BLE001 an exception whose str() fails is still the tool's error
+            error = type(exc).__name__
+        reply = {"ok": False, "error": error, "text": reply.get("text")}
     sys.stdout.flush()
     sys.stderr.flush()
     rep.write(json.dumps(reply) + "\n")
@@ -147,6 +160,16 @@ SHELL_SCRIPT = (
 
 # What the agent ignores and its children must not inherit ignored (an ignored disposition survives exec).
 DEFAULT_SIGNALS = (signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ)
+
+# The class tools' state (a checker's data, never an observation) may be this large; past it the state is missing.
+STATE_REPLY_BYTES = 64 << 20
+# The packed state in one reply, below what the host reads of one (session_launcher.MAX_REPLY_BYTES, 256 MiB) once
+# base64 has grown it by a third: a larger state is the agent's doing, said as such (finish), never a lost session.
+MAX_STATE_BYTES = 160 << 20
+
+MAX_ROWS_BYTES = 16 << 20  # a checker's query result, as JSON
+# A checker's HOME and TMPDIR: empty, on the checker's own tmpfs (/logs), never a directory the agent wrote.
+CHECK_HOME, CHECK_TMP = "/logs/home", "/logs/tmp"
 
 # The read end of the pipe SIGCHLD writes to (signal.set_wakeup_fd): a child's exit ends a select at once.
 WAKE: "list[int]" = []
@@ -221,8 +244,9 @@ class Output:
         return out
 
 
-def wait_child(pid, outputs, deadline, reply_fd=None):
-    """Read outputs until pid exits (or, with reply_fd, a reply line arrives); False at the deadline."""
+def wait_child(pid, outputs, deadline, reply_fd=None, reply_limit=0):
+    """Read outputs until pid exits (or, with reply_fd, a reply line of at most reply_limit bytes arrives); False at
+    the deadline, or when the reply is longer."""
     line = bytearray()
     while True:
         reap()
@@ -248,6 +272,8 @@ def wait_child(pid, outputs, deadline, reply_fd=None):
             if not chunk:
                 return False, None
             line += chunk
+            if len(line) > reply_limit:  # the child cuts its own fields; a line past that is not one of its replies
+                return False, None
             if line.endswith(b"\n"):
                 for o in outputs:
                     o.read()
@@ -296,26 +322,65 @@ class Child:
         self.rep_r, rep_w = os.pipe()
         self.out_r, out_w = os.pipe()
         null = os.open("/dev/null", os.O_RDONLY)
-        argv = [sys.executable, "-q", "-u", "-c", CHILD_CODE, mode, tool_cpu()]
+        # The class host is ours and holds the state a checker compares: nothing it imports may come from where the
+        # agent writes (-P: no current directory on sys.path; -s: no user site under HOME, the work dir). The python
+        # tool's interpreter is the agent's own: importing the agent's modules from its work dir is what it is for.
+        isolated = ["-P", "-s"] if mode == "classes" else []
+        argv = [sys.executable, *isolated, "-q", "-u", "-c", CHILD_CODE, mode, tool_cpu()]
         self.pid = spawn(argv, env, {0: null, 1: out_w, 2: out_w, 3: req_r, 4: rep_w})
         for fd in (req_r, rep_w, out_w, null):
             os.close(fd)
 
-    def ask(self, msg, timeout, cap):
-        """(reply or None on timeout/death, output text)."""
+    def ask(self, msg, timeout, cap, reply_limit=0):
+        """(reply or None on timeout, death or a reply over reply_limit bytes, output text). The child cuts each field
+        of a reply to `cap` characters (JSON escapes them in up to 12 bytes each): the default limit holds that."""
         output = Output(self.out_r, cap)
         output.buf.clear()
         try:
-            os.write(self.req_w, (json.dumps(msg) + "\n").encode())
+            os.write(self.req_w, (json.dumps({**msg, "cap": cap}) + "\n").encode())
         except BrokenPipeError:
             return None, ""
-        got, reply = wait_child(self.pid, [output], time.monotonic() + timeout, reply_fd=self.rep_r)
+        limit = reply_limit or 40 * cap + 65536
+        got, reply = wait_child(self.pid, [output], time.monotonic() + timeout, reply_fd=self.rep_r, reply_limit=limit)
         return (reply if got else None), output.text()
 
     def stop(self):
         kill_group(self.pid)
         for fd in (self.req_w, self.rep_r, self.out_r):
             os.close(fd)
+
+
+# The fields of a tool's reply that make the model's observation, in the order they take from its one cap (the error
+# first: it says what went wrong), and the task encoder's text of a call (the checker's record, cut on its own).
+OBSERVED = ("error", "result", "output")
+CUT_SLACK = 64  # room for the note a reader adds when it cut (Output.text): a reply cut there is not cut again
+
+
+def cap_reply(reply, cap):
+    """The reply with its observed fields together at most `cap` bytes of UTF-8 (a result that is not text, as its
+    JSON), each cut said in its field. What a tool produces is the agent's doing whatever its size: it is cut here, in
+    the jail, at one place for every tool, never left for the host to refuse (a reply the host cannot take would
+    count as the server losing the session)."""
+    left = cap
+    for key in OBSERVED:
+        left -= _cut_field(reply, key, left)
+    _cut_field(reply, "text", cap)
+    return reply
+
+
+def _cut_field(reply, key, room):
+    """Cut reply[key] to `room` bytes (said); the bytes it keeps."""
+    value = reply.get(key)
+    if value is None or isinstance(value, (bool, int, float)):
+        return 0
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    data = text.encode("utf-8", "replace")
+    if len(data) <= room + CUT_SLACK:
+        return len(data)
+    kept = data[: max(room, 0)].decode("utf-8", "ignore")
+    reply[key] = kept + f"\n[output cut: {len(data) - len(kept.encode())} more bytes]"
+    reply["cut"] = True
+    return len(kept.encode())
 
 
 def tool_cpu():
@@ -404,7 +469,10 @@ def run_sqlite(msg):
         cols = [d[0] for d in cur.description or []]
         rows = cur.fetchmany(10_001)
         if msg.get("raw"):
-            return {"ok": True, "rows": [list(map(_plain, r)) for r in rows], "columns": cols, "output": ""}
+            raw = [list(map(_plain, r)) for r in rows]
+            if len(json.dumps(raw)) > MAX_ROWS_BYTES:  # the database is the agent's: so is the size of what it gives
+                return {"ok": True, "error": f"the query's rows are above {MAX_ROWS_BYTES} bytes", "output": ""}
+            return {"ok": True, "rows": raw, "columns": cols, "output": ""}
         lines = ["\t".join(cols)] if cols else []
         lines += ["\t".join("NULL" if v is None else str(v) for v in r) for r in rows]
         text = "\n".join(lines) if cols else f"ok ({con.total_changes} rows changed)"
@@ -423,87 +491,183 @@ def _plain(v):
     return base64.b64encode(v).decode() if isinstance(v, bytes) else v
 
 
+# Where a link of the state may lead besides the state's own roots: the read-only system tree, the same in the episode's
+# jail and the checker's. Nothing else: /proc's links name processes (and their roots and working directories) that
+# differ between the moment of the restore and the moment a checker's program follows them.
+SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
+MAX_HOPS = 40  # symlinks followed in one path, as the kernel's limit
+# Modes are restored whole (set-uid, set-gid and sticky bits included) but for the owner's read, and search on
+# directories: a test in a container runs as root and reads what the agent left whatever its mode; here it runs as the
+# state's owner, and a chmod 000 must not hide the state from it (docs/environments.md, "What a checker sees").
+OWNER_FILE, OWNER_DIR = 0o400, 0o500
+
+
+def inside(path, places):
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in places)
+
+
+def resolves_within(path, allowed):
+    """Whether `path` resolves, link by link as the kernel would, to something that exists, every step of the way
+    inside `allowed`. A link through /proc, a link out of the state, a loop or a link to nothing does not."""
+    import stat
+
+    todo = [p for p in path.split("/") if p]
+    done, hops = "/", 0
+    while todo:
+        name = todo.pop(0)
+        if name == ".":
+            continue
+        if name == "..":
+            done = os.path.dirname(done)
+            continue
+        step = os.path.join(done, name)
+        if not inside(step, allowed):
+            return False
+        try:
+            mode = os.lstat(step).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            hops += 1
+            target = os.readlink(step)
+            if hops > MAX_HOPS:
+                return False
+            todo = [p for p in target.split("/") if p] + todo
+            done = "/" if target.startswith("/") else done
+            continue
+        if todo and not stat.S_ISDIR(mode):
+            return False
+        done = step
+    return True
+
+
+def confine_links(roots):
+    """Remove every symlink under `roots` that does not resolve, now and within the state or the read-only system
+    tree, to something that exists (repeated: removing one can leave another pointing at nothing). A link that
+    resolves only later, when a checker's program follows it, is never carried. The paths removed."""
+    allowed = (*roots, *SYSTEM_RO)
+    removed = []
+    while True:
+        found = []
+        for root in roots:
+            for top, dirs, files in os.walk(root):
+                for name in dirs + files:
+                    path = os.path.join(top, name)
+                    if os.path.islink(path) and not resolves_within(path, allowed):
+                        found.append(path)
+        for path in found:
+            os.unlink(path)
+        removed += found
+        if not found:
+            return removed
+
+
 def safe_extract(data, roots):
-    """Unpack a tar of state dirs: members under `roots` only; no path through a symlink; only files, dirs, links."""
+    """Unpack a tar of state dirs, whole: regular files, directories, symlinks, hard links and FIFOs, with their full
+    modes (set-uid, set-gid and sticky bits too) and times. Only members under `roots`, none written through a
+    symlink; links then confined (confine_links). The paths not carried (another type, outside, or a link removed)."""
     import io
     import tarfile
 
+    skipped, dirs = [], []
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        for m in tar.getmembers():
+        for m in tar:
             path = os.path.normpath("/" + m.name)
-            if not any(path == r or path.startswith(r + "/") for r in roots) or ".." in m.name.split("/"):
-                continue
             parent = os.path.dirname(path)
-            if os.path.realpath(parent) != parent:
-                continue  # a symlink on the way: writing through it could reach outside the state
+            if not inside(path, roots) or ".." in m.name.split("/") or os.path.realpath(parent) != parent:
+                skipped.append(path)  # outside, or a symlink on the way: writing through it could leave the state
+                continue
+            os.makedirs(parent, exist_ok=True)
             if m.isdir():
-                os.makedirs(path, exist_ok=True)
-                os.chmod(path, m.mode & 0o777 | 0o700)
-            elif m.issym():
-                target = os.path.normpath(os.path.join(parent, m.linkname))
-                if any(target == d or target.startswith(d + "/") for d in ("/logs", "/tests")):
-                    continue  # a link into the checker's own dirs would let a test write or read through it
-                if not os.path.lexists(path):
-                    os.symlink(m.linkname, path)
-            elif m.isfile():
-                if os.path.lexists(path) and not os.path.isfile(path):
+                if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                    skipped.append(path)
                     continue
+                os.makedirs(path, exist_ok=True)
+                os.chmod(path, 0o700 | m.mode & 0o777)  # its own mode once its contents are in (below)
+                dirs.append((path, m))
+                continue
+            if os.path.lexists(path) and not (m.isfile() and os.path.isfile(path) and not os.path.islink(path)):
+                skipped.append(path)
+                continue
+            if m.isfile():
                 src = tar.extractfile(m)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, m.mode & 0o777 | 0o600)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(src.read() if src else b"")
+                    fh.flush()  # a write after the mode would clear its set-uid and set-gid bits
+                    os.fchmod(fh.fileno(), m.mode & 0o7777 | OWNER_FILE)
+            elif m.issym():
+                os.symlink(m.linkname, path)
+            elif m.islnk():
+                target = os.path.normpath("/" + m.linkname)
+                if not inside(target, roots) or not os.path.isfile(target) or os.path.islink(target):
+                    skipped.append(path)
+                    continue
+                os.link(target, path, follow_symlinks=False)
+                continue  # its times and mode are its target's
+            elif m.isfifo():
+                os.mkfifo(path, m.mode & 0o777)
+                os.chmod(path, m.mode & 0o7777)
+            else:
+                skipped.append(path)
+                continue
+            os.utime(path, (m.mtime, m.mtime), follow_symlinks=False)
+    skipped += confine_links(roots)
+    for path, m in reversed(dirs):  # deepest first: a directory's mode and time once nothing more is written in it
+        os.chmod(path, m.mode & 0o7777 | OWNER_DIR)
+        os.utime(path, (m.mtime, m.mtime))
+    return skipped
 
 
-def drop_links_into(roots, guarded):
-    """Remove every restored symlink that resolves into `guarded`, however its target is spelt (//logs,
-    /proc/self/root/logs, through another link to /): safe_extract's test reads the target's text only."""
-    for root in roots:
-        for top, dirs, files in os.walk(root):
-            for name in dirs + files:
-                path = os.path.join(top, name)
-                if os.path.islink(path):
-                    target = os.path.realpath(path)
-                    if any(target == g or target.startswith(g + "/") for g in guarded):
-                        os.unlink(path)
-
-
-def owner_readable(root):
-    """Owner read (and search, on directories) on everything under root: a chmod 000 the agent left keeps nothing
-    from the packing (the restore gives the owner those rights anyway). No process of the episode is left to race."""
+def survey(root):
+    """Owner read (and search, on directories) on everything under root, so that a chmod 000 the agent left keeps
+    nothing from the packing (no process of the episode is left to race); the modes as the agent left them, to pack,
+    and what cannot be packed (sockets, devices)."""
     import stat
 
-    os.chmod(root, os.lstat(root).st_mode & 0o7777 | 0o700)
+    modes, odd = {root: os.lstat(root).st_mode & 0o7777}, []
+    os.chmod(root, modes[root] | 0o700)
     for top, dirs, files in os.walk(root):
         for name in dirs + files:
             path = os.path.join(top, name)
             mode = os.lstat(path).st_mode
+            modes[path] = mode & 0o7777
             if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
                 os.chmod(path, mode & 0o7777 | (0o700 if stat.S_ISDIR(mode) else 0o400))
+            elif not (stat.S_ISLNK(mode) or stat.S_ISFIFO(mode)):
+                odd.append(path)
+    return modes, odd
 
 
 def pack(roots, cap):
+    """A tar of the state dirs (regular files, directories, symlinks, hard links, FIFOs, with the agent's modes and
+    times), and the paths it could not hold."""
     import io
     import tarfile
 
     buf = io.BytesIO()
     total = [0]
+    modes, odd = {}, []
 
     def keep(info):
-        if not (info.isfile() or info.isdir() or info.issym()):
+        if not (info.isfile() or info.isdir() or info.issym() or info.islnk() or info.isfifo()):
             return None
         total[0] += info.size
         if total[0] > cap:
             raise OverflowError(f"the state is above {cap} bytes")
+        info.mode = modes.get("/" + info.name, info.mode)
         info.uid = info.gid = 0
         info.uname = info.gname = ""
         return info
 
-    with tarfile.open(fileobj=buf, mode="w") as tar:
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for root in roots:
             if os.path.isdir(root):
-                owner_readable(root)
+                found, unpackable = survey(root)
+                modes.update(found)
+                odd += unpackable
                 tar.add(root, arcname=root.lstrip("/"), filter=keep)
-    return buf.getvalue()
+    return buf.getvalue(), odd
 
 
 def init(msg):
@@ -515,8 +679,7 @@ def init(msg):
     state["env"] = dict(os.environ, **msg["env"], HOME=msg["workdir"], PWD=msg["workdir"])
     for d in msg["roots"]:
         os.makedirs(d, exist_ok=True)
-    if msg.get("tar"):
-        safe_extract(base64.b64decode(msg["tar"]), msg["roots"])
+    skipped = safe_extract(base64.b64decode(msg["tar"]), msg["roots"]) if msg.get("tar") else []
     for name, text in msg.get("files", {}).items():
         path = resolve(name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -530,17 +693,14 @@ def init(msg):
         finally:
             con.close()
     if msg.get("classes"):
-        env = child_env()
-        if msg.get("pythonpath"):
-            env["PYTHONPATH"] = msg["pythonpath"]
-        host = Child("classes", env)
+        host = Child("classes", child_env())
         reply, text = host.ask({"op": "load", "classes": msg["classes"]}, msg.get("timeout", 30), 65536)
         if reply is None or not reply.get("ok"):
             host.stop()
             return {"ok": False, "error": f"class tools did not load: {(reply or {}).get('error') or text[-2000:]}"}
         state["classes"] = host
-        return {"ok": True, "methods": reply["methods"]}
-    return {"ok": True}
+        return {"ok": True, "methods": reply["methods"], "not_carried": skipped}
+    return {"ok": True, "not_carried": skipped}
 
 
 def class_state(msg):
@@ -550,7 +710,7 @@ def class_state(msg):
         os.kill(state["classes"].pid, signal.SIGCONT)  # the model's shell may have stopped it (same uid)
     except ProcessLookupError:
         pass
-    reply, _ = state["classes"].ask({"op": "state"}, msg.get("timeout", 30), 4096)
+    reply, _ = state["classes"].ask({"op": "state"}, msg.get("timeout", 30), 4096, reply_limit=STATE_REPLY_BYTES)
     return {"ok": True, "state": None if reply is None else reply.get("state")}
 
 
@@ -576,17 +736,21 @@ def finish(msg):
     kill_all_others()
     state["python"] = state["classes"] = None
     try:
-        data = pack(msg["roots"], msg["max_bytes"])
+        data, odd = pack(msg["roots"], min(msg["max_bytes"], MAX_STATE_BYTES))
     except OverflowError as exc:
         return {"ok": True, "tar": None, "error": str(exc)}
-    return {"ok": True, "tar": base64.b64encode(data).decode()}
+    return {"ok": True, "tar": base64.b64encode(data).decode(), "not_carried": odd[:100]}
 
 
 def check(msg):
-    """After the episode, in a jail of its own: the state, then the tests, then the command; the reward file."""
+    """After the episode, in a jail of its own: the state, then the tests, then the command; the reward file.
+
+    Nothing of the agent's steers the test but the state it judges: its programs' HOME and TMPDIR are fresh and empty
+    (unless the task sets HOME), so no start-up file the agent wrote (~/.sqliterc, ~/.jq, ~/.gitconfig, ~/.curlrc,
+    XDG config, ...) is read; links were confined when the state was restored (safe_extract)."""
     import base64
 
-    init(
+    started = init(
         {
             "workdir": msg["workdir"],
             "env": msg["env"],
@@ -595,15 +759,17 @@ def check(msg):
             "tool_cpu_s": msg.get("tool_cpu_s"),
         }
     )
-    for d in ("/tests", "/logs/verifier"):
+    home = msg["env"].get("HOME") or CHECK_HOME
+    for d in ("/tests", "/logs/verifier", home, CHECK_TMP):
         os.makedirs(d, exist_ok=True)
+    state["env"].update(HOME=home, TMPDIR=CHECK_TMP)
     safe_extract(base64.b64decode(msg["tests"]), ["/tests"])
-    drop_links_into(msg["roots"], ("/logs", "/tests"))
     if msg.get("database"):
         state["db"] = msg["database"]
         return run_sqlite({"query": msg["query"], "timeout": msg["timeout"], "max_output": 1 << 20, "raw": True})
     result = run_shell({"command": msg["command"], "timeout": msg["timeout"], "max_output": msg["max_output"]})
     kill_all_others()  # what the test started (the agent's code among it) cannot write the reward after the test
+    result["not_carried"] = started.get("not_carried", [])[:100]
     for name in ("reward.txt", "reward.json"):
         try:
             with open("/logs/verifier/" + name, "rb") as fh:
@@ -654,9 +820,15 @@ def main():
         reap()
         try:
             msg = json.loads(line)
-            text = json.dumps(OPS[msg["op"]](msg))
+            reply = OPS[msg["op"]](msg)
+            if "max_output" in msg and msg["op"] not in ("check", "finish"):
+                reply = cap_reply(reply, msg["max_output"])
+            text = json.dumps(reply, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 a bad request, or the agent's own failure: said, and the agent goes on
-            text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]})
+            text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]}, ensure_ascii=False)
+        # A lone surrogate (a tool's text can hold one) is no UTF-8: replaced here, so the host reads valid UTF-8.
+        if not text.isascii():
+            text = text.encode("utf-8", "replace").decode("utf-8")
         out.write(text + "\n")
         out.flush()
 

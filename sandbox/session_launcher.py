@@ -38,11 +38,17 @@ MAX_REPLY_BYTES = 256 << 20  # a packed state is the largest reply (its cap is t
 
 class SessionLost(Exception):
     """The session's jail is gone or stopped answering. `started`: False when it never came up (the host's fault);
-    `timed_out`: its agent said nothing in time (it may still be alive)."""
+    `timed_out`: its agent said nothing in time (it may still be alive); `too_big`: its reply was over what the host
+    reads of one (the agent cuts every field it sends, so only the agent's own state can get there)."""
 
-    def __init__(self, message: str, *, started: bool = True, timed_out: bool = False):
+    def __init__(self, message: str, *, started: bool = True, timed_out: bool = False, too_big: bool = False):
         super().__init__(message)
-        self.started, self.timed_out = started, timed_out
+        self.started, self.timed_out, self.too_big = started, timed_out, too_big
+
+    @property
+    def agents_doing(self) -> bool:
+        """Whether the jail's own processes caused this (never infra_error): silence or an oversized reply."""
+        return self.timed_out or self.too_big
 
 
 def session_policy(policy: Policy, roots: tuple[str, ...], disk_mb: int, workdir: str) -> Policy:
@@ -155,7 +161,7 @@ class SessionJail:
                 raise SessionLost("the session's jail ended")
             self._buf += chunk
             if len(self._buf) > MAX_REPLY_BYTES:
-                raise SessionLost("the session's agent sent more than a reply may hold")
+                raise SessionLost(f"the session's reply was over {MAX_REPLY_BYTES} bytes", too_big=True)
         line, _, rest = bytes(self._buf).partition(b"\n")
         self._buf = bytearray(rest)
         reply: dict[str, Any] = json.loads(line)
