@@ -10,6 +10,9 @@ solve.sh, a state checker's reference) must pay in full; and the same trajectori
 
 from __future__ import annotations
 
+import posixpath
+import re
+import shlex
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -73,11 +76,37 @@ SHELL_PROBES: dict[str, Trajectory] = {
 CLASS_PROBES = ("_load_scenario", "__init__", "__class__", "__dict__", "_state", "setup")
 
 
+LATE_LINKS = {"late_links_root": "/proc/2/root/tests/{}", "late_links_cwd": "../../proc/2/cwd/../../tests/{}"}
+
+
+def late_links(task: Task, spelling: str) -> Trajectory:
+    """Every path of the work dir the task's tests name, linked to a hidden file of the tests through a process of the
+    checker's that does not exist yet (/proc/2 is the shell that runs the test): a link that resolves only while the
+    checker runs would pay an undone task (the prober knows the tests' text: a policy may learn it by trying)."""
+    hidden = sorted({name for c in task.checkers for name in c.files if not name.endswith(".sh")})
+    named = sorted(
+        {
+            m.group(0).rstrip(".,;:)'\"")
+            for c in task.checkers
+            for text in c.files.values()
+            for m in re.finditer(re.escape(task.workdir) + r"/[\w./-]+", text)
+        }
+    )
+    commands = [
+        f"mkdir -p {shlex.quote(posixpath.dirname(path))}; "
+        f"ln -sfn {shlex.quote(spelling.format(name))} {shlex.quote(path)}"
+        for name in hidden
+        for path in named
+    ]
+    return [[_sh("; ".join(commands) or "true")]]
+
+
 def probes_for(task: Task) -> dict[str, Trajectory]:
     """The probes that apply to `task`'s tools, by name."""
     out: dict[str, Trajectory] = {}
     if "shell" in task.tools:
         out.update(SHELL_PROBES)
+        out.update({name: late_links(task, spelling) for name, spelling in LATE_LINKS.items()})
     if task.classes:
         out["private_methods"] = [[ToolCall(name=name, arguments={}) for name in CLASS_PROBES]]
     noop = _sh("true") if "shell" in task.tools else ToolCall(name="no_such_tool", arguments={})

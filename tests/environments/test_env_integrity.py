@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from groupscore.environments import Task, ToolCall, replay
+from groupscore.environments import Task, ToolCall, load_task, replay
 from groupscore.environments.harbor import load_harbor_task
 from groupscore.sandbox import session_launcher
+from groupscore.testing.env_checks import LATE_LINKS, late_links
 
 # The hidden test copies its expected answer where a test often keeps its working files (/tmp), then compares the
 # agent's answer file with the hidden one: an undone task may only get paid by reaching the expected file.
@@ -355,3 +356,12 @@ cd /app
     verdict, _ = play(t, shell("mkdir -p out/a && echo deep > out/a/b.txt"))
     assert verdict.reward == 1.0, verdict.details
     assert play(t, shell("mkdir -p out/a && echo shallow > out/a/b.txt"))[0].reward == 0.0
+
+
+@pytest.mark.parametrize("task_id", ["dedupe-emails", "json-transform", "log-error-count"])
+@pytest.mark.parametrize("spelling", sorted(LATE_LINKS))
+def test_bundled_harbor_tasks_pay_nothing_for_links_to_their_hidden_files(task_id, spelling):
+    """As found: the answer file linked to the hidden expected file through a checker's process paid these 1."""
+    t = load_task(f"harbor:{task_id}")
+    verdict = replay(t, late_links(t, LATE_LINKS[spelling]))
+    assert verdict.reward == 0.0 and verdict.status == "incorrect", verdict.details

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -89,3 +92,24 @@ def test_the_command_as_a_user_types_it(source, tmp_path):
         [sys.executable, "-m", "groupscore", "check", "env:nowhere:x"], cwd=tmp_path, capture_output=True, text=True
     )
     assert bad.returncode == 2 and "cannot load target" in bad.stderr
+
+
+def test_late_links_find_a_platform_that_carries_links_resolving_only_in_the_checker(monkeypatch):
+    """The late_links probes pass on a bundled Harbor task whose test reads a hidden expected file, and fail on the
+    same task when the session agent carries links as it did before this round (its link confinement taken out)."""
+    from groupscore.sandbox import session_launcher
+
+    assert check_environment("env:harbor:dedupe-emails").result("env.late_links_root").status == "PASS"
+    text = session_launcher.AGENT_SCRIPT.read_text()
+    carrying = text.replace("    skipped += confine_links(roots)\n", "")
+    assert carrying != text
+    # In /tmp itself: the jail's user namespace cannot pass through pytest's 0700 folders to bind the file.
+    with tempfile.NamedTemporaryFile("w", suffix=".py", dir="/tmp") as fh:
+        fh.write(carrying)
+        fh.flush()
+        os.chmod(fh.name, 0o644)
+        monkeypatch.setattr(session_launcher, "AGENT_SCRIPT", Path(fh.name))
+        report = check_environment("env:harbor:dedupe-emails")
+    assert report.result("env.oracle_passes").status == "PASS"  # the patched agent ran: its sessions scored
+    assert "dedupe-emails: paid 1" in report.result("env.late_links_root").detail
+    assert "dedupe-emails: paid 1" in report.result("env.late_links_cwd").detail
