@@ -4,7 +4,8 @@ It reads one JSON request per line on stdin and writes one JSON reply per line o
 the other end). Every tool runs in a child process of its own, in its own process group: `shell` a bash per step
 (the working directory is carried from step to step), `python` one interpreter kept for the session (its own
 process, so code it runs never holds the agent's state), class tools one process holding the instances. Output is
-read up to a cap, a step is killed at its time limit, and orphans are reaped (the agent is the pid namespace's init:
+read up to a cap, every reply's observed fields are cut at one place (`cap_reply`), a step is killed at its time
+limit, and orphans are reaped (the agent is the pid namespace's init:
 from inside the jail no signal reaches it that it has not asked for, so a policy cannot end its own session's agent).
 It asks for none that would end it: SIGINT, which CPython handles by default, is ignored (its children get the default
 back). Its own CPU limit is the jail's wall time; each tool process sets the task's CPU limit on itself
@@ -12,8 +13,10 @@ back). Its own CPU limit is the jail's wall time; each tool process sets the tas
 session counted lost; and no tool can lower the agent's limits (the seccomp policy refuses prlimit on another process).
 
 `finish` ends the episode: every other process of the jail is killed, then the state directories are packed as a
-tar (regular files, directories and symlinks; nothing else) and sent back. `restore` unpacks such a tar without
-following a symlink, and `check` runs a hidden test over a restored state (in a fresh jail, after the episode).
+tar (regular files, directories, symlinks, hard links and FIFOs, with modes and times) and sent back. A restore
+(`safe_extract`) unpacks such a tar without writing through a symlink and keeps only the links that resolve, now and
+within the state or the read-only system tree; `check` runs a hidden test over a restored state (in a fresh jail,
+after the episode), with a HOME and TMPDIR of its own.
 
 One module because the jail's interpreter runs it as a script with nothing of ours importable (only this file is
 bound into the jail): the protocol, every tool, and the packing must travel as one file.
