@@ -365,3 +365,42 @@ def test_bundled_harbor_tasks_pay_nothing_for_links_to_their_hidden_files(task_i
     t = load_task(f"harbor:{task_id}")
     verdict = replay(t, late_links(t, LATE_LINKS[spelling]))
     assert verdict.reward == 0.0 and verdict.status == "incorrect", verdict.details
+
+
+ODD = """class Odd:
+    def surrogate(self):
+        return "a\\ud800b"
+
+    def fail(self):
+        raise ValueError("\\udcff" * 10)
+
+    def nested(self):
+        return {"k\\ud800": ["\\udfff", 1]}
+"""
+
+
+def test_any_encoding_the_agent_produces_is_an_observation_never_a_mask():
+    """Lone surrogates from a class tool, bytes that are no UTF-8 from the shell and in a file read back: each comes
+    back as valid text, the episode is scored (the agent's doing, whatever it produced)."""
+    t = Task.model_validate(
+        {
+            "id": "odd",
+            "turns": [{"messages": [{"role": "user", "content": "Call the tools."}]}],
+            "tools": ["shell", "read_file", "python"],
+            "classes": [{"class_name": "Odd", "source": ODD}],
+            "checkers": [{"kind": "tests", "files": {"test.sh": "echo 1 > /logs/verifier/reward.txt"}}],
+        }
+    )
+    verdict, seen = play(
+        t,
+        call("surrogate"),
+        call("fail"),
+        call("nested"),
+        shell("printf 'x\\xff\\xfe\\xc3y'; printf '\\xed\\xa0\\x80' > raw"),
+        call("read_file", path="raw"),
+        call("python", code="print('\\ud800')"),
+    )
+    assert verdict.status == "correct"
+    for text in seen:
+        text.encode("utf-8")  # valid: no lone surrogate reaches an observation
+    assert seen[0].startswith("a") and seen[0].endswith("b") and "ValueError" in seen[1]
