@@ -107,7 +107,7 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
         request = {
             "op": "check",
             "workdir": task.workdir,
-            "env": {**task.env, **CHECK_ENV},
+            "env": {**task.env, **checker.env, **CHECK_ENV},
             "roots": list(state_roots(task)),
             "tar": base64.b64encode(record.snapshot).decode(),
             "tests": base64.b64encode(_tar(checker, "/tests")).decode(),

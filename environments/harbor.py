@@ -20,6 +20,7 @@ from typing import Any
 
 from groupscore.environments.dockerfile import Build, parse_dockerfile
 from groupscore.environments.errors import SourceError
+from groupscore.environments.harbor_config import parse_task_config
 from groupscore.environments.task import Checker, EpisodeLimits, Task, Turn
 
 TOOLS = ("shell", "read_file", "write_file", "list_files")
@@ -75,9 +76,12 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     task_dir = Path(task_dir)
     task_id = task_dir.name
     try:
-        config = tomllib.loads(_read_text(_need(task_dir, "task.toml"), task_dir))
+        config = parse_task_config(tomllib.loads(_read_text(_need(task_dir, "task.toml"), task_dir)))
     except tomllib.TOMLDecodeError as exc:
         raise SourceError(f"task {task_id}: task.toml is not TOML: {exc}") from exc
+    except ValueError as exc:
+        raise SourceError(f"task {task_id}: {exc}") from None
+    env_config = config.environment
     instruction = _read_text(_need(task_dir, "instruction.md"), task_dir)
     _need(task_dir, "tests/test.sh")
     if not instruction.strip():
@@ -86,8 +90,18 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     dockerfile = task_dir / "environment" / "Dockerfile"
     if dockerfile.is_file():
         image = parse_dockerfile(_read_text(dockerfile, task_dir), dockerfile.parent, task_id)
+    elif env_config.docker_image:
+        raise SourceError(
+            f"task {task_id}: task.toml: environment.docker_image: a prebuilt image cannot be run in a jail; "
+            "give environment/Dockerfile"
+        )
     else:  # no environment: an empty work dir in the jail's own root
-        image = Build(base="", base_maps_to="", workdir="/app", env={}, files={})
+        image = Build(base="", base_maps_to="", workdir=env_config.workdir or "/app", env={}, files={})
+    if env_config.workdir and env_config.workdir.rstrip("/") != image.workdir.rstrip("/"):
+        raise SourceError(
+            f"task {task_id}: task.toml: environment.workdir: {env_config.workdir} is not the Dockerfile's WORKDIR "
+            f"({image.workdir}); a jail's state is its work dir: make them agree"
+        )
 
     # The whole tests/ tree: its files (text; a binary one refuses the task), which are executable, empty folders.
     tests_dir = task_dir / "tests"
@@ -95,7 +109,6 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     tests = {p.relative_to(tests_dir).as_posix(): _read_text(p, task_dir) for p in tree if p.is_file()}
     executables = tuple(p.relative_to(tests_dir).as_posix() for p in tree if p.is_file() and p.stat().st_mode & 0o111)
     empty = tuple(p.relative_to(tests_dir).as_posix() for p in tree if p.is_dir() and not any(p.iterdir()))
-    verifier, agent = _table(config, "verifier", task_id), _table(config, "agent", task_id)
     checker = Checker(
         kind="tests",
         name="tests",
@@ -103,19 +116,31 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
         executables=executables,
         dirs=empty,
         command="bash /tests/test.sh",
-        timeout_s=min(600.0, float(verifier.get("timeout_sec", 60.0))),
+        timeout_s=config.verifier.timeout_sec,
+        env=config.verifier.env,
     )
-    limits = EpisodeLimits(episode_time_s=min(24 * 3600.0, float(agent.get("timeout_sec", 600.0))))
+    sizes = {"memory_mb": env_config.memory_mb, "disk_mb": env_config.storage_mb}
+    limits = EpisodeLimits(
+        episode_time_s=config.agent.timeout_sec or EpisodeLimits().episode_time_s,
+        **{name: value for name, value in sizes.items() if value is not None},
+    )
 
-    metadata: dict[str, Any] = {key: value for key, value in _table(config, "metadata", task_id).items()}
+    metadata: dict[str, Any] = dict(config.metadata)
     metadata["base_image"] = image.base
     metadata["base_maps_to"] = image.base_maps_to
+    metadata["build_timeout_s"] = env_config.build_timeout_sec
+    if env_config.cpus is not None:
+        metadata["cpus"] = env_config.cpus
     if image.notes:
         metadata["dockerfile_notes"] = list(image.notes)
+    if config.notes():
+        metadata["task_toml_notes"] = config.notes()
     solution = task_dir / "solution" / "solve.sh"
     if solution.is_file():
         metadata["solution"] = str(solution)
         metadata["solution_text"] = _read_text(solution, task_dir)
+        if config.solution.env:
+            metadata["solution_env"] = dict(config.solution.env)
 
     task = Task(
         id=task_id,
@@ -123,7 +148,7 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
         turns=(Turn(messages=({"role": "user", "content": instruction},)),),
         tools=TOOLS,
         workdir=image.workdir,
-        env=image.env,
+        env={**image.env, **env_config.env},
         files=image.files,
         checkers=(checker,),
         limits=limits,
@@ -134,13 +159,6 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     if not build:
         return task.model_copy(update={"metadata": {**metadata, "build_commands": list(image.commands)}})
     return with_built_state(task, image)
-
-
-def _table(config: dict[str, Any], name: str, task_id: str) -> dict[str, Any]:
-    table = config.get(name, {})
-    if not isinstance(table, dict):
-        raise SourceError(f"task {task_id}: task.toml's {name} is not a table")
-    return table
 
 
 def state_key(task: Task, image: Build) -> str:
@@ -167,7 +185,7 @@ def with_built_state(task: Task, image: Build) -> Task:
         from groupscore.environments.replay import build_state
 
         try:
-            state = build_state(task, list(image.commands))
+            state = build_state(task, list(image.commands), float(task.metadata.get("build_timeout_s", 300.0)))
         except RuntimeError as exc:
             raise SourceError(f"task {task.id}: its Dockerfile's steps did not build: {exc}") from exc
         path.parent.mkdir(parents=True, exist_ok=True)

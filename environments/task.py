@@ -90,7 +90,10 @@ class Checker(BaseModel):
     executables: tuple[str, ...] = Field((), description="tests: files placed executable (besides every *.sh)")
     dirs: tuple[str, ...] = Field((), description="tests: folders placed even when empty")
     command: str = "bash /tests/test.sh"
-    timeout_s: float = Field(30.0, gt=0, le=600)
+    timeout_s: float = Field(30.0, gt=0, le=3600)
+    env: dict[str, str] = Field(
+        default_factory=dict, description="tests: environment of the command (Harbor's [verifier] env), over the task's"
+    )
     reference: tuple[tuple[ToolCall, ...], ...] = ()
     query: str | None = None
     rows: tuple[tuple[Any, ...], ...] = ()

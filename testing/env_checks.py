@@ -117,7 +117,9 @@ def probes_for(task: Task) -> dict[str, Trajectory]:
 def oracle(task: Task) -> Trajectory | None:
     """The trajectory the task says solves it, if it says: Harbor's solve.sh, a state checker's reference."""
     if task.metadata.get("solution_text"):
-        return [[_sh(str(task.metadata["solution_text"]))]]
+        env = task.metadata.get("solution_env") or {}
+        exports = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
+        return [[_sh(exports + str(task.metadata["solution_text"]))]]
     for checker in task.checkers:
         if checker.kind == "state" and checker.reference:
             return [list(turn) for turn in checker.reference]
