@@ -185,12 +185,11 @@ def _task(entry: dict[str, Any], ground_truth: list[list[str]]) -> Task:
         source="bfcl",
         turns=tuple(turns),
         classes=tuple(classes),
-        checkers=(Checker(kind="state", name="bfcl_state", reference=reference),),
+        checkers=(Checker(kind="state", name="bfcl_state", reference=reference, compare="bfcl"),),
         # BFCL lets a model take up to MAXIMUM_STEP_LIMIT (20) steps in each turn
         limits=EpisodeLimits(max_steps=20 * len(turns)),
         metadata={
             "source": "bfcl",
-            "checker": "bfcl",  # checkers.py scores its state checker with bfcl_check.check_bfcl
             "bfcl_version": bfcl_version,
             "category": category_of(task_id),
             "involved_classes": list(entry["involved_classes"]),

@@ -183,7 +183,7 @@ def _norm(v: Any) -> Any:
 
 def _state(task: Task, checker: Checker, record: Record, reference: ReferenceFn) -> Outcome:
     want = reference(task)
-    if task.metadata.get("checker") == "bfcl":
+    if checker.compare == "bfcl":
         from groupscore.environments.bfcl_check import check_bfcl
 
         return check_bfcl(task, record, want)

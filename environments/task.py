@@ -75,7 +75,7 @@ class Checker(BaseModel):
 
     tests: hidden files placed at /tests in a fresh jail over a copy of the final state, then `command`; the reward is
         what it writes to /logs/verifier/reward.txt (a number) or reward.json ({"reward": x}); nothing written is 0.
-    state: the class instances' public state equals the state the `reference` trajectory leaves (BFCL's check).
+    state: the class instances' public state equals the state the `reference` trajectory leaves (`compare`).
     sql: `query` on the final database returns `rows` (order ignored unless `ordered`).
     final_message: a built-in verifier `item` (kind, reference, options) scores the model's last message, alone or
         as the components of a composite `reward` (schema/reward.py), as items are scored anywhere.
@@ -95,6 +95,11 @@ class Checker(BaseModel):
         default_factory=dict, description="tests: environment of the command (Harbor's [verifier] env), over the task's"
     )
     reference: tuple[tuple[ToolCall, ...], ...] = ()
+    compare: Literal["equal", "bfcl"] = Field(
+        "equal",
+        description="state: how the states compare: 'equal' (the public state after the last turn equals the "
+        "reference's), 'bfcl' (BFCL's multi-turn rules, turn by turn: bfcl_check.py)",
+    )
     query: str | None = None
     rows: tuple[tuple[Any, ...], ...] = ()
     ordered: bool = False

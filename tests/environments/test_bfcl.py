@@ -36,7 +36,7 @@ def test_every_task_of_the_four_categories_loads_with_bfcl_ids_and_openai_tool_s
         ids = [t.id for t in load_bfcl(category)]
         assert ids == [f"{category}_{i}" for i in range(200)]
     for task in tasks.values():
-        assert task.metadata["checker"] == "bfcl" and task.classes
+        assert task.checkers[0].compare == "bfcl" and task.classes
         for spec in task.classes:
             assert spec.python_env == "bfcl" and spec.module.startswith("bfcl_eval.")
             assert [s["function"]["name"] for s in spec.tool_schemas] == list(spec.methods)
