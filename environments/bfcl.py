@@ -2,7 +2,8 @@
 
 Categories: multi_turn_base, multi_turn_miss_func, multi_turn_miss_param, multi_turn_long_context (200 tasks each),
 ids exactly BFCL's (`multi_turn_base_0`). The host reads only data here (JSON files and the constants naming each
-class's module); BFCL's API classes run in the jail, from the named Python environment `bfcl` (see bfcl_oracle.py).
+class's module); BFCL's API classes run in the jail, from the named Python environment `bfcl` (the tests' oracle,
+tests/environments/bfcl_oracle.py, runs BFCL's own checker there too).
 
 How a BFCL entry becomes a Task, following BFCL's own FC inference (model_handler/base_handler.py):
 - turns: `question`, one Turn per user turn. A miss_func entry's held-out turn has no message: BFCL then sends

@@ -3,7 +3,8 @@
 A pure function (no jail, no BFCL import): the session core runs both trajectories in the jail and hands over, per
 turn, the calls with their result text and the class instances' public state (data/class_state.py's encoding). The
 checks, their order and their error types are BFCL's (bfcl.py's docstring lists them); the first failing turn
-decides. The oracle (bfcl_oracle.py) runs BFCL's own checker, and the tests hold the two to the same verdicts.
+decides. The tests' oracle (tests/environments/bfcl_oracle.py) runs BFCL's own checker, and the tests hold the two to
+the same verdicts.
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ the ground truth and on thousands of perturbed trajectories, each batch run in o
 from __future__ import annotations
 
 import re
-from importlib import resources
+from pathlib import Path
 
 import pytest
+from bfcl_perturb import KINDS, perturb, perturbed_set
 
 from groupscore.environments.bfcl import CATEGORIES, function_docs, load_bfcl, reference_trajectory
 from groupscore.environments.bfcl_check import bfcl_check
-from groupscore.environments.bfcl_perturb import KINDS, perturb, perturbed_set
 
 JSON_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
 SEEDS = (0,)
@@ -103,13 +103,13 @@ def test_perturbations_are_one_change_each_and_the_same_for_a_seed(tasks):
 
 
 def _tabled_disagreements() -> set[str]:
-    table = (resources.files("groupscore.environments") / "data" / "bfcl_disagreements.md").read_text()
+    table = (Path(__file__).with_name("data") / "bfcl_disagreements.md").read_text()
     return set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.M))
 
 
 @pytest.mark.usefixtures("jail_available")
 def test_the_check_agrees_with_bfcls_checker_on_ground_truth_and_perturbed_trajectories(tasks):
-    from groupscore.environments.bfcl_oracle import oracle_verdicts, replay_turns
+    from bfcl_oracle import oracle_verdicts, replay_turns
 
     truth = [(f"truth:{t.id}", t, reference_trajectory(t)) for t in tasks.values()]
     perturbed = perturbed_set(list(tasks.values()), SEEDS)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from bfcl_perturb import perturbed_set
 
 from groupscore.environments import replay
 from groupscore.environments.bfcl import load_bfcl, reference_trajectory
-from groupscore.environments.bfcl_perturb import perturbed_set
 
 pytestmark = pytest.mark.usefixtures("jail_available")
 AT_ONCE = 8
@@ -35,7 +35,7 @@ def test_every_base_tasks_ground_truth_scores_1_through_sessions():
 
 
 def test_session_verdicts_on_perturbed_trajectories_are_bfcls():
-    from groupscore.environments.bfcl_oracle import oracle_verdicts
+    from bfcl_oracle import oracle_verdicts
 
     tasks = {t.id: t for t in load_bfcl("multi_turn_base")}
     every = perturbed_set(list(tasks.values()))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from groupscore.environments.bfcl import PYTHON_ENV, bfcl_entry
@@ -33,6 +34,11 @@ class OracleError(RuntimeError):
 
 
 def _script(name: str) -> str:
+    """A script run in the jail: this folder's data/ (test tooling), or the package's (class_state.py, which sessions
+    run too)."""
+    here = Path(__file__).with_name("data") / name
+    if here.is_file():
+        return here.read_text(encoding="utf-8")
     return (resources.files("groupscore.environments") / "data" / name).read_text(encoding="utf-8")
 
 
