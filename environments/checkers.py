@@ -20,14 +20,17 @@ import tarfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from groupscore.environments.jails import CHECK_ENV, checker_cpu_s, open_checker_jail, state_roots
+from groupscore.environments.jails import CHECK_ENV, ask, checker_cpu_s, open_checker_jail, state_roots
 from groupscore.environments.session import Record
 from groupscore.environments.task import Checker, Task
 from groupscore.sandbox import SandboxUnavailable
 from groupscore.sandbox.session_launcher import SessionLost
 from groupscore.schema.verdict import Status, Verdict
+
+if TYPE_CHECKING:
+    from groupscore.environments.agent.protocol import Check, Reply
 
 VERSION = "env@1"
 
@@ -97,14 +100,17 @@ def _tar(checker: Checker, root: str) -> bytes:
     return buf.getvalue()
 
 
-def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict[str, Any]) -> dict[str, Any]:
+def _in_checker_jail(
+    task: Task, checker: Checker, record: Record, *, command: str = "", sql: tuple[str, str] | None = None
+) -> Reply:
+    """Run the check in a fresh jail: the tests' `command`, or `sql` (the database's path and the query)."""
     try:
         jail = open_checker_jail(task, checker.timeout_s)
     except (SessionLost, SandboxUnavailable, OSError) as exc:
         raise CheckerUnavailable(str(exc)) from exc
     try:
         assert record.snapshot is not None
-        request = {
+        request: Check = {
             "op": "check",
             "workdir": task.workdir,
             "env": {**task.env, **checker.env, **CHECK_ENV},
@@ -114,10 +120,13 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
             "timeout": checker.timeout_s,
             "tool_cpu_s": checker_cpu_s(checker.timeout_s),
             "max_output": 8192,
-            **message,
         }
+        if sql is not None:
+            request["db_path"], request["query"] = sql
+        else:
+            request["command"] = command
         try:
-            return jail.request(request, timeout=checker.timeout_s + 30)
+            return ask(jail, request, timeout=checker.timeout_s + 30)
         except SessionLost as exc:
             jail.close()
             if not (exc.agents_doing or jail.oom_killed):  # as for sessions: only these are the state's doing
@@ -128,7 +137,7 @@ def _in_checker_jail(task: Task, checker: Checker, record: Record, message: dict
 
 
 def _tests(task: Task, checker: Checker, record: Record) -> Outcome:
-    reply = _in_checker_jail(task, checker, record, {"command": checker.command})
+    reply = _in_checker_jail(task, checker, record, command=checker.command)
     evidence: dict[str, Any] = {"output": str(reply.get("output", ""))[-2000:], "exit_code": reply.get("exit_code")}
     not_carried = [*record.not_carried, *reply.get("not_carried", [])]
     if not_carried:  # what the test did not see of the state (docs/environments.md, "What a checker sees")
@@ -143,13 +152,13 @@ def _tests(task: Task, checker: Checker, record: Record) -> Outcome:
     return reward, evidence
 
 
-def _reward_file(reply: dict[str, Any]) -> float | str:
+def _reward_file(reply: Reply) -> float | str:
     """The reward test.sh wrote (reward.txt: a number; reward.json: {"reward": x}), or why there is none."""
-    if "reward.txt" in reply:
-        raw: Any = reply["reward.txt"].strip()
-    elif "reward.json" in reply:
+    if "reward_txt" in reply:
+        raw: Any = reply["reward_txt"].strip()
+    elif "reward_json" in reply:
         try:
-            raw = json.loads(reply["reward.json"]).get("reward")
+            raw = json.loads(reply["reward_json"]).get("reward")
         except (ValueError, AttributeError):
             return "reward.json is not an object with a 'reward'"
     else:
@@ -165,8 +174,9 @@ def _reward_file(reply: dict[str, Any]) -> float | str:
 
 def _sql(task: Task, checker: Checker, record: Record) -> Outcome:
     assert task.database is not None and checker.query is not None
-    message = {"database": task.database.path, "query": checker.query}
-    reply = _in_checker_jail(task, checker.model_copy(update={"files": {}}), record, message)
+    reply = _in_checker_jail(
+        task, checker.model_copy(update={"files": {}}), record, sql=(task.database.path, checker.query)
+    )
     if not reply.get("ok") or reply.get("error"):
         return 0.0, {"reason": reply.get("error") or "the query failed"}
     got = [tuple(_norm(v) for v in row) for row in reply.get("rows", [])]

@@ -1,7 +1,8 @@
 """The jails of environments: a session's (its work dir and /tmp writable, the host's /usr read-only for the shell's
 programs) and a checker's (the same, plus /tests and /logs), built from the sandbox's one policy.
 
-Both are `SessionJail`s (sandbox/session_launcher.py): the session agent as pid 1, spoken to by JSON lines. What a
+Both are `SessionJail`s (sandbox/session_launcher.py) whose pid 1 is the session agent (agent/, bound read-only at
+agent.protocol.JAIL_DIR and started by the jail's own Python), spoken to by JSON lines (agent/protocol.py). What a
 task may use (memory, processes, disk, CPU) is its `EpisodeLimits`; the policy's wall clock is only a backstop, since
 each step and the episode are timed here.
 """
@@ -10,12 +11,18 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
+from groupscore.environments.agent.protocol import BOOT, JAIL_DIR, PACKAGE, PYTHON_FLAGS
 from groupscore.environments.task import EpisodeLimits, Task
 from groupscore.sandbox import Limits
 from groupscore.sandbox.policy import Policy, build_policy
 from groupscore.sandbox.session_launcher import SessionJail, session_policy
 from groupscore.sandbox.toolchains import toolchain
+
+if TYPE_CHECKING:
+    from groupscore.environments.agent.protocol import Reply, Request
 
 # What a shell in the jail may run and read besides the Python toolchain: the host's programs and their data, all
 # read-only (no set-uid bit takes effect: nosuid, no_new_privs).
@@ -45,7 +52,7 @@ def _policy(limits: EpisodeLimits, env: str, roots: tuple[str, ...], workdir: st
     wall = min(3600.0, limits.episode_time_s + 120)
     run_limits = Limits(
         wall_time_s=wall,
-        cpu_time_s=wall,  # the agent's; its tools get `limits.cpu_s` from it (session_agent.py)
+        cpu_time_s=wall,  # the agent's; its tools get `limits.cpu_s` from it (agent/tools.py)
         memory_mb=limits.memory_mb,
         max_processes=limits.max_processes,
         max_output_bytes=1 << 20,
@@ -62,12 +69,24 @@ def checker_cpu_s(timeout_s: float) -> int:
     return max(1, int(timeout_s) + 1)
 
 
+# The session agent's package on the host, bound read-only into every session's and checker's jail.
+AGENT_DIR = Path(__file__).with_name("agent")
+
+
+def ask(jail: SessionJail, request: Request, timeout: float) -> Reply:
+    """One request of the typed protocol (agent/protocol.py) to a jail's agent, and its reply. SessionLost as the
+    launcher raises it."""
+    return cast("Reply", jail.request(request, timeout))
+
+
+def _agent_jail(policy: Policy, python: str) -> SessionJail:
+    return SessionJail(policy, [python, *PYTHON_FLAGS, "-c", BOOT], {f"{JAIL_DIR}/{PACKAGE}": str(AGENT_DIR)})
+
+
 def open_session_jail(task: Task) -> SessionJail:
-    policy, python = _policy(task.limits, python_env(task), state_roots(task), task.workdir)
-    return SessionJail(policy, python)
+    return _agent_jail(*_policy(task.limits, python_env(task), state_roots(task), task.workdir))
 
 
 def open_checker_jail(task: Task, timeout_s: float) -> SessionJail:
     limits = task.limits.model_copy(update={"episode_time_s": timeout_s, "cpu_s": checker_cpu_s(timeout_s)})
-    policy, python = _policy(limits, python_env(task), (*state_roots(task), *CHECK_ROOTS), task.workdir)
-    return SessionJail(policy, python)
+    return _agent_jail(*_policy(limits, python_env(task), (*state_roots(task), *CHECK_ROOTS), task.workdir))

@@ -19,9 +19,9 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from groupscore.environments.jails import open_session_jail, state_roots
+from groupscore.environments.jails import ask, open_session_jail, state_roots
 from groupscore.environments.task import BUILTIN_TOOLS, Task
 from groupscore.environments.tools import BUILTIN_SCHEMAS, check_builtin_call, class_tool_schemas, schemas_from_source
 from groupscore.sandbox import SandboxUnavailable
@@ -29,6 +29,9 @@ from groupscore.sandbox.session_launcher import SessionJail, SessionLost
 from groupscore.schema.sessions import Observation, Opening, ToolCall
 from groupscore.schema.sessions import Turn as TurnOut
 from groupscore.schema.verdict import Verdict
+
+if TYPE_CHECKING:
+    from groupscore.environments.agent.protocol import Call, Database, Finish, Init, Reply, Request
 
 GRACE_S = 5.0  # the host waits this long past a step's own limit before it counts the agent as gone
 
@@ -73,7 +76,7 @@ class Session:
         task = self.task
         try:
             self.jail = open_session_jail(task)
-            reply = self.jail.request(self._init_message(), timeout=60)
+            reply = ask(self.jail, self._init_message(), timeout=60)
         except (SessionLost, SandboxUnavailable, OSError, ValueError) as exc:
             self._lose(f"the session could not start: {exc}")
             return
@@ -93,9 +96,10 @@ class Session:
             if name not in self._tools:
                 self._tools.append(name)
 
-    def _init_message(self) -> dict[str, Any]:
+    def _init_message(self) -> Init:
         task = self.task
         classes = [c.model_dump(exclude={"tool_schemas", "state_exclude", "python_env"}) for c in task.classes]
+        database: Database | None = {"path": task.database.path, "sql": task.database.sql} if task.database else None
         return {
             "op": "init",
             "workdir": task.workdir,
@@ -103,7 +107,7 @@ class Session:
             "roots": list(state_roots(task)),
             "files": dict(task.files),
             "tar": base64.b64encode(task.state).decode() if task.state else None,
-            "database": task.database.model_dump() if task.database else None,
+            "database": database,
             "classes": classes,
             "timeout": 30,
             "tool_cpu_s": task.limits.cpu_s,
@@ -155,19 +159,18 @@ class Session:
         name, args = call.name, call.arguments
         if name not in self._tools:
             return f"unknown tool {name!r}; the tools are: {', '.join(self._tools)}", True, None
+        step = {"timeout": timeout, "max_output": self.task.limits.max_output_bytes}
         if name in BUILTIN_TOOLS:
             problem = check_builtin_call(name, args)
             if problem:
                 return problem, True, None
-            message: dict[str, Any] = {"op": name, **args}
-            if name == "list_files":
-                message.setdefault("path", ".")
+            # the arguments are the tool's schema's, checked above: each names a field of its request
+            message = cast("Request", {"op": name, **({"path": "."} if name == "list_files" else {}), **args, **step})
         else:
-            message = {"op": "call", "name": name, "arguments": args}
-        message.update(timeout=timeout, max_output=self.task.limits.max_output_bytes)
+            message = cast("Call", {"op": "call", "name": name, "arguments": args, **step})
         assert self.jail is not None
         try:
-            reply = self.jail.request(message, timeout=timeout + GRACE_S)
+            reply = ask(self.jail, message, timeout=timeout + GRACE_S)
         except SessionLost as exc:
             if self._jail_failed_under_us(exc):
                 return f"the session is unavailable: {self.lost}", True, None
@@ -198,7 +201,7 @@ class Session:
     def _class_state(self) -> Any:
         assert self.jail is not None
         try:
-            return self.jail.request({"op": "state", "timeout": 30}, timeout=40).get("state")
+            return ask(self.jail, {"op": "state", "timeout": 30}, timeout=40).get("state")
         except SessionLost as exc:
             if not self._jail_failed_under_us(exc):
                 self.ended = f"the session's jail ended: {exc}"
@@ -220,7 +223,8 @@ class Session:
         if self.jail is not None:
             cap = (self.task.limits.disk_mb * 2) << 20
             try:
-                reply = self.jail.request({"op": "finish", "roots": list(state_roots(self.task)), "max_bytes": cap}, 60)
+                finish: Finish = {"op": "finish", "roots": list(state_roots(self.task)), "max_bytes": cap}
+                reply = ask(self.jail, finish, 60)
                 tar = reply.get("tar")
                 self.record.snapshot = base64.b64decode(tar) if tar else None
                 self.record.snapshot_error = reply.get("error")
@@ -279,7 +283,7 @@ def _offered(spec: Any, method: str) -> bool:
     return method in spec.methods if spec.methods is not None else method != spec.setup
 
 
-def _render(tool: str, reply: dict[str, Any], timeout: float) -> tuple[str, bool]:
+def _render(tool: str, reply: Reply, timeout: float) -> tuple[str, bool]:
     if not reply.get("ok"):
         return f"the tool failed: {reply.get('error')}", True
     output = str(reply.get("output") or "")

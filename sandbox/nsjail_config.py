@@ -165,11 +165,11 @@ def render_exec(argv: list[str]) -> str:
 
 
 def render_file_mount(source: str, target: str, *, writable: bool) -> str:
-    """A per-run bind of one host file into the work dir (FILE_BIND_FLAGS, read-only unless writable)."""
+    """A per-run bind of one host file or folder into the jail (FILE_BIND_FLAGS, read-only unless writable)."""
     flags = mount_flags(FILE_BIND_FLAGS if writable else ("ro", *FILE_BIND_FLAGS))
     return (
         f"mount {{\n  src: {_quote(source)}\n  dst: {_quote(target)}\n  is_bind: true\n"
-        f"  rw: {'true' if flags['rw'] else 'false'}\n  is_dir: false\n"
+        f"  rw: {'true' if flags['rw'] else 'false'}\n  is_dir: {'true' if os.path.isdir(source) else 'false'}\n"
         + "".join(f"  {name}: true\n" for name in ("nosuid", "nodev", "noexec") if flags[name])
         + "}"
     )

@@ -1,13 +1,14 @@
-"""The session launcher: a jail that stays up across requests, with the session agent (session_agent.py) as its pid 1.
+"""The session launcher: a jail that stays up across requests, its pid 1 a program that answers one JSON line per
+request (the environments' session agent is one).
 
 A one-shot run (harness.execute) starts a jail, feeds it stdin, reads its output to the end and reaps it. A session
-keeps its jail: nsjail starts the agent under the policy (the same config as any run, from nsjail_config.py), in a
-cgroup slot of its own and as a host id of its own, and the host then speaks to the agent one JSON line at a time.
-The writable places of a session (`roots`: its work dir, /tmp, and for a checker /tests and /logs) are tmpfs mounts
-of the jail, so its state lives and dies with it; `finish` packs it before the end.
+keeps its jail: nsjail starts `argv` under the policy (the same config as any run, from nsjail_config.py), with
+`binds` mounted read-only (the program's own files), in a cgroup slot of its own and as a host id of its own, and the
+host then speaks to it one JSON line at a time. The writable places of a session (`roots`) are tmpfs mounts of the
+jail, so what is written there lives and dies with it. This module knows nothing of what the requests mean.
 
-Killing nsjail kills the agent, the jail's pid 1, and with it every process of the jail; the slot check then kills
-anything left in the cgroup, and the host id goes back to the pool.
+Killing nsjail kills the jail's pid 1, and with it every process of the jail; the slot check then kills anything left
+in the cgroup, and the host id goes back to the pool.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,6 @@ from groupscore.sandbox.nsjail_launcher import join_slot, kill_nsjail, nsjail_bi
 from groupscore.sandbox.policy import Mount, Policy
 from groupscore.sandbox.uids import id_pool, per_jail_ids
 
-AGENT_SCRIPT = Path(__file__).with_name("session_agent.py")
-AGENT_PATH = "/.session/agent.py"
 START_TIMEOUT_S = 15.0
 MAX_REPLY_BYTES = 256 << 20  # a packed state is the largest reply (its cap is the session's disk)
 
@@ -62,11 +62,12 @@ def session_policy(policy: Policy, roots: tuple[str, ...], disk_mb: int, workdir
 
 
 class SessionJail:
-    """One live jail and its agent. Not thread-safe by itself: a session is used by one caller at a time (`lock`)."""
+    """One live jail and its pid 1. Not thread-safe by itself: a session is used by one caller at a time (`lock`)."""
 
-    def __init__(self, policy: Policy, python: str):
-        """python: the jail's interpreter (the policy must bind it)."""
-        self.policy, self.python = policy, python
+    def __init__(self, policy: Policy, argv: Sequence[str], binds: Mapping[str, str]):
+        """argv: pid 1's command (its program under the policy's binds or `binds`); binds: {path in the jail: host
+        path}, mounted read-only."""
+        self.policy, self.argv, self.binds = policy, list(argv), dict(binds)
         self.lock = threading.Lock()
         self._host_id = id_pool().acquire() if per_jail_ids() else None
         self._slot: Slot | None = None
@@ -89,8 +90,8 @@ class SessionJail:
             [
                 config_text(policy),
                 render_idmaps(policy, uid, gid),
-                render_file_mount(str(AGENT_SCRIPT), AGENT_PATH, writable=False),
-                render_exec([self.python, "-S", "-B", AGENT_PATH]),
+                *(render_file_mount(host, target, writable=False) for target, host in self.binds.items()),
+                render_exec(self.argv),
             ]
         ).encode()
         self._slot = prepared_slot(policy, own_tasks=2)
@@ -125,7 +126,7 @@ class SessionJail:
         except SessionLost as exc:
             raise SessionLost(f"the session's jail did not start: {exc}; {self.log_tail()}", started=False) from exc
         if not hello.get("ready"):
-            raise SessionLost(f"the session agent did not say it was ready: {hello}", started=False)
+            raise SessionLost(f"the session's program did not say it was ready: {hello}", started=False)
 
     @property
     def pid(self) -> int | None:
@@ -134,7 +135,7 @@ class SessionJail:
     def alive(self) -> bool:
         return not self.closed and self._proc is not None and self._proc.poll() is None
 
-    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def request(self, message: Mapping[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and wait for its reply; SessionLost if the jail died or said nothing for `timeout` s."""
         if not self.alive():
             raise SessionLost("the session's jail is gone")

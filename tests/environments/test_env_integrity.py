@@ -404,3 +404,12 @@ def test_any_encoding_the_agent_produces_is_an_observation_never_a_mask():
     for text in seen:
         text.encode("utf-8")  # valid: no lone surrogate reaches an observation
     assert seen[0].startswith("a") and seen[0].endswith("b") and "ValueError" in seen[1]
+
+
+def test_links_in_a_deep_work_dir_are_carried():
+    """A work dir below the root (/home/user/project): its links are judged on the way to it, not refused for it."""
+    test = '#!/bin/bash\ncd /home/user/project\n[ "$(cat link)" = 42 ] && [ -L link ] && echo 1 > /logs/verifier/reward.txt\n'
+    t = task(test=test, workdir="/home/user/project")
+    verdict, _ = play(t, shell("echo 42 > answer; ln -s answer link; ln -s /home/user/project/answer /tmp/a"))
+    assert verdict.reward == 1.0, verdict.details
+    assert play(t, shell("echo 42 > answer; ln -s ../../../tests/expected.txt link"))[0].reward == 0.0

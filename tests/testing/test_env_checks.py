@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -97,18 +97,20 @@ def test_the_command_as_a_user_types_it(source, tmp_path):
 def test_late_links_find_a_platform_that_carries_links_resolving_only_in_the_checker(monkeypatch):
     """The late_links probes pass on a bundled Harbor task whose test reads a hidden expected file, and fail on the
     same task when the session agent carries links as it did before this round (its link confinement taken out)."""
-    from groupscore.sandbox import session_launcher
+    from groupscore.environments import jails
 
     assert check_environment("env:harbor:dedupe-emails").result("env.late_links_root").status == "PASS"
-    text = session_launcher.AGENT_SCRIPT.read_text()
-    carrying = text.replace("    skipped += confine_links(roots)\n", "")
-    assert carrying != text
-    # In /tmp itself: the jail's user namespace cannot pass through pytest's 0700 folders to bind the file.
-    with tempfile.NamedTemporaryFile("w", suffix=".py", dir="/tmp") as fh:
-        fh.write(carrying)
-        fh.flush()
-        os.chmod(fh.name, 0o644)
-        monkeypatch.setattr(session_launcher, "AGENT_SCRIPT", Path(fh.name))
+    # In /tmp itself: the jail's user namespace cannot pass through pytest's 0700 folders to bind the package.
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:
+        agent = Path(top) / "agent"
+        shutil.copytree(jails.AGENT_DIR, agent, ignore=shutil.ignore_patterns("__pycache__"))
+        text = (agent / "state.py").read_text()
+        carrying = text.replace("    skipped += confine_links(roots)\n", "")
+        assert carrying != text
+        (agent / "state.py").write_text(carrying)
+        for path in (Path(top), agent, *agent.iterdir()):
+            path.chmod(0o755)
+        monkeypatch.setattr(jails, "AGENT_DIR", agent)
         report = check_environment("env:harbor:dedupe-emails")
     assert report.result("env.oracle_passes").status == "PASS"  # the patched agent ran: its sessions scored
     assert "dedupe-emails: paid 1" in report.result("env.late_links_root").detail
