@@ -9,6 +9,10 @@ A task is addressed as SOURCE:TASK_ID. SOURCE is one of:
 
 The own format is `Task` (task.py) with two conveniences: `prompt` (a string, the one user turn; `system` adds a
 system message) and `turns` given as strings (one user message each).
+
+An address is checked before any of it touches a path: a string of at most MAX_TASK_ADDRESS characters, with no
+control character (NUL included) and no lone surrogate (schema/sessions.py, the service's own rule); a bad one, or
+a path the system cannot look up (too long a name), is a SourceError of one line like any other.
 """
 
 from __future__ import annotations
@@ -22,15 +26,17 @@ from pydantic import ValidationError
 
 from groupscore.environments.errors import SourceError
 from groupscore.environments.task import Task
+from groupscore.schema.sessions import MAX_TASK_ADDRESS, task_address_problem, text_problem
 
 DATA = Path(__file__).with_name("data")
 BUNDLED = {"harbor": DATA / "harbor", "demo": DATA / "demo.yaml"}
 
 
 def split_address(address: str) -> tuple[str, str]:
-    source, sep, task_id = address.rpartition(":")
-    if not sep or not source or not task_id:
-        raise SourceError(f"{address!r}: address a task as SOURCE:TASK_ID (e.g. bfcl:multi_turn_base_0, harbor:TASK)")
+    problem = task_address_problem(address)
+    if problem is not None:
+        raise SourceError(problem)
+    source, _, task_id = address.rpartition(":")
     return source, task_id
 
 
@@ -47,6 +53,9 @@ def load_task(address: str) -> Task:
 @functools.lru_cache(maxsize=32)
 def load_source(source: str) -> list[Task]:
     """Every task of a source (cached per process)."""
+    problem = text_problem(source, MAX_TASK_ADDRESS) if isinstance(source, str) else "not a string"
+    if problem is not None:
+        raise SourceError(f"task source: {problem}")
     if source == "bfcl" or source.startswith("bfcl/"):
         from groupscore.environments.bfcl import load_bfcl
 
@@ -55,7 +64,11 @@ def load_source(source: str) -> list[Task]:
         except KeyError as exc:
             raise SourceError(f"{source}: no such BFCL category or task ({exc})") from exc
     path = BUNDLED.get(source) or Path(source)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name too long, or a folder on the way that cannot be read
+        raise SourceError(f"{source}: not a usable path ({exc.strerror or type(exc).__name__})") from None
+    if not exists:
         raise SourceError(f"{source}: no such source (bfcl, harbor, demo, or a path to a task file or directory)")
     if path.is_dir():
         from groupscore.environments.harbor import load_harbor

@@ -226,7 +226,7 @@ class SessionAffinity:
 def _is_message(body: bytes) -> bool:
     try:
         request = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(request, dict) and request.get("call") is None and request.get("message") is not None
 

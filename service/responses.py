@@ -23,18 +23,36 @@ async def verdicts_response(payload: Any, n_items: int) -> Response:
     return Response(await encode_json(payload, n_items >= _LARGE_RESPONSE_ITEMS), media_type="application/json")
 
 
+_MAX_MSG_CHARS = 2000
+
+
 def validation_error_response(errors: list[dict[str, Any]]) -> JSONResponse:
-    """422 naming each problem's field path; the offending input is not echoed back (it may be megabytes)."""
-    detail = [
-        {
-            "loc": list(e.get("loc", ())),
-            "field": ".".join(str(p) for p in e.get("loc", ())),
-            "msg": e.get("msg", ""),
-            "type": e.get("type", "value_error"),
-        }
-        for e in errors[:50]
-    ]
+    """422 naming each problem's field path; the offending input is not echoed back (it may be megabytes). Text that
+    came from the request (a key in `loc`, a message quoting a value) is made encodable: a lone surrogate would
+    otherwise turn the 422 into a 500 as it is written out."""
+    detail = []
+    for e in errors[:50]:
+        loc = [_encodable(p) if isinstance(p, str) else p for p in e.get("loc", ())]
+        msg = str(e.get("msg", ""))
+        reason = (e.get("ctx") or {}).get("error")
+        if e.get("type") == "json_invalid" and reason:  # which JSON problem, not only that there is one
+            msg = f"{msg}: {reason}"
+        if len(msg) > _MAX_MSG_CHARS:
+            msg = msg[:_MAX_MSG_CHARS] + "..."
+        detail.append(
+            {
+                "loc": loc,
+                "field": ".".join(str(p) for p in loc),
+                "msg": _encodable(msg),
+                "type": e.get("type", "value_error"),
+            }
+        )
     return JSONResponse({"detail": detail}, status_code=422)
+
+
+def _encodable(text: str) -> str:
+    """`text` with any lone surrogate written as its escape (\\udXXX), so that it encodes as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def queue_full_response(exc: Any) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -21,7 +22,16 @@ class _OffloadingRequest(Request):
         if not hasattr(self, "_json"):
             body = await self.body()
             # json.JSONDecodeError propagates as from Starlette's own json(): FastAPI answers it with a 422.
-            self._json = await asyncio.to_thread(codec.loads, body) if len(body) > OFFLOAD_BYTES else codec.loads(body)
+            try:
+                self._json = (
+                    await asyncio.to_thread(codec.loads, body) if len(body) > OFFLOAD_BYTES else codec.loads(body)
+                )
+            except RecursionError:  # nesting deeper than any parser here reads: malformed JSON to the client too
+                raise json.JSONDecodeError("nested too deeply", "", 0) from None
+            except ValueError as exc:  # a number too long to convert; bytes that are no UTF-8 stay Starlette's 400
+                if isinstance(exc, (json.JSONDecodeError, UnicodeError)):
+                    raise
+                raise json.JSONDecodeError(str(exc).partition(";")[0], "", 0) from None
         return self._json
 
 

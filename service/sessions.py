@@ -10,17 +10,24 @@ One `SessionHost` per app holds the process's `Sessions` (environments/sessions.
 step blocks on its jail for up to the task's step limit, so steps run there, off the event loop and off the default
 pool that the scoring endpoints use, and one session's slow step holds no other. The auth, body limit and request
 metrics are the Gatekeeper's, as for every endpoint; the host adds the sessions' own metrics to the app's registry.
+
+Nothing a request names reaches a path or a jail unchecked: its fields are bounded by their wire schema
+(schema/sessions.py: no control character or lone surrogate in a name, lengths, the nesting of a call's arguments),
+a task path must lie inside GROUPSCORE_TASK_DIRS and be a file or folder the service can read as tasks, and a
+session id that no session could have is answered as an unknown one (404). A malformed request is a 4xx, never a 5xx.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
+import yaml
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from prometheus_client import Histogram
@@ -30,7 +37,15 @@ from prometheus_client.registry import Collector
 from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_task
 from groupscore.environments.sources import BUNDLED, split_address
 from groupscore.environments.task import BUILTIN_TOOLS
-from groupscore.schema.sessions import Observation, Opening, OpenSessions, ScoreRequest, StepRequest, Turn
+from groupscore.schema.sessions import (
+    ClientName,
+    Observation,
+    Opening,
+    OpenSessions,
+    ScoreRequest,
+    StepRequest,
+    Turn,
+)
 from groupscore.schema.verdict import Verdict
 from groupscore.service.metrics import ServiceMetrics
 from groupscore.service.responses import json_response, validation_error_response
@@ -43,6 +58,10 @@ RETRY_AFTER_S = 2
 # Threads that run steps, opens and scores. A thread waits on a jail, not a core, so there are many; more than the
 # sessions that can be open would only wait on the sessions' own locks.
 MAX_THREADS = 256
+# What a session id in a path may look like: the sessions' hex ids, and Ray's REPLICA.SESSION (ray_sessions.py). Any
+# other is no session's: 404 at once, and the 404 names at most SHOWN_ID characters of it.
+SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+SHOWN_ID = 80
 
 router = APIRouter(route_class=OffloadingRoute, tags=["sessions"])
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such session (never opened, or closed)"}}
@@ -66,19 +85,43 @@ class SessionHost:
         metrics.registry.register(_SessionCounts(self.sessions))
 
     def load_task(self, address: str) -> Task:
-        """The task at `address`; a path only inside `task_dirs`, since a client names it and the server reads it."""
+        """The task at `address`; a path only inside `task_dirs`, since a client names it and the server reads it.
+        Whatever is wrong with the address or the file it names is a SourceError (the client's 422)."""
         source, _ = split_address(address)
-        if source not in BUNDLED and source.partition("/")[0] != "bfcl":
-            path = Path(source).resolve()
-            if not any(path.is_relative_to(folder) for folder in self.task_dirs):
-                raise SourceError(
-                    f"{source}: this service opens tasks of bfcl, harbor and demo, and by path only inside the folders "
-                    "of its GROUPSCORE_TASK_DIRS"
-                )
+        by_path = source not in BUNDLED and source.partition("/")[0] != "bfcl"
+        if by_path:
+            self._check_path(source)
         try:
             return load_task(address)
         except KeyError as exc:  # a BFCL id that names no task
             raise SourceError(str(exc.args[0] if exc.args else exc)) from None
+        except SourceError:
+            raise
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            if not by_path:  # the bundled sources and BFCL's are the server's own: their failure is no client's
+                raise
+            # a file the client named in the task folders that holds no tasks: binary, not YAML, unreadable
+            reason = " ".join(str(exc).split())[:300]
+            raise SourceError(f"{source}: cannot be read as a task source ({type(exc).__name__}: {reason})") from None
+
+    def _check_path(self, source: str) -> None:
+        """A path source must resolve (symlinks and '..' followed) inside one of `task_dirs`, to a file or a folder."""
+        refused = SourceError(
+            f"{source}: this service opens tasks of bfcl, harbor and demo, and by path only inside the folders of its "
+            "GROUPSCORE_TASK_DIRS"
+        )
+        if not self.task_dirs:
+            raise refused
+        try:
+            path = Path(source).resolve()
+            inside = any(path.is_relative_to(folder) for folder in self.task_dirs)
+            kind_ok = inside and (path.is_file() or path.is_dir())
+        except (OSError, RuntimeError, ValueError) as exc:  # too long a name, a symlink loop (RuntimeError in 3.12)
+            raise SourceError(f"{source}: not a usable path ({type(exc).__name__})") from None
+        if not inside:
+            raise refused
+        if not kind_ok:
+            raise SourceError(f"{source}: no task file or folder there (bfcl, harbor, demo, or a path to one)")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._threads, fn, *args)
@@ -113,7 +156,13 @@ def _host(request: Request) -> SessionHost:
 
 
 def _unknown(session_id: str) -> Response:
-    return json_response({"detail": f"no session {session_id!r}: it was never opened, or it is closed"}, 404)
+    shown = session_id if len(session_id) <= SHOWN_ID else session_id[:SHOWN_ID] + "..."
+    return json_response({"detail": f"no session {shown!r}: it was never opened, or it is closed"}, 404)
+
+
+def _garbage(session_id: str) -> bool:
+    """No session's id could look like this: answered as unknown before anything looks it up."""
+    return SESSION_ID.fullmatch(session_id) is None
 
 
 @router.post(
@@ -159,11 +208,17 @@ def _full(host: SessionHost, why: str) -> Response:
 @router.post(
     "/v1/sessions/{session_id}/step",
     response_model=Observation | Turn,
-    responses={**_NOT_FOUND, 422: {"description": "Invalid request: give exactly one of `call` or `message`"}},
+    responses={
+        **_NOT_FOUND,
+        413: {"description": "Body too large"},
+        422: {"description": "Invalid request (`detail` names the field): give exactly one of `call` or `message`"},
+    },
 )
 async def step_session(session_id: str, body: StepRequest, request: Request) -> Response:
     """With `call`: run the tool call in the session's jail, answer its Observation. With `message`: the model ended
     its turn with that message; answer the next user Turn (`done` when none is left)."""
+    if _garbage(session_id):
+        return _unknown(session_id)
     if (body.call is None) == (body.message is None):
         return validation_error_response(
             [{"loc": ("body", "call"), "msg": "give exactly one of 'call' or 'message'", "type": "value_error"}]
@@ -183,10 +238,16 @@ async def step_session(session_id: str, body: StepRequest, request: Request) -> 
     return json_response(answer.model_dump(mode="json"))
 
 
-@router.post("/v1/sessions/{session_id}/score", response_model=Verdict, responses=_NOT_FOUND)
+@router.post(
+    "/v1/sessions/{session_id}/score",
+    response_model=Verdict,
+    responses={**_NOT_FOUND, 413: {"description": "Body too large"}, 422: {"description": "Invalid request"}},
+)
 async def score_session(session_id: str, request: Request, body: ScoreRequest | None = None) -> Response:
     """End the episode (if it has not ended) and score the state it left: the same verdict on every call, also after
     the session is closed. `infra_error` when the session could not start, died under the server or was reaped."""
+    if _garbage(session_id):
+        return _unknown(session_id)
     host = _host(request)
     try:
         verdict = await host.run(host.sessions.score, session_id, body.final_message if body else None)
@@ -195,16 +256,22 @@ async def score_session(session_id: str, request: Request, body: ScoreRequest | 
     return json_response(verdict.model_dump(mode="json"))
 
 
-@router.delete("/v1/sessions/{session_id}", response_model=dict[str, bool])
+@router.delete(
+    "/v1/sessions/{session_id}",
+    response_model=dict[str, bool],
+    responses={404: {"description": "Not a session id at all (one that no session could have)"}},
+)
 async def close_session(session_id: str, request: Request) -> Response:
     """Close a session: its jail and every process in it killed. `closed` is false when there was none open."""
+    if _garbage(session_id):
+        return _unknown(session_id)
     host = _host(request)
     return json_response({"closed": await host.run(host.sessions.close, session_id)})
 
 
-@router.delete("/v1/sessions", response_model=dict[str, int])
+@router.delete("/v1/sessions", response_model=dict[str, int], responses={422: {"description": "Invalid `client`"}})
 async def close_client_sessions(
-    request: Request, client: str = Query(description="close every session opened with this `client`")
+    request: Request, client: Annotated[ClientName, Query(description="close every session opened with this `client`")]
 ) -> Response:
     """Close every session of a client (a trainer that is done, or restarting); how many were open."""
     host = _host(request)
