@@ -13,6 +13,7 @@ checker that times out, crashes or writes no reward (the agent's code can do tha
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import math
@@ -101,7 +102,12 @@ def _tar(checker: Checker, root: str) -> bytes:
 
 
 def _in_checker_jail(
-    task: Task, checker: Checker, record: Record, *, command: str = "", sql: tuple[str, str] | None = None
+    task: Task,
+    checker: Checker,
+    record: Record,
+    *,
+    command: str = "",
+    sql: tuple[str, str, list[str]] | None = None,
 ) -> Reply:
     """Run the check in a fresh jail: the tests' `command`, or `sql` (the database's path and the query)."""
     try:
@@ -122,7 +128,7 @@ def _in_checker_jail(
             "max_output": 8192,
         }
         if sql is not None:
-            request["db_path"], request["query"] = sql
+            request["db_path"], request["query"], request["views"] = sql
         else:
             request["command"] = command
         try:
@@ -174,15 +180,31 @@ def _reward_file(reply: Reply) -> float | str:
 
 def _sql(task: Task, checker: Checker, record: Record) -> Outcome:
     assert task.database is not None and checker.query is not None
-    reply = _in_checker_jail(
-        task, checker.model_copy(update={"files": {}}), record, sql=(task.database.path, checker.query)
-    )
+    sql = (task.database.path, checker.query, _task_views(task.database.sql))
+    reply = _in_checker_jail(task, checker.model_copy(update={"files": {}}), record, sql=sql)
+
     if not reply.get("ok") or reply.get("error"):
         return 0.0, {"reason": reply.get("error") or "the query failed"}
     got = [tuple(_norm(v) for v in row) for row in reply.get("rows", [])]
     want = [tuple(_norm(v) for v in row) for row in checker.rows]
     same = got == want if checker.ordered else Counter(got) == Counter(want)
     return (1.0 if same else 0.0), {"rows": [list(r) for r in got[:20]], "expected": len(want)}
+
+
+@functools.lru_cache(maxsize=256)
+def _task_views(sql: str) -> list[str]:
+    """The views the task's own database defines (its SQL is the task's, run here in memory): a checker's query may
+    read through these, and through no view the agent made (a view named like a table would answer for it)."""
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    try:
+        con.executescript(sql)
+        return [name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+    except sqlite3.Error:
+        return []
+    finally:
+        con.close()
 
 
 def _norm(v: Any) -> Any:
@@ -199,12 +221,26 @@ def _state(task: Task, checker: Checker, record: Record, reference: ReferenceFn)
         return check_bfcl(task, record, want)
     excluded = {name for c in task.classes for name in c.state_exclude}
     got_state, want_state = _strip(record.states[-1:], excluded), _strip(want.states[-1:], excluded)
-    if not want.states:
+    if not want_state or want_state[0] is None:
         raise CheckerUnavailable("the reference trajectory left no state")
-    same = got_state == want_state
+    same = _same(got_state, want_state)
     return (1.0 if same else 0.0), {
         "differs": [] if same else _diff(got_state[0] if got_state else None, want_state[0])
     }
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as states: as Python's ==, but a bool is never a number (True == 1 in Python, not in a state)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    numbers = (int, float)
+    if type(a) in numbers and type(b) in numbers:
+        return bool(a == b)  # 100 and 100.0: the same amount, however the call spelt it
+    return type(a) is type(b) and bool(a == b)
 
 
 def _strip(states: list[Any], excluded: set[str]) -> list[Any]:
@@ -226,7 +262,7 @@ def _diff(got: Any, want: Any) -> list[str]:
     for cls, attrs in want.items():
         mine = got.get(cls) or {}
         for key in attrs if isinstance(attrs, dict) else []:
-            if mine.get(key) != attrs[key]:
+            if key not in mine or not _same(mine[key], attrs[key]):
                 out.append(f"{cls}.{key}")
     return out[:20]
 

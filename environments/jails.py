@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from groupscore.environments.agent.protocol import BOOT, JAIL_DIR, PACKAGE, PYTHON_FLAGS
-from groupscore.environments.task import EpisodeLimits, Task
+from groupscore.environments.task import JAIL_LIFE_S, EpisodeLimits, Task
 from groupscore.sandbox import Limits
 from groupscore.sandbox.policy import Policy, build_policy
 from groupscore.sandbox.session_launcher import SessionJail, session_policy
@@ -49,7 +49,7 @@ def python_env(task: Task) -> str:
 @functools.lru_cache(maxsize=64)
 def _policy(limits: EpisodeLimits, env: str, roots: tuple[str, ...], workdir: str) -> tuple[Policy, str]:
     tool = toolchain("python", env)
-    wall = min(3600.0, limits.episode_time_s + 120)
+    wall = min(JAIL_LIFE_S, limits.episode_time_s + 120)
     run_limits = Limits(
         wall_time_s=wall,
         cpu_time_s=wall,  # the agent's; its tools get `limits.cpu_s` from it (agent/tools.py)

@@ -15,7 +15,7 @@ from typing import Any
 
 from groupscore.environments.checkers import score_record
 from groupscore.environments.session import Record, Session
-from groupscore.environments.task import EpisodeLimits, Task
+from groupscore.environments.task import MAX_EPISODE_S, EpisodeLimits, Task
 from groupscore.schema.sessions import Observation, ToolCall
 from groupscore.schema.verdict import Verdict
 
@@ -109,7 +109,7 @@ def build_state(task: Task, commands: list[str], timeout_s: float = 300.0) -> by
     limits = EpisodeLimits(
         max_steps=max(1, len(commands)),
         step_time_s=min(600.0, timeout_s),
-        episode_time_s=timeout_s * max(1, len(commands)),
+        episode_time_s=min(MAX_EPISODE_S, timeout_s * max(1, len(commands))),
         disk_mb=task.limits.disk_mb,
         memory_mb=task.limits.memory_mb,
         max_output_bytes=1 << 16,

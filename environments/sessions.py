@@ -12,6 +12,7 @@ import atexit
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 from groupscore.environments.checkers import score_record
 from groupscore.environments.replay import reference_record
@@ -23,6 +24,7 @@ from groupscore.schema.verdict import Verdict
 MAX_SESSIONS = 512
 REAP_EVERY_S = 1.0
 TOMBSTONES = 10_000  # verdicts of reaped or scored-and-closed sessions kept for a late score
+START_THREADS = 16  # a group's jails started at once (each waits on nsjail and its agent, not on a core)
 
 
 class SessionLimit(Exception):
@@ -52,21 +54,43 @@ class Sessions:
     def reset(self, task: Task, seed: int = 0, client: str | None = None) -> Opening:
         """Open a session of `task`. One that cannot start still opens: its steps say so and its verdict is
         infra_error (a trainer's batch goes on; the sample is masked)."""
-        with self._lock:  # a place is taken before the jail starts: resets at once cannot pass the cap together
-            if len(self._open) + self._starting >= self.max_sessions:
-                raise SessionLimit(f"{len(self._open) + self._starting} sessions are open, the most this server holds")
-            self.opened_total += 1
-            self._starting += 1
-        session = None
+        return self.open_group(task, 1, seed, client)[0]
+
+    def open_group(self, task: Task, count: int, seed: int = 0, client: str | None = None) -> list[Opening]:
+        """Open `count` sessions of `task` (a GRPO group), whole or not at all: their places are taken under one lock
+        before any jail starts (SessionLimit if there is no room for all), then the jails start side by side. A
+        session that cannot start still opens, as in `reset`."""
+        with self._lock:  # places are taken before the jails start: opens at once cannot pass the cap together
+            held = len(self._open) + self._starting
+            if held + count > self.max_sessions:
+                raise SessionLimit(
+                    f"{count} sessions asked for, room for {max(0, self.max_sessions - held)} now "
+                    f"({held} open or starting, the most this server holds is {self.max_sessions})"
+                )
+            self.opened_total += count
+            self._starting += count
+        sessions: list[Session] = []
+        failure: BaseException | None = None
         try:
-            session = Session(task, seed, client)
+            if count == 1:
+                sessions.append(Session(task, seed, client))
+            else:
+                with ThreadPoolExecutor(min(count, START_THREADS), thread_name_prefix="session-start") as pool:
+                    for future in [pool.submit(Session, task, seed, client) for _ in range(count)]:
+                        try:
+                            sessions.append(future.result())
+                        except BaseException as exc:  # noqa: BLE001 every start is waited for, then the first raised
+                            failure = failure or exc
         finally:
-            with self._lock:  # its place passes to the session, or is given back, in one step
-                self._starting -= 1
-                if session is not None:
-                    self._open[session.id] = session
+            with self._lock:  # the places pass to the sessions, or are given back, in one step
+                self._starting -= count
+                self._open.update((s.id, s) for s in sessions)
+        if failure is not None:  # an error of ours (a jail that fails to start is a lost session, not an error)
+            for session in sessions:
+                self.close(session.id)
+            raise failure
         self._start_reaper()
-        return session.opening()
+        return [s.opening() for s in sessions]
 
     def step(self, session_id: str, call: ToolCall) -> Observation:
         session = self._get(session_id)

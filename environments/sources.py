@@ -42,12 +42,32 @@ def split_address(address: str) -> tuple[str, str]:
 
 def load_task(address: str) -> Task:
     source, task_id = split_address(address)
+    one = _one_harbor_task(source, task_id)
+    if one is not None:
+        return one
     tasks = load_source(source)
     for task in tasks:
         if task.id == task_id:
             return task
     known = ", ".join(t.id for t in tasks[:8]) + (", ..." if len(tasks) > 8 else "")
     raise SourceError(f"{source} has no task {task_id!r} (it has {len(tasks)}: {known})")
+
+
+@functools.lru_cache(maxsize=256)
+def _one_harbor_task(source: str, task_id: str) -> Task | None:
+    """The task `task_id` of a folder of Harbor tasks, loaded alone (only its own state is built, never every task of
+    the folder), or None when `source` is no such folder. A task id is a folder's name, never a path."""
+    if source.partition("/")[0] == "bfcl" or "/" in task_id or task_id in (".", ".."):
+        return None
+    path = BUNDLED.get(source) or Path(source)
+    try:
+        if not (path.is_dir() and (path / task_id / "task.toml").is_file()):
+            return None
+    except OSError:
+        return None  # load_source says why
+    from groupscore.environments.harbor import load_harbor_task
+
+    return load_harbor_task(path / task_id).model_copy(update={"source": source})
 
 
 @functools.lru_cache(maxsize=32)
@@ -73,8 +93,12 @@ def load_source(source: str) -> list[Task]:
     if path.is_dir():
         from groupscore.environments.harbor import load_harbor
 
-        return load_harbor(path)
-    return load_own(path)
+        tasks = load_harbor(path)
+    else:
+        tasks = load_own(path)
+    # Each task knows its address as this source names it: `harbor:NAME` for a bundled task (which a service on
+    # another host resolves), the path as given for the user's own.
+    return [t if t.source == source else t.model_copy(update={"source": source}) for t in tasks]
 
 
 def load_own(path: Path) -> list[Task]:

@@ -15,6 +15,11 @@ from groupscore.schema.reward import RewardSpec
 from groupscore.schema.sessions import Message, ToolCall
 
 BUILTIN_TOOLS = ("shell", "python", "read_file", "write_file", "list_files", "sqlite")
+# A jail lives at most an hour (the sandbox's wall clock), and the host gives an episode or a check two minutes past
+# its own time before it calls the jail gone: no episode or check may be longer, or the jail's clock would end it
+# first and the ending would read as the server's.
+JAIL_LIFE_S = 3600.0
+MAX_EPISODE_S = JAIL_LIFE_S - 120
 
 
 class Turn(BaseModel):
@@ -90,7 +95,7 @@ class Checker(BaseModel):
     executables: tuple[str, ...] = Field((), description="tests: files placed executable (besides every *.sh)")
     dirs: tuple[str, ...] = Field((), description="tests: folders placed even when empty")
     command: str = "bash /tests/test.sh"
-    timeout_s: float = Field(30.0, gt=0, le=3600)
+    timeout_s: float = Field(30.0, gt=0, le=MAX_EPISODE_S)
     env: dict[str, str] = Field(
         default_factory=dict, description="tests: environment of the command (Harbor's [verifier] env), over the task's"
     )
@@ -118,7 +123,7 @@ class EpisodeLimits(BaseModel):
 
     max_steps: int = Field(32, ge=1, le=10_000)
     step_time_s: float = Field(10.0, gt=0, le=600)
-    episode_time_s: float = Field(600.0, gt=0, le=24 * 3600)
+    episode_time_s: float = Field(600.0, gt=0, le=MAX_EPISODE_S)
     idle_s: float = Field(300.0, gt=0, description="a session untouched this long is reaped (infra_error)")
     max_output_bytes: int = Field(16 << 10, ge=256, description="of one observation; the rest is cut and said")
     memory_mb: int = Field(512, ge=32)
@@ -146,6 +151,11 @@ class Task(BaseModel):
     checkers: tuple[Checker, ...] = Field(min_length=1)
     limits: EpisodeLimits = EpisodeLimits()
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        """SOURCE:TASK_ID, as load_task (and a service's POST /v1/sessions) resolves it."""
+        return f"{self.source}:{self.id}" if self.source else self.id
 
     @field_validator("tools")
     @classmethod

@@ -182,21 +182,10 @@ async def open_sessions(body: OpenSessions, request: Request) -> Response:
         task = await host.run(host.load_task, body.task)
     except SourceError as exc:
         return validation_error_response([{"loc": ("body", "task"), "msg": str(exc), "type": "value_error"}])
-    room = host.sessions.room()
-    if body.count > room:  # a group opens whole or not at all
-        return _full(host, f"{body.count} sessions asked for, room for {room} now")
-    results = await asyncio.gather(
-        *(host.run(host.sessions.reset, task, body.seed, body.client) for _ in range(body.count)),
-        return_exceptions=True,
-    )
-    openings = [r for r in results if isinstance(r, Opening)]
-    failures = [r for r in results if not isinstance(r, Opening)]
-    if failures:  # another request took the room meanwhile: give back what this one got
-        for opening in openings:
-            await host.run(host.sessions.close, opening.session_id)
-        if all(isinstance(f, SessionLimit) for f in failures):
-            return _full(host, str(failures[0]))
-        raise failures[0]
+    try:  # a group opens whole or not at all (Sessions.open_group takes its places under one lock)
+        openings = await host.run(host.sessions.open_group, task, body.count, body.seed, body.client)
+    except SessionLimit as exc:
+        return _full(host, str(exc))
     return json_response({"sessions": [o.model_dump(mode="json") for o in openings]})
 
 

@@ -360,31 +360,13 @@ def server_failure(exc: Exception) -> bool:
     return isinstance(exc, SessionLimit | OSError)  # OSError: TimeoutError and the connection errors
 
 
-class LocalSessions(Sessions):
-    """`SessionsAPI` over the environments' `Sessions` in this process: a group's jails start one after another
-    (groups open in parallel on the runner's pool)."""
-
-    def open_group(self, task: EnvTask, count: int, seed: int = 0) -> list[Opening]:
-        """All `count` or none: the sessions opened before a failure are closed."""
-        openings: list[Opening] = []
-        try:
-            for _ in range(count):
-                openings.append(self.reset(task, seed=seed))
-        except BaseException:
-            for opening in openings:
-                self.close(opening.session_id)
-            raise
-        return openings
+# `SessionsAPI` in this process: the environments' own `Sessions` (open_group whole or none, jails side by side).
+LocalSessions = Sessions
 
 
 def task_address(task: EnvTask) -> str:
-    """SOURCE:TASK_ID as a service resolves it: a bundled source by its name, a task file by its path."""
-    from pathlib import Path
-
-    from groupscore.environments.sources import BUNDLED
-
-    named = next((name for name, path in BUNDLED.items() if task.source and Path(task.source) == path), None)
-    return f"{named or task.source}:{task.id}"
+    """SOURCE:TASK_ID as a service resolves it (the task's own address: a bundled source by its name)."""
+    return task.address
 
 
 @contextmanager

@@ -29,24 +29,44 @@ def cut(text, n):
     return text if len(text) <= n else text[:n] + f"\n[output cut: {len(text) - n} more characters]"
 
 
-def jsonable(v, path=()):
-    """A class tool's value as JSON data: containers walked, objects as their public attributes, the rest as repr."""
+def jsonable(v, seen=None):
+    """A class tool's value as JSON data, to show the model: containers walked, objects as their public attributes,
+    the rest as repr (lossy: a tuple shows as a list)."""
+    return _encode(v, set() if seen is None else seen, tagged=False)
+
+
+def state_of(v):
+    """A class instance's public state as JSON data that keeps every difference a checker compares: keys that are not
+    strings, tuples and sets are tagged, other values by their type and repr. No depth is cut: only a cycle is named
+    (a structure deeper than the interpreter can walk raises, and the state is missing)."""
+    return _encode(v, set(), tagged=True)
+
+
+def _encode(v, seen, tagged):
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
-    if id(v) in path or len(path) > 30:
+    if id(v) in seen:
         return "<cycle>"  # a link back up (a tree's parent): named, never followed
-    path = (*path, id(v))
-    if isinstance(v, dict):
-        return {str(k): jsonable(x, path) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x, path) for x in v]
-    if isinstance(v, (set, frozenset)):
-        return sorted((jsonable(x, path) for x in v), key=repr)
-    if hasattr(v, "__dict__"):
-        out = {"__class__": type(v).__name__}
-        out.update({k: jsonable(x, path) for k, x in vars(v).items() if not k.startswith("_")})
-        return out
-    return repr(v)
+    seen.add(id(v))
+    try:
+        if isinstance(v, dict):
+            if not tagged or all(isinstance(k, str) for k in v):
+                return {str(k): _encode(x, seen, tagged) for k, x in v.items()}
+            items = [[_encode(k, seen, tagged), _encode(x, seen, tagged)] for k, x in v.items()]
+            return {"__items__": sorted(items, key=repr)}
+        if isinstance(v, (list, tuple)):
+            out = [_encode(x, seen, tagged) for x in v]
+            return {"__tuple__": out} if tagged and isinstance(v, tuple) else out
+        if isinstance(v, (set, frozenset)):
+            out = sorted((_encode(x, seen, tagged) for x in v), key=repr)
+            return {"__set__": out} if tagged else out
+        if hasattr(v, "__dict__"):
+            obj = {"__class__": type(v).__name__}
+            obj.update({k: _encode(x, seen, tagged) for k, x in vars(v).items() if not k.startswith("_")})
+            return obj
+        return {"__repr__": type(v).__name__ + ":" + repr(v)} if tagged else repr(v)
+    finally:
+        seen.discard(id(v))
 
 
 def load(spec):
@@ -116,7 +136,7 @@ def answer(mode, msg, reply):
         if encoder:
             reply["state"] = encoder["public_state"](instances)
         else:
-            reply["state"] = {name: jsonable(obj) for name, obj in instances.items()}
+            reply["state"] = {name: state_of(obj) for name, obj in instances.items()}
 
 
 def serve(mode, requests: "TextIO", replies: "TextIO"):
@@ -144,9 +164,14 @@ def serve(mode, requests: "TextIO", replies: "TextIO"):
         replies.flush()
 
 
+def _under(path, roots):
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
 def main():
     mode = sys.argv[1]
     cpu_s = sys.argv.pop(2)  # the tool's CPU seconds ("" for none), set on itself before anything runs
+    roots = json.loads(sys.argv.pop(2)) if len(sys.argv) > 2 else []  # where the agent writes
     if cpu_s:
         import resource
 
@@ -155,7 +180,9 @@ def main():
         import ctypes
 
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no other process opens our /proc/pid/fd
-        sys.path[:] = [p for p in sys.path if os.path.isabs(p)]  # an empty PYTHONPATH entry would be the work dir
+        # No entry of the path may be relative (an empty PYTHONPATH entry is the work dir) or lie where the agent
+        # writes (a task's PYTHONPATH=/app): a module planted there would run here and set the compared state.
+        sys.path[:] = [p for p in sys.path if os.path.isabs(p) and not _under(os.path.normpath(p), roots)]
     else:
         sys.path.insert(0, "")  # the model's modules, from its working directory (the host ran us with -P)
     serve(mode, os.fdopen(3, "r", encoding="utf-8"), os.fdopen(4, "w", encoding="utf-8"))

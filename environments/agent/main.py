@@ -60,7 +60,11 @@ def init(msg):
     state["env"] = dict(os.environ, **msg["env"], HOME=msg["workdir"], PWD=msg["workdir"])
     for d in msg["roots"]:
         os.makedirs(d, exist_ok=True)
-    skipped = safe_extract(base64.b64decode(msg["tar"]), msg["roots"]) if msg.get("tar") else []
+    packed = msg.pop("tar", None)  # the request's only reference: freed once decoded (a state may be large)
+    data = base64.b64decode(packed) if packed else b""
+    del packed
+    skipped = safe_extract(data, msg["roots"]) if data else []
+    del data
     for name, text in msg.get("files", {}).items():
         path = resolve(name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -74,7 +78,7 @@ def init(msg):
         finally:
             con.close()
     if msg.get("classes"):
-        host = Child("classes", child_env(), tool_cpu())
+        host = Child("classes", child_env(), tool_cpu(), msg["roots"])
         reply, text = host.ask({"op": "load", "classes": msg["classes"]}, msg.get("timeout", 30), 65536)
         if reply is None or not reply.get("ok"):
             host.stop()
@@ -92,6 +96,9 @@ def class_state(msg):
     except ProcessLookupError:
         pass
     reply, _ = state["classes"].ask({"op": "state"}, msg.get("timeout", 30), 4096, reply_limit=STATE_REPLY_BYTES)
+    if reply is None:  # no answer in time: its late reply must not be read as the next request's
+        state["classes"].stop()
+        state["classes"] = None
     return {"ok": True, "state": None if reply is None else reply.get("state")}
 
 
@@ -112,15 +119,13 @@ def kill_all_others(wait_s=2.0):
 
 
 def finish(msg):
-    import base64
-
     kill_all_others()
     state["python"] = state["classes"] = None
     try:
         data, odd = pack(msg["roots"], min(msg["max_bytes"], MAX_STATE_BYTES))
     except OverflowError as exc:
         return {"ok": True, "tar": None, "error": str(exc)}
-    return {"ok": True, "tar": base64.b64encode(data).decode(), "not_carried": odd[:100]}
+    return {"ok": True, "not_carried": odd[:100], "tar": data}  # written out in base64 as it goes (write_reply)
 
 
 def check(msg):
@@ -136,7 +141,7 @@ def check(msg):
             "workdir": msg["workdir"],
             "env": msg["env"],
             "roots": msg["roots"],
-            "tar": msg.get("tar"),
+            "tar": msg.pop("tar", None),
             "tool_cpu_s": msg.get("tool_cpu_s"),
         }
     )
@@ -147,7 +152,8 @@ def check(msg):
     safe_extract(base64.b64decode(msg["tests"]), ["/tests"])
     if msg.get("db_path"):
         state["db"] = msg["db_path"]
-        return run_sqlite({"query": msg["query"], "timeout": msg["timeout"], "max_output": 1 << 20, "raw": True})
+        query = {"query": msg["query"], "timeout": msg["timeout"], "max_output": 1 << 20, "raw": True}
+        return run_sqlite({**query, "views": msg.get("views", [])})
     result = run_shell({"command": msg["command"], "timeout": msg["timeout"], "max_output": msg["max_output"]})
     kill_all_others()  # what the test started (the agent's code among it) cannot write the reward after the test
     result["not_carried"] = started.get("not_carried", [])[:100]
@@ -201,14 +207,30 @@ def main():
         reap()
         try:
             msg = json.loads(line)
+            del line  # a restore's request holds a whole state: one copy of it at a time
             reply = OPS[msg["op"]](msg)
             if msg["op"] in TOOL_OPS:
                 reply = cap_reply(reply, msg["max_output"])
-            text = json.dumps(reply, ensure_ascii=False)
         except Exception as exc:  # noqa: BLE001 a bad request, or the agent's own failure: said, and the agent goes on
-            text = json.dumps({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]}, ensure_ascii=False)
-        # A lone surrogate (a tool's text can hold one) is no UTF-8: replaced here, so the host reads valid UTF-8.
-        if not text.isascii():
-            text = text.encode("utf-8", "replace").decode("utf-8")
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:4000]}
+        write_reply(out, reply)
+
+
+def write_reply(out, reply, chunk=3 << 20):
+    """One reply line. A packed state (`tar`, bytes) is written in base64 a chunk at a time, never held whole as text
+    (a chunk of a multiple of 3 bytes encodes to base64 that joins with the next)."""
+    data = reply.pop("tar") if isinstance(reply.get("tar"), (bytes, memoryview)) else None
+    text = json.dumps(reply, ensure_ascii=False)
+    # A lone surrogate (a tool's text can hold one) is no UTF-8: replaced here, so the host reads valid UTF-8.
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    if data is None:
         out.write(text + "\n")
-        out.flush()
+    else:
+        import base64
+
+        out.write(text[:-1] + ', "tar": "')
+        for start in range(0, len(data), chunk):
+            out.write(base64.b64encode(data[start : start + chunk]).decode())
+        out.write('"}\n')
+    out.flush()

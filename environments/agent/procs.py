@@ -123,7 +123,8 @@ def wait_child(pid, outputs, deadline, reply_fd=None, reply_limit=0):
 class Child:
     """A long-lived child (the python tool's interpreter, the class tools' host) spoken to on its fds 3 and 4."""
 
-    def __init__(self, mode, env, cpu_s):
+    def __init__(self, mode, env, cpu_s, roots=()):
+        """roots: for the class host, where the agent writes (nothing there goes on its import path)."""
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         self.out_r, out_w = os.pipe()
@@ -133,7 +134,7 @@ class Child:
         # tool's interpreter is the agent's own: it puts its working directory back on its path (child.py).
         isolated = ["-s"] if mode == "classes" else []
         boot = BOOT.replace(".main import main", ".child import main")
-        argv = [sys.executable, *isolated, "-P", "-q", "-u", "-c", boot, mode, cpu_s]
+        argv = [sys.executable, *isolated, "-P", "-q", "-u", "-c", boot, mode, cpu_s, json.dumps(list(roots))]
         self.pid = spawn(argv, env, {0: null, 1: out_w, 2: out_w, 3: req_r, 4: rep_w})
         for fd in (req_r, rep_w, out_w, null):
             os.close(fd)

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         op: Literal["sqlite"]
         query: str
         raw: NotRequired[bool]  # rows as data (a checker's), not as text
+        views: NotRequired[list[str]]  # with raw: the views the query may read through
 
     class State(TypedDict):
         op: Literal["state"]
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
         command: NotRequired[str]  # a tests checker's
         db_path: NotRequired[str]  # an sql checker's database (relative to workdir) ...
         query: NotRequired[str]  # ... and query
+        views: NotRequired[list[str]]  # the views the task's own database has (the query may read through these only)
 
     Request = Init | Shell | Python | Call | FileOp | Sqlite | State | Finish | Check
 

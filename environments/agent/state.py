@@ -14,6 +14,7 @@ import os
 # differ between the moment of the restore and the moment a checker's program follows them.
 SYSTEM_RO = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
 MAX_HOPS = 40  # symlinks followed in one path, as the kernel's limit
+MAX_STEPS = 500_000  # path components walked to confine a whole state's links (seconds of the checker's CPU at most)
 # Modes are restored whole (set-uid, set-gid and sticky bits included) but for the owner's read, and search on
 # directories: a test in a container runs as root and reads what the agent left whatever its mode; here it runs as the
 # state's owner, and a chmod 000 must not hide the state from it (docs/environments.md, "What a checker sees").
@@ -24,15 +25,21 @@ def inside(path, places):
     return any(path == p or path.startswith(p.rstrip("/") + "/") for p in places)
 
 
-def resolves_within(path, allowed):
+def resolves_within(path, allowed, budget=None):
     """Whether `path` resolves, link by link as the kernel would, to something that exists, every step of the way
-    inside `allowed`. A link through /proc, a link out of the state, a loop or a link to nothing does not."""
+    inside `allowed` (or on the way to it). A link through /proc, a link out of the state, a loop or a link to nothing
+    does not. budget: [steps left], shared by the caller's calls; none left, nothing resolves."""
     import stat
+    from collections import deque
 
-    todo = [p for p in path.split("/") if p]
+    budget = budget if budget is not None else [MAX_STEPS]
+    todo = deque(p for p in path.split("/") if p)
     done, hops = "/", 0
     while todo:
-        name = todo.pop(0)
+        budget[0] -= 1
+        if budget[0] < 0:
+            return False
+        name = todo.popleft()
         if name == ".":
             continue
         if name == "..":
@@ -50,7 +57,7 @@ def resolves_within(path, allowed):
             target = os.readlink(step)
             if hops > MAX_HOPS:
                 return False
-            todo = [p for p in target.split("/") if p] + todo
+            todo.extendleft(reversed([p for p in target.split("/") if p]))
             done = "/" if target.startswith("/") else done
             continue
         if todo and not stat.S_ISDIR(mode):
@@ -62,22 +69,26 @@ def resolves_within(path, allowed):
 def confine_links(roots):
     """Remove every symlink under `roots` that does not resolve, now and within the state or the read-only system
     tree, to something that exists (repeated: removing one can leave another pointing at nothing). A link that
-    resolves only later, when a checker's program follows it, is never carried. The paths removed."""
+    resolves only later, when a checker's program follows it, is never carried. All links together get MAX_STEPS
+    steps of resolution: past them, the links left unresolved are removed too. The paths removed."""
     allowed = (*roots, *SYSTEM_RO)
-    removed = []
+    links = [
+        os.path.join(top, name)
+        for root in roots
+        for top, dirs, files in os.walk(root)
+        for name in dirs + files
+        if os.path.islink(os.path.join(top, name))
+    ]
+    budget, removed = [MAX_STEPS], []
     while True:
-        found = []
-        for root in roots:
-            for top, dirs, files in os.walk(root):
-                for name in dirs + files:
-                    path = os.path.join(top, name)
-                    if os.path.islink(path) and not resolves_within(path, allowed):
-                        found.append(path)
+        found = [path for path in links if not resolves_within(path, allowed, budget)]
         for path in found:
             os.unlink(path)
         removed += found
         if not found:
             return removed
+        gone = set(found)
+        links = [path for path in links if path not in gone]
 
 
 def safe_extract(data, roots):
@@ -108,12 +119,12 @@ def safe_extract(data, roots):
                 skipped.append(path)
                 continue
             if m.isfile():
-                src = tar.extractfile(m)
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(src.read() if src else b"")
-                    fh.flush()  # a write after the mode would clear its set-uid and set-gid bits
-                    os.fchmod(fh.fileno(), m.mode & 0o7777 | OWNER_FILE)
+                try:
+                    write_sparse(fd, tar.extractfile(m), m.size)
+                    os.fchmod(fd, m.mode & 0o7777 | OWNER_FILE)  # after the data: a write clears set-uid and set-gid
+                finally:
+                    os.close(fd)
             elif m.issym():
                 os.symlink(m.linkname, path)
             elif m.islnk():
@@ -135,6 +146,22 @@ def safe_extract(data, roots):
         os.chmod(path, m.mode & 0o7777 | OWNER_DIR)
         os.utime(path, (m.mtime, m.mtime))
     return skipped
+
+
+def write_sparse(fd, src, size, chunk=1 << 20):
+    """Copy `size` bytes of src to fd, leaving runs of zeros as holes (a sparse file the agent left takes no more
+    room restored than it took in the episode)."""
+    while src is not None:
+        data = src.read(chunk)
+        if not data:
+            break
+        if data.count(0) == len(data):
+            os.lseek(fd, len(data), os.SEEK_CUR)
+        else:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+    os.ftruncate(fd, size)
 
 
 def survey(root):
@@ -186,4 +213,4 @@ def pack(roots, cap):
                 modes.update(found)
                 odd += unpackable
                 tar.add(root, arcname=root.lstrip("/"), filter=keep)
-    return buf.getvalue(), odd
+    return buf.getbuffer(), odd  # a view, not a copy: the state may be a good part of the jail's memory

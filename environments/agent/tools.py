@@ -181,6 +181,9 @@ def run_sqlite(msg):
     deadline = time.monotonic() + msg["timeout"]
     con = sqlite3.connect(resolve(state["db"], state["workdir"]), isolation_level=None)
     con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
+    if msg.get("raw"):  # a checker's query: it reads tables, or the task's own views, never a view the agent made
+        allowed = set(msg.get("views", ()))
+        con.set_authorizer(lambda _action, _a, _b, _db, view: 1 if view is not None and view not in allowed else 0)
     try:
         cur = con.execute(msg["query"])
         cols = [d[0] for d in cur.description or []]
