@@ -43,10 +43,14 @@ from groupscore.verifiers.sql.item import SqlItem
 #           hedging sentences without a marker); a decimal comma in plain text, Indian grouping with `\\!`, solution
 #           tuples joined by `and`; options clock_12h, scale_words, scientific_tolerance, check_equations; then the
 #           review's holes: a decimal within one unit of its last digit, a numeric question wants a written number.
+#   math 4  honest one-line endings without a marker are paid (`Therefore, x = 816.`, `Hence $p = 36/95$.`, `So x =
+#           816`, `Checking: 2(816) = 1632, so x = 816.`): the fallback reads the last sentence's statement after its
+#           lead-in words instead of the whole sentence; hedges in it (`or` beside a value, inside LaTeX too, `maybe`)
+#           state nothing; `n = 1,632` is one number; `17 \bmod 5` is 2. No fixture verdict changed.
 #   code 1  the first pinned verdicts.
 #   code 2  issue 10: reward-integrity fixes found by the adversarial review.
 #   format, length, json, sql 1  the first pinned verdicts.
-VERSIONS: dict[str, int] = {"math": 3, "code": 2, "format": 1, "length": 1, "json": 1, "sql": 1}
+VERSIONS: dict[str, int] = {"math": 4, "code": 2, "format": 1, "length": 1, "json": 1, "sql": 1}
 
 
 @dataclass(frozen=True)

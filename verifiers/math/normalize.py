@@ -71,6 +71,9 @@ _MARKED_INDIAN = re.compile(r"(?<![\w^{}.\\])\d{1,2}(?:(?:,\s*\\!\s*|\{,\})\d{2}
 _COMMA_DECIMAL = re.compile(r"([-+]?\d+),(\d+)")
 # Indian grouping (`1,00,000`, `12,34,56,789`), for a whole answer only.
 _INDIAN = re.compile(r"[-+]?\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?")
+# The remainder written as a word or another command (`17 mod 5`, `17 \\mod 5`, `17 \\operatorname{mod} 5`) is `\\bmod`,
+# the binary operator; `\\pmod{5}` (a congruence's modulus) is left alone.
+_MOD_WORD = re.compile(r"\\operatorname\{\s*mod\s*\}|\\mod(?![a-zA-Z])|(?<![a-zA-Z\\])mod(?![a-zA-Z])")
 _LOGICAL_OR = re.compile(r"\\(?:lor|vee)(?![a-zA-Z])")  # `x=3 \\lor x=4`: a disjunction, like `x=3 or x=4`
 _GLUED_OR = re.compile(r"(?<=[\d)}])or(?=[A-Z(\\-])")  # `W(x)=1orW(x)=-1`
 _TRAILING_BACKSLASH = re.compile(r"(?<!\\)\\+$")
@@ -82,6 +85,11 @@ _MERIDIEM = re.compile(
 _COLON = re.compile(r"\\colon(?![a-zA-Z])|\\ratio(?![a-zA-Z])")
 _THOUSANDS_COMMA = re.compile(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")  # a first group of 0 is no group
 _THOUSANDS_SPACE = re.compile(r"[-+]?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+# One unknown assigned a number in thousands groups (`n = 1,632`): the groups are one number, as they are without the
+# label, not the list `n = 1`, `632`.
+_LABELLED_THOUSANDS = re.compile(
+    r"([a-zA-Z](?:_\{?\w{1,3}\}?)?'*\s*=\s*)([-+]?(?:[1-9]\d{0,2}(?:,\d{3})+|\d{1,3}(?: \d{3})+)(?:\.\d+)?)"
+)
 _MIXED_LATEX = re.compile(r"(?<![\d.}^_a-zA-Z\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
 # The lookbehinds pin each match to the start of a digit run, so a long run costs one attempt, not one per digit.
 _MIXED_PLAIN = re.compile(r"(?<![\d.])([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)")
@@ -115,6 +123,13 @@ _UNIT_WORDS = frozenset(
     unit units square sq cubic cents cent dollars dollar euros euro people persons students apples
     degree degrees radian radians rad deg sqft""".split()
 )
+
+
+def is_unit_word(word: str) -> bool:
+    """Whether `word` names a unit or a thing counted that normalisation drops after a number (`cm`, `dollars`)."""
+    return word.lower() in _UNIT_WORDS
+
+
 # A trailing run of words after a number is a unit ("5 cm", "12 square units"), unless a word is a connective.
 # One space-separated word of a unit: "cm", "cm^2", "km/h", "sq.", "m^{3}". Matched a word at a time (no nested
 # quantifiers over the whole text, which backtrack catastrophically on long runs of letters).
@@ -339,6 +354,8 @@ def normalize(answer: str, decimal_comma: DecimalComma = "") -> str:
         text = _LOGICAL_OR.sub(" or ", text)
     text = _INFINITY.sub(lambda m: "" if m.group(0).startswith("+") else r"\infty ", text)
     text = _PLAIN_FUNCS.sub(r"\\\1", text)
+    if "mod" in text:
+        text = _MOD_WORD.sub(r" \\bmod ", text)
     text = _EMPTY_SET.sub(r"\\emptyset ", text)
     text = _REALS_MINUS_POINT.sub(lambda m: rf"(-\infty,{m.group(1).strip()})\cup({m.group(1).strip()},\infty)", text)
     text = _REALS.sub(r"(-\\infty,\\infty)", text)
@@ -353,6 +370,10 @@ def normalize(answer: str, decimal_comma: DecimalComma = "") -> str:
         text = _GLUED_OR.sub(" or ", text)
     if _THOUSANDS_COMMA.fullmatch(text) or _THOUSANDS_SPACE.fullmatch(text) or _indian(text):
         text = text.replace(",", "").replace(" ", "")
+    elif "=" in text:
+        labelled = _LABELLED_THOUSANDS.fullmatch(text)
+        if labelled is not None:
+            text = labelled.group(1) + labelled.group(2).replace(",", "").replace(" ", "")
     if _SCIENTIFIC.fullmatch(text):
         text = _SCIENTIFIC.sub(lambda m: rf"{m.group(1)}\times10^{{{int(m.group(2))}}}", text)
     text = _MIXED_LATEX.sub(_mixed_latex, text)

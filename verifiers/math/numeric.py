@@ -37,6 +37,7 @@ _FUNCS = {
 _MULTIVALUED = {r"\ln", r"\log"}  # branch cuts: log(x^2) and 2 log(x) agree for x > 0 only
 _MULTIPLY = {"*", r"\cdot", r"\times"}
 _DIVIDE = {"/", r"\div"}
+_MODULO = {r"\bmod", r"\mod"}  # `17 \bmod 5` is 2: the remainder, an operator of the product's rank
 
 
 class NotNumeric(Exception):
@@ -168,6 +169,9 @@ class _Reader:
             elif tok in _DIVIDE:
                 self.take()
                 value = _div(value, self.unary())
+            elif tok in _MODULO:
+                self.take()
+                value = _mod(value, self.unary())
             elif tok is not None and _starts_atom(tok):
                 value = _mul(value, self.power())  # implicit product: 2\pi, 3\sqrt{2}, 2(3+1)
             else:
@@ -313,6 +317,15 @@ def _div(a: Number, b: Number) -> Number:
     if x is not None and y is not None:
         return _exact(x / y, a, b)
     return _approx(_as_complex(a) / _as_complex(b), a, b)
+
+
+def _mod(a: Number, b: Number) -> Number:
+    """The remainder of one integer by another, the modulus's sign (`17 \\bmod 5` = 2, `-3 \\bmod 5` = 2). Only for
+    integers that do not vary: the remainder of a variable is piecewise, left to the exact comparison."""
+    x, y = _integer_of(a), _integer_of(b)
+    if x is None or y is None or y == 0 or a.varying or b.varying:
+        raise NotNumeric("remainder of non-integers")
+    return _exact(Fraction(x % y), a, b)
 
 
 def _root(a: Number, index: int) -> Number:

@@ -20,6 +20,18 @@ from dataclasses import dataclass
 from groupscore.schema.boxes import boxed_contents
 from groupscore.verifiers.math.boxes import MAX_PROBES, box_spans_from_end, connects_answers, final_box_group
 from groupscore.verifiers.math.qualifiers import qualified_number, qualifiers
+from groupscore.verifiers.math.statements import (
+    HEDGED,
+    HEDGING,
+    NUMBER,
+    PROSE,
+    final_statement,
+    last_match,
+    last_number,
+    plain_view,
+    statement_of,
+    unescaped,
+)
 
 
 @dataclass(frozen=True)
@@ -59,11 +71,6 @@ _FINAL_MARKERS = re.compile(
 # "the answer is X", "Answer: X", and `Answer $X$` / `Answer \[X\]` (capitalised, a formula right after it).
 _ANSWER_IS = re.compile(r"\b(?:answer\s*(?:is\b|:|=)|(?-i:Answer)[ \t]*(?=\$|\\[(\[]))", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n|(?<!\s)\s+I hope it is correct|,\s*(?=[a-zA-Z]{2,}\b)", re.IGNORECASE)
-# A number in prose, whole: Indian grouping (`12,50,000`), thousands groups (`1,250,000`), a decimal comma (`2,5`,
-# read by normalize as plain text reads it), a decimal point, a fraction.
-_NUMBER = re.compile(
-    r"-?(?:\d{1,2}(?:,\d{2})+,\d{3}|\d{1,3}(?:,\d{3})+|\d+(?:,\d{1,2}(?!\d))?)(?:\.\d+)?(?:/\d+)?|-?\.\d+"
-)
 _LEADING_FILLER = re.compile(r"^(?:is|be|of|=|:|\*\*|\\?\"|\s)+", re.IGNORECASE)
 _SPAN_LIMIT = 4000  # how far past a marker an answer may run
 _BARE_MAX_CHARS = 120
@@ -74,14 +81,6 @@ _LATEX_COMMAND = re.compile(r"\\[a-zA-Z]+(?:\{[^{}]*\})?")
 def is_prose(text: str) -> bool:
     """Two words in a row once LaTeX commands are dropped: a sentence, not a bare answer."""
     return _PROSE.search(_LATEX_COMMAND.sub(" ", text)) is not None
-
-
-def unescaped(text: str, needle: str, start: int) -> int:
-    """Index of the first `needle` at or after `start` that is not escaped (`\\$` is a dollar sign, not math)."""
-    pos = text.find(needle, start)
-    while pos > 0 and needle == "$" and text[pos - 1] == "\\":
-        pos = text.find(needle, pos + 1)
-    return pos
 
 
 _FORMULA_LINK = re.compile(r"\s*(,\s*(?:and|or)\b|,|and\b|or\b|\\text\{\s*(?:and|or)\s*\})\s*(?=\$)")
@@ -131,10 +130,13 @@ def _sentence_value(span: str) -> str:
     """The one value a prose answer sentence states: "The largest $n$ is 34" -> 34, "is 120 cubic units" -> 120.
 
     Values are the numbers outside formulas and the formulas that hold a digit (`$n$`, `$f(x)$` only name things).
-    A sentence with two values, or hedging words, is returned whole: it states no single answer.
+    A sentence with two values, or hedging words, is returned whole: it states no single answer. A sentence that is
+    a lead-in and a formula ("Therefore, x = 816") states the formula (`statement_of`).
     """
     outside = _INLINE_MATH.sub(" ", span)
-    if not is_prose(outside) or _HEDGE_WORDS.search(outside) or qualifiers(outside):
+    if not is_prose(outside):
+        return statement_of(span) or span
+    if _HEDGE_WORDS.search(outside) or qualifiers(outside):
         return span  # "is at least 4" is no statement of 4: kept whole, the qualifier check refuses it
     values: list[tuple[int, str]] = []
     for match in _INLINE_MATH.finditer(span):
@@ -142,7 +144,7 @@ def _sentence_value(span: str) -> str:
         if any(c.isdigit() for c in formula):
             values.append((match.start(), formula))
     masked = _INLINE_MATH.sub(lambda m: " " * len(m.group(0)), span)
-    values.extend((m.start(), m.group(0)) for m in _NUMBER.finditer(masked))
+    values.extend((m.start(), m.group(0)) for m in NUMBER.finditer(masked))
     return values[0][1] if len(values) == 1 else span
 
 
@@ -189,13 +191,6 @@ def _clean(answer: str) -> str:
     return join_digit_groups(answer)
 
 
-def _last_match(pattern: re.Pattern[str], text: str, end: int | None = None) -> re.Match[str] | None:
-    last = None
-    for last in pattern.finditer(text, 0, len(text) if end is None else end):  # noqa: B007 - keeps the last one
-        pass
-    return last
-
-
 def _last_marker(text: str, needles: tuple[str, ...], pattern: re.Pattern[str]) -> re.Match[str] | None:
     """The last match of `pattern`, found by probing occurrences of its literal `needles` from the end.
 
@@ -214,16 +209,7 @@ def _last_marker(text: str, needles: tuple[str, ...], pattern: re.Pattern[str]) 
             return match
         ends[needle] = pos + len(needle) - 1
         found[needle] = text.rfind(needle, 0, ends[needle])
-    return _last_match(pattern, text, max(ends.values()))
-
-
-def _last_number(text: str, window: int) -> str | None:
-    last_digit = max(text.rfind(d) for d in "0123456789")
-    if last_digit < 0:
-        return None
-    start = max(0, last_digit - window)
-    match = _last_match(_NUMBER, text[start : last_digit + 1])
-    return match.group(0) if match else None
+    return last_match(pattern, text, max(ends.values()))
 
 
 def extract_answer(completion: str, config: AnswerExtraction = LENIENT) -> Extracted | None:
@@ -323,11 +309,16 @@ def _find(completion: str, config: AnswerExtraction) -> Extracted | None:
             return Extracted(_sentence_value(answer) if config.fallback else answer, "answer_is")
     if not config.fallback:
         return None
+    statement = final_statement(completion) if config.last_number_fallback else None
+    if statement is HEDGED:
+        return None  # "x = 816? Maybe 817.", "Therefore, x = 816 or x = 817.": no one value is stated
+    if isinstance(statement, str):
+        return Extracted(statement, "statement")
     bare = completion.strip().strip("$").strip()
-    if len(bare) <= _BARE_MAX_CHARS and bare and not is_prose(bare):
+    if statement is not PROSE and len(bare) <= _BARE_MAX_CHARS and bare and not is_prose(bare):
         return Extracted(bare, "bare")  # the completion is nothing but an answer: `\dfrac{9}{7}`
     if config.last_number_fallback:
-        number = _last_number(completion, config.tail_window_chars)
+        number = last_number(completion, config.tail_window_chars)
         if number is not None:
             start = completion.rfind(number)
             if qualified_number(completion, start, start + len(number)) or _hedged(completion, start, len(number)):
@@ -342,10 +333,6 @@ def _find(completion: str, config: AnswerExtraction) -> Extracted | None:
     return None
 
 
-# A sentence that offers values rather than stating one: a hedging word anywhere in it, or `or` beside a value.
-_HEDGING = re.compile(
-    r"\b(?:either|maybe|perhaps|possibly|probably)\b|[\d$)}]\s*,?\s*or\b|\bor\s*[-$(\\]?\s*\d", re.IGNORECASE
-)
 _SENTENCE_BREAK = re.compile(r"[.;!?\n](?!\d)")
 
 
@@ -358,7 +345,7 @@ def _hedged(text: str, start: int, length: int) -> bool:
         head = head[breaks[-1].end() :]
     tail = text[start : start + length + 300]
     stop = _SENTENCE_BREAK.search(tail, length)
-    return _HEDGING.search(head + (tail[: stop.start()] if stop else tail)) is not None
+    return HEDGING.search(plain_view(head + (tail[: stop.start()] if stop else tail))) is not None
 
 
 def _last_math_span(text: str, window: int) -> str | None:

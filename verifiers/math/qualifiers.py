@@ -90,6 +90,11 @@ def _value_words(text: str) -> set[str]:
     return found
 
 
+def value_words(text: str) -> set[str]:
+    """The value-changing words of `text` (`negative`, `half`, `squared`, `million`, `the square of`, ...)."""
+    return _value_words(text) if _PLAIN_WORD.search(text) is not None else set()
+
+
 def value_words_differ(pred: str, gold: str) -> set[str]:
     """The value-changing words on one side only (either side: `3` is not `3 \\text{ million}` either)."""
     if _PLAIN_WORD.search(pred) is None and _PLAIN_WORD.search(gold) is None:
