@@ -154,8 +154,8 @@ class SessionsClient:
         params: dict[str, str] | None = None,
     ) -> Any:
         """One request; the decoded JSON body, or ServiceError. Every call is retried when it never reached the
-        server (no connection) or the server said it did nothing (429, 503: full); `resend` calls (those that may run
-        twice) also on other 5xx and on connections lost mid-request."""
+        server (no connection) or the server said it did nothing (429, 503: full; 409: the session busy); `resend`
+        calls (those that may run twice) also on other 5xx and on connections lost mid-request."""
         failure: Exception | None = None
         for attempt in range(self.retry.max_retries + 1):
             response = None
@@ -172,6 +172,10 @@ class SessionsClient:
                 if not resend and exc.error.status_code not in (429, 503):
                     raise exc.error from None
                 failure = exc
+            except ServiceError as exc:
+                if exc.status_code != 409:
+                    raise
+                failure = _Retryable(exc)  # the session was busy: the server did nothing, so any call may go again
             if attempt < self.retry.max_retries:
                 time.sleep(_delay(self.retry, attempt, response))
         last = failure.error if isinstance(failure, _Retryable) else None

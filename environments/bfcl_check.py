@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 if TYPE_CHECKING:
-    from groupscore.environments.session import Record
+    from groupscore.environments.record import Record
     from groupscore.environments.task import Task
 
 # How much of a differing value the evidence shows: enough to see the difference, never a long context's megabytes.

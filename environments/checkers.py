@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from groupscore.environments.jails import CHECK_ENV, ask, checker_cpu_s, open_checker_jail, state_roots
-from groupscore.environments.session import Record
+from groupscore.environments.record import Record, seed_env
 from groupscore.environments.task import Checker, Task
 from groupscore.sandbox import SandboxUnavailable
 from groupscore.sandbox.session_launcher import SessionLost
@@ -119,7 +119,7 @@ def _in_checker_jail(
         request: Check = {
             "op": "check",
             "workdir": task.workdir,
-            "env": {**task.env, **checker.env, **CHECK_ENV},
+            "env": {**seed_env(record.seed), **task.env, **checker.env, **CHECK_ENV},
             "roots": list(state_roots(task)),
             "tar": base64.b64encode(record.snapshot).decode(),
             "tests": base64.b64encode(_tar(checker, "/tests")).decode(),

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from groupscore.environments.checkers import score_record
-from groupscore.environments.session import Record, Session
+from groupscore.environments.record import Record
+from groupscore.environments.session import Session
 from groupscore.environments.task import MAX_EPISODE_S, EpisodeLimits, Task
 from groupscore.schema.sessions import Observation, ToolCall
 from groupscore.schema.verdict import Verdict
@@ -34,22 +34,17 @@ def replay(
     observe: Callable[[int, ToolCall, Observation], None] | None = None,
 ) -> Verdict:
     """Run `trajectory` in a fresh session of `task` and score it. observe(turn, call, observation): each step."""
-    session = Session(task, seed)
+    session = Session(task, seed).start()
     try:
         _play(session, trajectory, observe)
-        session.finish(final_message)
-        if session.lost:  # it could not start, or its jail was killed from outside: nothing to judge
-            return Verdict.infra_error(task.id, session.lost, "sandbox")
-        verdict = score_record(task, session.record, reference_record)
-        session.settle()
-        return verdict
+        return session.conclude(final_message, reference_record)
     finally:
         session.close()
 
 
 def run_calls(task: Task, trajectory: Trajectory) -> Session:
     """A finished session of `task` after `trajectory` (its jail closed; its record and state kept)."""
-    session = Session(task)
+    session = Session(task).start()
     try:
         _play(session, trajectory)
         session.finish()
@@ -115,7 +110,7 @@ def build_state(task: Task, commands: list[str], timeout_s: float = 300.0) -> by
         max_output_bytes=1 << 16,
     )
     builder = task.model_copy(update={"tools": ("shell",), "classes": (), "limits": limits})
-    session = Session(builder)
+    session = Session(builder).start()
     try:
         if session.lost:
             raise RuntimeError(f"task {task.id}: {session.lost}")

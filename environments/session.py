@@ -18,10 +18,12 @@ import json
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
+from groupscore.environments.checkers import ReferenceFn, score_record
 from groupscore.environments.jails import ask, open_session_jail, state_roots
+from groupscore.environments.record import Record, seed_env
 from groupscore.environments.task import BUILTIN_TOOLS, Task
 from groupscore.environments.tools import BUILTIN_SCHEMAS, check_builtin_call, class_tool_schemas, schemas_from_source
 from groupscore.sandbox import SandboxUnavailable
@@ -36,16 +38,17 @@ if TYPE_CHECKING:
 GRACE_S = 5.0  # the host waits this long past a step's own limit before it counts the agent as gone
 
 
-@dataclass
-class Record:
-    """What the episode did, for the checkers."""
+class Phase(StrEnum):
+    """Where a session is: NEW (made, no jail yet) -> OPEN (`start`: its jail answers) -> FINISHED (`finish`: every
+    process killed, the state packed, the jail closing) -> scored (`conclude`, once: `verdict`). LOST, from any phase
+    but FINISHED, is the server's failure (its jail did not start, died under the server, was reaped): the verdict is
+    infra_error. While OPEN the episode may be over (`ended`: its budget, its time, its jail ending during one of its
+    own steps): steps are refused, and it still finishes and is scored."""
 
-    calls: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
-    states: list[Any] = field(default_factory=list)  # class tools' state after each turn (state checkers only)
-    final_message: str | None = None
-    snapshot: bytes | None = None  # a tar of the state roots at the end
-    snapshot_error: str | None = None
-    not_carried: list[str] = field(default_factory=list)  # what the state held that no tar can (sockets, devices)
+    NEW = "new"
+    OPEN = "open"
+    FINISHED = "finished"
+    LOST = "lost"
 
 
 class Session:
@@ -58,19 +61,26 @@ class Session:
         self.opened = self.touched = time.monotonic()
         self.steps = 0
         self.turn = 0
-        self.record = Record()
+        self.record = Record(seed=seed)
         self.jail: SessionJail | None = None
-        self.lost: str | None = None  # the server's failure: the verdict is infra_error
+        self.phase = Phase.NEW
+        self.lost: str | None = None  # why it is LOST
         self.ended: str | None = None  # why the episode is over (budget, time, the jail ended during a step)
-        self.finished = False
-        self.verdict: Verdict | None = None  # set once by Sessions.score
+        self.verdict: Verdict | None = None  # set once, by `conclude`
         self._closer: threading.Thread | None = None
         self.methods: list[str] = []
         self._tools = [t for t in task.tools]
         self._class_schemas: dict[str, dict[str, Any]] = {}
-        self._start()
 
     # -- opening ---------------------------------------------------------------------------------------------------
+
+    def start(self) -> Session:
+        """NEW -> OPEN: start the jail and give it the task's state (LOST if that fails: the session still opens,
+        its steps say so, its verdict is infra_error)."""
+        assert self.phase is Phase.NEW, f"start() on a {self.phase} session"
+        self.phase = Phase.OPEN
+        self._start()
+        return self
 
     def _start(self) -> None:
         task = self.task
@@ -92,6 +102,10 @@ class Session:
             schemas.update(class_tool_schemas((spec,), [m for m in self.methods if _offered(spec, m)]))
         self._class_schemas = schemas
         self._tools += [m for m in self.methods if m in schemas and m not in held_back]
+        unknown = sorted(held_back - set(BUILTIN_TOOLS) - set(schemas))
+        if unknown:  # the task's own mistake, found in the jail: said, and the session is not played
+            self._lose(f"the task adds tools it does not have: {', '.join(unknown)}")
+            return
         for name in task.turns[0].add_tools:
             if name not in self._tools:
                 self._tools.append(name)
@@ -103,7 +117,7 @@ class Session:
         return {
             "op": "init",
             "workdir": task.workdir,
-            "env": dict(task.env),
+            "env": {**seed_env(self.seed), **task.env},
             "roots": list(state_roots(task)),
             "files": dict(task.files),
             "tar": base64.b64encode(task.state).decode() if task.state else None,
@@ -131,7 +145,7 @@ class Session:
         self.touched = time.monotonic()
         if self.lost:
             return self._obs(f"the session is unavailable: {self.lost}", error=True)
-        if self.ended or self.finished:
+        if self.ended or self.phase is not Phase.OPEN:
             return self._obs(f"the episode is over: {self.ended or 'scored'}", error=True)
         self.steps += 1
         limits = self.task.limits
@@ -140,7 +154,7 @@ class Session:
             self.ended = f"the episode's {limits.episode_time_s:g} s are spent"
             return self._obs(self.ended, error=True)
         content, is_error, text = self._run(call, min(limits.step_time_s, left))
-        entry = {"name": call.name, "arguments": call.arguments, "output": content}
+        entry = {"name": call.name, "arguments": _recorded(call.arguments), "output": content}
         if text is not None:
             entry["text"] = text
         self.record.calls[-1].append(entry)
@@ -149,7 +163,7 @@ class Session:
         return self._obs(content, error=is_error)
 
     def _obs(self, content: str, *, error: bool) -> Observation:
-        done = bool(self.lost or self.ended or self.finished)
+        done = bool(self.ended) or self.phase is not Phase.OPEN
         # A lone surrogate (a tool's error text can hold one) is no UTF-8: no JSON encoder or tokenizer takes it.
         content = content.encode("utf-8", "replace").decode("utf-8")
         return Observation(content=content, is_error=error, done=done, steps=self.steps)
@@ -184,6 +198,8 @@ class Session:
         self.touched = time.monotonic()
         if message is not None:
             self.record.final_message = message
+        if self.turn >= len(self.task.turns):  # no turn is left: nothing more to record (a state per turn at most)
+            return TurnOut(done=True, turn=self.turn)
         if self.needs_states() and self.jail is not None and not self.lost:
             self.record.states.append(self._class_state())
         self.turn += 1
@@ -213,10 +229,10 @@ class Session:
         """End the episode: the last turn's state, every process killed, the state packed, the jail closed."""
         if final_message is not None:
             self.record.final_message = final_message
-        if self.finished:
+        if self.phase is not Phase.OPEN:  # finished already, lost (nothing to pack), or never started
             return
-        self.finished = True
-        if self.jail is None or self.lost:
+        self.phase = Phase.FINISHED
+        if self.jail is None:
             return
         if self.needs_states() and len(self.record.states) <= self.turn:
             self.record.states.append(self._class_state())
@@ -246,17 +262,31 @@ class Session:
         self._close_jail()
         if exc.agents_doing or jail is None or jail.oom_killed:
             return False
-        self.lost = f"the session's jail ended under the server: {exc}"
+        self._lose(f"the session's jail ended under the server: {exc}")
         return True
 
     def _lose(self, reason: str) -> None:
-        self.lost = reason
+        self.phase, self.lost = Phase.LOST, reason
         self._close_jail()
 
     def lose(self, reason: str) -> None:
         """The server gives the session up (reaped, shut down): its verdict is infra_error."""
-        if not self.finished:
+        if self.phase is not Phase.FINISHED:
             self._lose(reason)
+
+    def conclude(self, final_message: str | None, reference: ReferenceFn) -> Verdict:
+        """Finish the episode (if it is not) and score it: the one way every caller gets a session's verdict (the
+        same on every call). infra_error when the session is LOST, before or while its state was packed."""
+        if self.verdict is None:
+            self.finish(final_message)
+            if self.lost:
+                self.verdict = Verdict.infra_error(self.task.id, self.lost, "sandbox", session_id=self.id)
+            else:
+                verdict = score_record(self.task, self.record, reference)
+                self.settle()  # its jail is gone before its verdict is out
+                verdict.details.update(session_id=self.id, steps=self.steps, ended=self.ended)
+                self.verdict = verdict
+        return self.verdict
 
     def _close_jail(self, background: bool = False) -> None:
         jail, self.jail = self.jail, None
@@ -276,6 +306,16 @@ class Session:
     def close(self) -> None:
         self._close_jail()
         self.settle()
+
+
+RECORDED_ARGUMENTS = 64 << 10  # bytes of a call's arguments (as JSON) the record keeps; the rest is a size
+
+
+def _recorded(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the record keeps them: whole up to RECORDED_ARGUMENTS, else only their size (a client's
+    megabytes would otherwise stay on the host for the session's life, a step at a time)."""
+    size = len(json.dumps(arguments, ensure_ascii=False, default=str))
+    return arguments if size <= RECORDED_ARGUMENTS else {"<arguments cut>": size}
 
 
 def _offered(spec: Any, method: str) -> bool:

@@ -12,9 +12,10 @@ import atexit
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
-from groupscore.environments.checkers import score_record
 from groupscore.environments.replay import reference_record
 from groupscore.environments.session import Session
 from groupscore.environments.task import Task
@@ -33,6 +34,11 @@ class SessionLimit(Exception):
 
 class UnknownSession(KeyError):
     """No session of that id (never opened, or closed)."""
+
+
+class SessionBusy(Exception):
+    """The session is answering another call: one call at a time per session (a trainer never needs two), so a
+    second is refused at once rather than holding a thread while it waits."""
 
 
 class Sessions:
@@ -73,10 +79,11 @@ class Sessions:
         failure: BaseException | None = None
         try:
             if count == 1:
-                sessions.append(Session(task, seed, client))
+                sessions.append(Session(task, seed, client).start())
             else:
                 with ThreadPoolExecutor(min(count, START_THREADS), thread_name_prefix="session-start") as pool:
-                    for future in [pool.submit(Session, task, seed, client) for _ in range(count)]:
+                    starts = [pool.submit(Session(task, seed, client).start) for _ in range(count)]
+                    for future in starts:
                         try:
                             sessions.append(future.result())
                         except BaseException as exc:  # noqa: BLE001 every start is waited for, then the first raised
@@ -85,21 +92,23 @@ class Sessions:
             with self._lock:  # the places pass to the sessions, or are given back, in one step
                 self._starting -= count
                 self._open.update((s.id, s) for s in sessions)
-        if failure is not None:  # an error of ours (a jail that fails to start is a lost session, not an error)
-            for session in sessions:
+        try:
+            if failure is not None:  # an error of ours (a jail that fails to start is a lost session, not an error)
+                raise failure
+            openings = [s.opening() for s in sessions]
+        except BaseException:
+            for session in sessions:  # none is left holding a place that no client knows of
                 self.close(session.id)
-            raise failure
+            raise
         self._start_reaper()
-        return [s.opening() for s in sessions]
+        return openings
 
     def step(self, session_id: str, call: ToolCall) -> Observation:
-        session = self._get(session_id)
-        with session.lock:
+        with self._held(session_id) as session:
             return session.step(call)
 
     def next_turn(self, session_id: str, message: str | None = None) -> Turn:
-        session = self._get(session_id)
-        with session.lock:
+        with self._held(session_id) as session:
             return session.next_turn(message)
 
     def score(self, session_id: str, final_message: str | None = None) -> Verdict:
@@ -107,18 +116,8 @@ class Sessions:
         with self._lock:
             if session_id in self._gone:
                 return self._gone[session_id]
-        session = self._get(session_id)
-        with session.lock:
-            if session.verdict is None:
-                session.finish(final_message)  # nothing to pack when it is lost already
-                if session.lost:  # lost before, or its jail killed from outside while its state was packed
-                    verdict = Verdict.infra_error(session.task.id, session.lost, "sandbox", session_id=session_id)
-                else:
-                    verdict = score_record(session.task, session.record, reference_record)
-                    session.settle()  # its jail is gone before its verdict is out
-                    verdict.details.update(session_id=session_id, steps=session.steps, ended=session.ended)
-                session.verdict = verdict
-            return session.verdict
+        with self._held(session_id) as session:
+            return session.conclude(final_message, reference_record)
 
     def close(self, session_id: str) -> bool:
         """Close a session (its jail killed); False if there was none."""
@@ -167,6 +166,21 @@ class Sessions:
         if session is None:
             raise UnknownSession(session_id)
         return session
+
+    @contextmanager
+    def _held(self, session_id: str) -> Iterator[Session]:
+        """The open session of that id, its lock held: UnknownSession if there is none (or it was closed while this
+        call came in: a close takes the lock first), SessionBusy if another call holds it."""
+        session = self._get(session_id)
+        if not session.lock.acquire(blocking=False):
+            raise SessionBusy(f"session {session_id} is answering another call; send one call at a time")
+        try:
+            with self._lock:
+                if self._open.get(session_id) is not session:
+                    raise UnknownSession(session_id)
+            yield session
+        finally:
+            session.lock.release()
 
     def _remember(self, session_id: str, verdict: Verdict) -> None:
         with self._lock:

@@ -102,13 +102,28 @@ def load_source(source: str) -> list[Task]:
 
 
 def load_own(path: Path) -> list[Task]:
-    """Tasks in groupscore's own format from a JSONL or YAML file."""
+    """Tasks in groupscore's own format from a JSONL or YAML file. A file that is no such list of tasks (any shape,
+    any depth) is a SourceError in one line that quotes none of the file (it may hold more than tasks)."""
+    try:
+        return _load_own(path)
+    except RecursionError:
+        raise SourceError(f"{path}: nested too deeply to be a task file") from None
+
+
+def _load_own(path: Path) -> list[Task]:
     text = path.read_text(encoding="utf-8")
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        raws = yaml.safe_load(text) or []
+        try:
+            raws = yaml.safe_load(text) or []
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            raise SourceError(f"{path}: not YAML{at} ({type(exc).__name__})") from None
         raws = raws.get("tasks", []) if isinstance(raws, dict) else raws
+        if not isinstance(raws, list):
+            raise SourceError(f"{path}: a YAML task file is a list of tasks (or a mapping with 'tasks': a list)")
         where = [f"{path}: task {i + 1}" for i in range(len(raws))]
     else:
         raws, where = [], []
@@ -117,7 +132,7 @@ def load_own(path: Path) -> list[Task]:
                 try:
                     raws.append(json.loads(line))
                 except ValueError as exc:
-                    raise SourceError(f"{path}:{n}: not JSON: {exc}") from exc
+                    raise SourceError(f"{path}:{n}: not JSON ({type(exc).__name__})") from None
                 where.append(f"{path}:{n}")
     tasks = [own_task(raw, str(path), at) for raw, at in zip(raws, where, strict=True)]
     seen: set[str] = set()
@@ -138,11 +153,19 @@ def own_task(raw: Any, source: str, where: str) -> Task:
             raise SourceError(f"{where}: give 'prompt' or 'turns', not both")
         raw["turns"] = [raw.pop("prompt")]
     turns = []
-    for i, turn in enumerate(raw.get("turns") or []):
+    given = raw.get("turns") or []
+    if not isinstance(given, list):
+        raise SourceError(f"{where}: turns: a list of turns (each a string, or an object with 'messages')")
+    for i, turn in enumerate(given):
+        if not isinstance(turn, str | dict):
+            raise SourceError(f"{where}: turns.{i}: a turn is a string or an object with 'messages'")
         if isinstance(turn, str):
             turn = {"messages": [{"role": "user", "content": turn}]}
         if i == 0 and system:
-            turn = {**turn, "messages": [{"role": "system", "content": system}, *turn.get("messages", [])]}
+            messages = turn.get("messages", [])
+            if not isinstance(messages, list):
+                raise SourceError(f"{where}: turns.0.messages: a list of messages")
+            turn = {**turn, "messages": [{"role": "system", "content": system}, *messages]}
         turns.append(turn)
     raw["turns"] = turns
     raw.setdefault("source", source)

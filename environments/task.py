@@ -178,6 +178,9 @@ class Task(BaseModel):
             raise ValueError("a task needs tools: built-in ones ('tools') or class tools ('classes')")
         if any(c.kind == "sql" for c in self.checkers) and self.database is None:
             raise ValueError("an sql checker needs the task's 'database'")
+        added = {name for turn in self.turns for name in turn.add_tools}
+        if not self.classes and added - set(BUILTIN_TOOLS):
+            raise ValueError(f"turns add tools the task does not have: {', '.join(sorted(added - set(BUILTIN_TOOLS)))}")
         if any(c.kind == "state" for c in self.checkers) and not self.classes:
             raise ValueError("a state checker compares class tools' state: the task has no 'classes'")
         return self

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,8 +31,10 @@ from groupscore.service.settings import Settings
 from groupscore.verifiers.registry import KINDS
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """A service instance: its own scoring workers, metrics and settings (started and stopped with its lifespan)."""
+def create_app(settings: Settings | None = None, inner: Sequence[tuple[Any, dict[str, Any]]] = ()) -> FastAPI:
+    """A service instance: its own scoring workers, metrics and settings (started and stopped with its lifespan).
+    inner: ASGI middleware (class, options) run inside the Gatekeeper, so after its auth and body limit (the Ray
+    deployment's session affinity reads bodies: it must never read one that is unauthorised or too large)."""
     settings = settings or Settings.from_env()
     metrics = ServiceMetrics()
     dispatcher = Dispatcher(settings, metrics)
@@ -165,7 +167,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.openapi = openapi_with_item_schemas  # type: ignore[method-assign]
     known = frozenset(route.path for route in app.routes if hasattr(route, "path"))
-    app.add_middleware(Gatekeeper, settings=settings, metrics=metrics, known_paths=known)
+    for middleware, options in inner:
+        app.add_middleware(middleware, **options)
+    app.add_middleware(Gatekeeper, settings=settings, metrics=metrics, known_paths=known)  # added last: outermost
     return app
 
 

@@ -83,8 +83,9 @@ class GroupScoreReplica:
         self.settings = Settings.from_env(
             **{"workers": workers, "require_sandbox": require_sandbox, **(settings or {})}
         )
-        self.service: FastAPI = create_app(self.settings)  # its lifespan (Serve runs it) starts the workers
-        self.service.add_middleware(SessionAffinity, peers=self._session_peers)
+        # Its lifespan (Serve runs it) starts the workers; session calls go where their session is, once the
+        # Gatekeeper has checked their token and size.
+        self.service: FastAPI = create_app(self.settings, inner=[(SessionAffinity, {"peers": self._session_peers})])
         self._peers: Peers | None = None
         tune_garbage_collector()  # as `groupscore serve` does: a batch's many short-lived containers
 

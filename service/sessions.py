@@ -35,6 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_task
+from groupscore.environments.sessions import SessionBusy
 from groupscore.environments.sources import BUNDLED, split_address
 from groupscore.environments.task import BUILTIN_TOOLS
 from groupscore.schema.sessions import (
@@ -64,7 +65,10 @@ SESSION_ID = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 SHOWN_ID = 80
 
 router = APIRouter(route_class=OffloadingRoute, tags=["sessions"])
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such session (never opened, or closed)"}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "No such session (never opened, or closed)"},
+    409: {"description": "The session is answering another call (one call at a time); see Retry-After"},
+}
 
 
 class SessionHost:
@@ -189,6 +193,11 @@ async def open_sessions(body: OpenSessions, request: Request) -> Response:
     return json_response({"sessions": [o.model_dump(mode="json") for o in openings]})
 
 
+def _busy(exc: SessionBusy) -> Response:
+    """A second call on a session while one runs: refused at once (it would hold a thread every client shares)."""
+    return json_response({"detail": str(exc)}, 409, {"Retry-After": "1"})
+
+
 def _full(host: SessionHost, why: str) -> Response:
     host.metrics.rejected.labels("session_limit").inc()
     return json_response({"detail": f"no room for the sessions: {why}"}, 503, {"Retry-After": str(RETRY_AFTER_S)})
@@ -223,6 +232,8 @@ async def step_session(session_id: str, body: StepRequest, request: Request) -> 
             answer = await host.run(host.sessions.next_turn, session_id, body.message)
     except UnknownSession:
         return _unknown(session_id)
+    except SessionBusy as exc:
+        return _busy(exc)
     host.step_latency.labels(tool).observe(time.perf_counter() - started)
     return json_response(answer.model_dump(mode="json"))
 
@@ -242,6 +253,8 @@ async def score_session(session_id: str, request: Request, body: ScoreRequest | 
         verdict = await host.run(host.sessions.score, session_id, body.final_message if body else None)
     except UnknownSession:
         return _unknown(session_id)
+    except SessionBusy as exc:
+        return _busy(exc)
     return json_response(verdict.model_dump(mode="json"))
 
 

@@ -45,3 +45,20 @@ def test_loading_one_harbor_task_builds_its_state_alone(monkeypatch):
 def test_a_task_id_is_never_a_path(task_id):
     with pytest.raises(SourceError):
         load_task(f"harbor:{task_id}")
+
+
+def test_the_seed_reaches_the_tools_and_the_checker():
+    from groupscore.environments import Task, ToolCall, replay
+
+    test = '[ "$(cat /app/seen)" = "$GROUPSCORE_SEED" ] && echo 1 > /logs/verifier/reward.txt\n'
+    task = Task.model_validate(
+        {
+            "id": "seeded",
+            "turns": [{"messages": [{"role": "user", "content": "Write down your seed."}]}],
+            "tools": ["shell"],
+            "checkers": [{"kind": "tests", "files": {"test.sh": test}}],
+        }
+    )
+    write = [[ToolCall(name="shell", arguments={"command": "echo $GROUPSCORE_SEED > seen"})]]
+    assert replay(task, write, seed=7).reward == 1.0
+    assert replay(task, [[ToolCall(name="shell", arguments={"command": "echo 8 > seen"})]], seed=7).reward == 0.0

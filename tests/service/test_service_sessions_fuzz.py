@@ -235,7 +235,7 @@ def test_a_session_id_no_session_could_have_is_404(http, session_id):
         ("TASKS/loop/x:t", "not a usable path"),  # a symlink loop: RuntimeError from resolve()
         ("TASKS/fifo:t", "no task file or folder"),
         ("TASKS/binary.jsonl:t", "cannot be read as a task source"),  # was a 500 (UnicodeDecodeError)
-        ("TASKS/broken.yaml:t", "cannot be read as a task source"),  # was a 500 (yaml's ParserError)
+        ("TASKS/broken.yaml:t", "not YAML at line"),  # was a 500 (yaml's ParserError); quotes none of the file
         ("TASKS/" + "a" * 300 + ":t", "not a usable path"),  # was a 500 (ENAMETOOLONG)
         ("TASKS/../outside.jsonl:t", "GROUPSCORE_TASK_DIRS"),
         ("TASKS/../../../../etc/passwd:root", "GROUPSCORE_TASK_DIRS"),

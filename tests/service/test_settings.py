@@ -35,6 +35,8 @@ SETTINGS_MODULES = {
 # Switches of the tests and tools themselves, never read by groupscore (docs/service/settings.md says so under its
 # table).
 TEST_ONLY = {"GROUPSCORE_FULL_PIN_CHECK", "GROUPSCORE_SCHEMATHESIS_EXAMPLES"}
+# Set for a session's tools and tests inside its jail (environments/record.py), never read by groupscore itself.
+GIVEN_TO_JAILS = {"GROUPSCORE_SEED"}
 
 
 @pytest.fixture(autouse=True)
@@ -420,7 +422,7 @@ def test_every_groupscore_variable_named_in_the_tree_is_a_setting_or_test_only()
     ]:
         named |= set(re.findall(r"\bGROUPSCORE_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
     named -= {"GROUPSCORE_X"}  # this module's planted reads
-    assert named - set(_settings_variables()) - TEST_ONLY == set()
+    assert named - set(_settings_variables()) - TEST_ONLY - GIVEN_TO_JAILS == set()
 
 
 def test_the_sandbox_and_bounded_settings_import_nothing_of_ours_outside_their_part():
