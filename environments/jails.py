@@ -80,7 +80,21 @@ def ask(jail: SessionJail, request: Request, timeout: float) -> Reply:
 
 
 def _agent_jail(policy: Policy, python: str) -> SessionJail:
+    _agent_bytecode(python)
     return SessionJail(policy, [python, *PYTHON_FLAGS, "-c", BOOT], {f"{JAIL_DIR}/{PACKAGE}": str(AGENT_DIR)})
+
+
+@functools.cache
+def _agent_bytecode(python: str) -> None:
+    """The agent's modules compiled once, by the jail's own Python, beside their sources: every session's start then
+    reads bytecode (-B writes none) instead of compiling the package again (about 7 of its 30 ms). Where the package's
+    folder is not writable, sessions compile as they go: slower, the same."""
+    import subprocess
+
+    try:
+        subprocess.run([python, "-m", "compileall", "-q", str(AGENT_DIR)], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 def open_session_jail(task: Task) -> SessionJail:
