@@ -5,6 +5,7 @@ xfail): a test that writes into the state it judges writes through what the agen
 from __future__ import annotations
 
 import pytest
+from test_env_integrity import LEDGER, PLANT
 
 from groupscore.environments import Task, ToolCall, replay
 from groupscore.environments.agent.state import resolves_within
@@ -90,23 +91,6 @@ def test_keys_and_booleans_keep_their_types_in_the_state(key, value):
     assert play(t, call("put", key="1", value=1))[0].reward == 1.0
     assert play(t, call("put", key="1", value=1.0))[0].reward == 1.0  # the same amount, spelt as a float
     assert play(t, call("put", key=key, value=value))[0].reward == 0.0
-
-
-LEDGER = """class Ledger:
-    def __init__(self):
-        self.total = 0
-
-    def add(self, amount: int):
-        import fractions
-        self.total += int(fractions.Fraction(amount))
-        return self.total
-"""
-PLANT = """import gc
-for obj in gc.get_objects():
-    if type(obj).__name__ == "Ledger":
-        obj.total = 29
-Fraction = int
-"""
 
 
 def test_a_tasks_pythonpath_into_the_work_dir_does_not_reach_the_class_host():
