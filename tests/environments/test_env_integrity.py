@@ -322,6 +322,34 @@ def test_every_property_of_the_state_reaches_the_checker():
     assert verdict.reward == 1.0, verdict.details["checkers"]["tests"]["output"]
 
 
+# One property a test, as an honest solution leaves it (the setup) and as the checker must see it (the check); the
+# first three were lost before this round (0 for an honest `chmod 1777`), as were hard links and sub-second times.
+PROPERTIES = {
+    "sticky": ("mkdir shared; chmod 1777 shared", '[ "$(stat -c %a shared)" = 1777 ]'),
+    "setgid": ("mkdir group; chmod 2775 group", '[ "$(stat -c %a group)" = 2775 ]'),
+    "setuid": ("echo x > tool; chmod 4755 tool", '[ "$(stat -c %a tool)" = 4755 ]'),
+    "mode 600": ("echo s > secret; chmod 600 secret", '[ "$(stat -c %a secret)" = 600 ]'),
+    "mode 444": ("echo r > ro; chmod 444 ro", '[ "$(stat -c %a ro)" = 444 ]'),
+    "hard link": ("echo h > a; ln a b", '[ "$(stat -c %i a)" = "$(stat -c %i b)" ] && [ "$(stat -c %h a)" = 2 ]'),
+    "fifo": ("mkfifo pipe", "[ -p pipe ]"),
+    "empty dir": ("mkdir -p empty/deeper", '[ -d empty/deeper ] && [ -z "$(ls -A empty/deeper)" ]'),
+    "mtime": ("touch -d '2001-01-01 00:00:00 UTC' old", '[ "$(stat -c %Y old)" = 978307200 ]'),
+    "dir mtime": ("mkdir d; touch -d '2001-01-01 00:00:00 UTC' d", '[ "$(stat -c %Y d)" = 978307200 ]'),
+    "sub-second": ("touch -d '2020-05-05 10:00:00.250 UTC' f", '[ "$(stat -c %y f | cut -c 21-23)" = 250 ]'),
+    "/tmp": ("echo tmp > /tmp/keep", '[ "$(cat /tmp/keep)" = tmp ]'),
+    "sparse": ("truncate -s 40M hole", '[ "$(stat -c %s hole)" = 41943040 ] && [ "$(du -k hole | cut -f1)" -lt 1024 ]'),
+    "work dir mode": ("chmod 751 /app", '[ "$(stat -c %a /app)" = 751 ]'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROPERTIES))
+def test_each_property_reaches_the_checker(name):
+    setup, check = PROPERTIES[name]
+    test = f"#!/bin/bash\ncd /app\nif {check}; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    verdict, _ = play(task(test=test), shell(setup))
+    assert verdict.reward == 1.0, verdict.details
+
+
 def test_what_no_tar_holds_is_said():
     make_socket = "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.bind(\"/app/sock\")'"
     verdict, _ = play(task(test=FIDELITY), shell(SOLVE + "; " + make_socket))
