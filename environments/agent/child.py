@@ -14,6 +14,8 @@ import json
 import os
 import sys
 
+from .state import inside
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -164,10 +166,6 @@ def serve(mode, requests: "TextIO", replies: "TextIO"):
         replies.flush()
 
 
-def _under(path, roots):
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
 def main():
     mode = sys.argv[1]
     cpu_s = sys.argv.pop(2)  # the tool's CPU seconds ("" for none), set on itself before anything runs
@@ -182,7 +180,7 @@ def main():
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no other process opens our /proc/pid/fd
         # No entry of the path may be relative (an empty PYTHONPATH entry is the work dir) or lie where the agent
         # writes (a task's PYTHONPATH=/app): a module planted there would run here and set the compared state.
-        sys.path[:] = [p for p in sys.path if os.path.isabs(p) and not _under(os.path.normpath(p), roots)]
+        sys.path[:] = [p for p in sys.path if os.path.isabs(p) and not inside(os.path.normpath(p), roots)]
     else:
         sys.path.insert(0, "")  # the model's modules, from its working directory (the host ran us with -P)
     serve(mode, os.fdopen(3, "r", encoding="utf-8"), os.fdopen(4, "w", encoding="utf-8"))
