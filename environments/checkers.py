@@ -107,7 +107,7 @@ def _in_checker_jail(
     record: Record,
     *,
     command: str = "",
-    sql: tuple[str, str, list[str]] | None = None,
+    sql: tuple[str, str, list[str] | None] | None = None,
 ) -> Reply:
     """Run the check in a fresh jail: the tests' `command`, or `sql` (the database's path and the query)."""
     try:
@@ -128,7 +128,7 @@ def _in_checker_jail(
             "max_output": 8192,
         }
         if sql is not None:
-            request["db_path"], request["query"], request["views"] = sql
+            request["db_path"], request["query"], request["views"] = sql  # views None: any view may answer
         else:
             request["command"] = command
         try:
@@ -180,7 +180,7 @@ def _reward_file(reply: Reply) -> float | str:
 
 def _sql(task: Task, checker: Checker, record: Record) -> Outcome:
     assert task.database is not None and checker.query is not None
-    sql = (task.database.path, checker.query, _task_views(task.database.sql))
+    sql = (task.database.path, checker.query, None if checker.agent_views else _task_views(task.database.sql))
     reply = _in_checker_jail(task, checker.model_copy(update={"files": {}}), record, sql=sql)
 
     if not reply.get("ok") or reply.get("error"):

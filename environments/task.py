@@ -108,6 +108,11 @@ class Checker(BaseModel):
     query: str | None = None
     rows: tuple[tuple[Any, ...], ...] = ()
     ordered: bool = False
+    agent_views: bool = Field(
+        False,
+        description="sql: the query may read views the agent made (for a task that asks for one); otherwise only the "
+        "task's tables and views, so that a view named like a table cannot answer for it",
+    )
     item: dict[str, Any] = Field(default_factory=dict)
     reward: RewardSpec | None = Field(None, description="final_message: a composite reward over the item (components)")
 

@@ -153,7 +153,7 @@ def check(msg):
     if msg.get("db_path"):
         state["db"] = msg["db_path"]
         query = {"query": msg["query"], "timeout": msg["timeout"], "max_output": 1 << 20, "raw": True}
-        return run_sqlite({**query, "views": msg.get("views", [])})
+        return run_sqlite({**query, "views": msg.get("views", [])})  # None (the task allows the agent's views): any
     result = run_shell({"command": msg["command"], "timeout": msg["timeout"], "max_output": msg["max_output"]})
     kill_all_others()  # what the test started (the agent's code among it) cannot write the reward after the test
     result["not_carried"] = started.get("not_carried", [])[:100]

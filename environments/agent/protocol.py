@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         op: Literal["sqlite"]
         query: str
         raw: NotRequired[bool]  # rows as data (a checker's), not as text
-        views: NotRequired[list[str]]  # with raw: the views the query may read through
+        views: NotRequired[list[str] | None]  # with raw: the views the query may read through (None: any)
 
     class State(TypedDict):
         op: Literal["state"]
@@ -82,7 +82,7 @@ if TYPE_CHECKING:
         command: NotRequired[str]  # a tests checker's
         db_path: NotRequired[str]  # an sql checker's database (relative to workdir) ...
         query: NotRequired[str]  # ... and query
-        views: NotRequired[list[str]]  # the views the task's own database has (the query may read through these only)
+        views: NotRequired[list[str] | None]  # the views the query may read through (None: any)
 
     Request = Init | Shell | Python | Call | FileOp | Sqlite | State | Finish | Check
 

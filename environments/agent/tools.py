@@ -181,8 +181,8 @@ def run_sqlite(msg):
     deadline = time.monotonic() + msg["timeout"]
     con = sqlite3.connect(resolve(state["db"], state["workdir"]), isolation_level=None)
     con.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
-    if msg.get("raw"):  # a checker's query: it reads tables, or the task's own views, never a view the agent made
-        allowed = set(msg.get("views", ()))
+    if msg.get("raw") and msg.get("views") is not None:  # a checker's: tables and the task's views, not the agent's
+        allowed = set(msg["views"])
         con.set_authorizer(lambda _action, _a, _b, _db, view: 1 if view is not None and view not in allowed else 0)
     try:
         cur = con.execute(msg["query"])

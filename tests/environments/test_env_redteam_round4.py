@@ -226,3 +226,16 @@ def test_the_same_test_writing_under_its_own_tmpdir_pays_nothing():
     safe = COPYING_TEST.replace("/tmp/gs-expected.txt", "$TMPDIR/gs-expected.txt")
     assert play(make_task(safe), shell("touch answer; ln -s /app/answer /tmp/gs-expected.txt"))[0].reward == 0.0
     assert play(make_task(safe), shell("echo hidden > answer"))[0].reward == 1.0
+
+
+def test_a_task_that_asks_for_a_view_says_so_and_its_honest_view_pays():
+    """The strict reading's honest twin: a task whose answer is a view the agent makes (agent_views) pays for it."""
+    raw = sql_task("SELECT id FROM paid_orders ORDER BY id", [[1], [2]]).model_dump()
+    raw["checkers"][0]["agent_views"] = True
+    t = Task.model_validate(raw)
+    make = "CREATE VIEW paid_orders AS SELECT id FROM orders WHERE customer = 7"
+    assert play(t, call("sqlite", query=make))[0].reward == 1.0
+    assert (
+        play(sql_task("SELECT id FROM paid_orders ORDER BY id", [[1], [2]]), call("sqlite", query=make))[0].reward
+        == 0.0
+    )
