@@ -151,11 +151,6 @@ class Sessions:
         with self._lock:
             return len(self._open)
 
-    def room(self) -> int:
-        """How many more sessions may open now (those still starting hold their places)."""
-        with self._lock:
-            return max(0, self.max_sessions - len(self._open) - self._starting)
-
     def jails_alive(self) -> int:
         with self._lock:
             return sum(1 for s in self._open.values() if s.jail is not None and s.jail.alive())
