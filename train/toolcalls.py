@@ -6,6 +6,25 @@ call), `llama3` (Llama 3.1/3.2: the turn is a JSON object `{"name": ..., "parame
 `<|python_tag|>`; several joined by `;`), `smollm2` (SmolLM2's function-calling format: `<tool_call>[{"name": ...,
 "arguments": {...}}, ...]</tool_call>`; its chat template renders no tools, so the tool list goes into the system
 prompt, as SmolLM2 was tuned on). A template with none of them is refused in one line before any weights load.
+
+Which parser reads a turn (`parse_turn`): the library's, wherever the model's template has one; ours otherwise.
+- The library: transformers' `tokenizer.parse_response` (transformers >= 5.13), driven by a response template: the
+  tokenizer's own `response_template` (a repo's tokenizer_config ships it, or a user sets it), else the one TRL keeps
+  for a chat template it knows (`trl.chat_template_utils.add_response_schema`, read on a stand-in so the caller's
+  tokenizer is left as it was: Qwen2.5, Qwen3, Qwen3.5/3.6, Llama 3.1/3.2, GLM-4-MoE, Nemotron 3, gpt-oss, LFM2.5,
+  Gemma 4). It is taken when a tokenizer is passed, the template has a `tool_calls` field and loads, and the format
+  is not `smollm2` (there the tools are listed by us, so the model writes our format, not its template's). The turn
+  is parsed as the model wrote it: the end-of-turn token the episode runner strips is put back (the template's
+  closing patterns expect it, as TRL's rollouts give it), and the prefix is the template's own generation prompt.
+  A turn the library cannot parse is a `problem` (the episode ends on it), never an exception.
+- Ours (`hermes`, `llama3`, `smollm2` above): the fallback, kept because most templates we meet have no response
+  template: SmolLM2's (its format is ours), the tiny model's, templates edited from the ones TRL knows (TRL matches
+  a template by its exact text), and transformers older than 5.13 (pyproject allows 4.56+).
+Where both apply, the calls agree on every reference turn; on the built turns where they do not (pinned in
+tests/train/test_train_toolcalls_library.py, summed up in train/README.md) the library is mostly the stricter: Llama 3
+calls only as the template writes them (one call, `{"name"` first, `"parameters"`), Qwen's blocks closed by
+`</tool_call>` with one call object each. It also reads what ours cannot: Qwen3.5's XML calls, a Llama call after
+text, and a `<think>` block kept out of the text.
 """
 
 from __future__ import annotations
@@ -13,7 +32,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -129,8 +150,20 @@ def suffix_after_turn(
     return after[end:]
 
 
-def parse_turn(text: str, fmt: str) -> ParsedTurn:
-    """The calls in a generated turn, read in `fmt`; a turn without any is the model's answer."""
+def parse_turn(
+    text: str,
+    fmt: str,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    tools: list[dict[str, Any]] | None = None,
+) -> ParsedTurn:
+    """The calls in a generated turn (`text`: decoded without its end-of-turn token); a turn without any is the
+    model's answer. Read by the library when `tokenizer` has a response template (`response_template`), in `fmt`
+    by our parser otherwise. `tools` (OpenAI function format) types the arguments on the library path, for templates
+    that write them as text (Qwen3.5: `<parameter=a>37</parameter>` is 37 for an integer parameter)."""
+    if tokenizer is not None and fmt != "smollm2":
+        template = response_template(tokenizer)
+        if template is not None:
+            return _parse_with_library(text, tokenizer, template, tools)
     if fmt == "llama3":
         return _parse_llama3(text)
     calls: list[dict[str, Any]] = []
@@ -183,3 +216,88 @@ def _check(call: Any, key: str) -> str | None:
     if arguments is not None and not isinstance(arguments, dict):
         return f'a tool call whose "{key}" is not a JSON object'
     return None
+
+
+# -- the library's parser -------------------------------------------------------------------------------------------
+
+
+def response_template(tokenizer: PreTrainedTokenizerBase) -> dict[str, Any] | None:
+    """The response template the library reads this tokenizer's turns with: the tokenizer's own, else TRL's for its
+    chat template; None when there is none with a `tool_calls` field, it does not load, or the installed
+    transformers has no template-driven `parse_response` (before 5.13): then our parser reads the turns."""
+    try:
+        from transformers.utils.chat_parsing.response_templates import load_response_template
+    except ImportError:
+        return None
+    if not callable(getattr(tokenizer, "parse_response", None)):
+        return None
+    template = getattr(tokenizer, "response_template", None)
+    if template is None and isinstance(tokenizer.chat_template, str):
+        template = _trl_template(tokenizer.chat_template)
+    if not isinstance(template, dict) or "tool_calls" not in (template.get("fields") or {}):
+        return None
+    try:
+        load_response_template(template)
+    except Exception:  # noqa: BLE001 - a template that does not load: our parser reads the turns instead
+        return None
+    return template
+
+
+@lru_cache(maxsize=8)
+def _trl_template(chat_template: str) -> dict[str, Any] | None:
+    """TRL's response template for a chat template it knows (matched by its text), set on a stand-in."""
+    try:
+        from trl.chat_template_utils import add_response_schema
+    except ImportError:
+        return None
+    stand_in = SimpleNamespace(chat_template=chat_template, response_template=None)
+    try:
+        add_response_schema(cast(Any, stand_in))
+    except ValueError:  # a chat template TRL does not know
+        return None
+    found = stand_in.response_template  # None where TRL set only a legacy response_schema (transformers < 5.13)
+    return found if isinstance(found, dict) else None
+
+
+def _parse_with_library(
+    text: str, tokenizer: PreTrainedTokenizerBase, template: dict[str, Any], tools: list[dict[str, Any]] | None
+) -> ParsedTurn:
+    end = tokenizer.eos_token if isinstance(tokenizer.eos_token, str) else ""
+    written = text if not end or text.rstrip().endswith(end) else text + end
+    try:
+        options: dict[str, Any] = {"tools": tools} if tools else {}
+        message = tokenizer.parse_response(written, template, prefix=_generation_prompt(tokenizer, template), **options)
+    except Exception as exc:  # noqa: BLE001 - whatever the parser raises, the model wrote a call it cannot read
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        return ParsedTurn(text.strip(), [], f"a tool call the chat template's response parser cannot read ({reason})")
+    content = message.get("content") if isinstance(message, dict) else None
+    content = content.strip().removesuffix(end).strip() if isinstance(content, str) else ""
+    found = message.get("tool_calls") if isinstance(message, dict) else None
+    if found is not None and not isinstance(found, list):
+        return ParsedTurn(content, [], "the response parser read tool calls that are not a list")
+    calls: list[dict[str, Any]] = []
+    for item in found or []:
+        function = item.get("function", item) if isinstance(item, dict) else item
+        problem = _check(function, "arguments")
+        if problem:
+            return ParsedTurn(content, calls, problem)
+        calls.append({"name": function["name"], "arguments": function.get("arguments") or {}})
+    return ParsedTurn(content, calls)
+
+
+def _generation_prompt(tokenizer: PreTrainedTokenizerBase, template: dict[str, Any]) -> str:
+    """What the template writes of the assistant's turn before the model does (its header, a `<think>` it opens):
+    the prefix the library needs. From a stand-in conversation (only what follows the last header matters), cut at
+    that header; empty when the template's anchor is not found, so no prompt text can land in the turn."""
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    try:
+        rendered = tokenizer.apply_chat_template(
+            [{"role": "user", "content": "q"}], tokenize=False, add_generation_prompt=True
+        )
+    except Exception:  # noqa: BLE001 - a template raises what its author chose: parse without a prefix
+        return ""
+    if not isinstance(rendered, str):
+        return ""
+    anchors = list(load_response_template(template).start_anchor_re.finditer(rendered))
+    return rendered[anchors[-1].start() :] if anchors else ""
