@@ -29,6 +29,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from groupscore.service.embedded import start_embedded
+    from groupscore.train.completions import CompletionRollouts
     from groupscore.train.config import load_config
     from groupscore.train.grpo import run_grpo
     from groupscore.train.observe import Monitor
@@ -54,7 +55,7 @@ def main() -> None:
                 cfg,
                 config.eval,
                 hardware,
-                scorer,
+                CompletionRollouts(scorer, cfg.num_generations, overlap=overlap),
                 scratch / f"grpo-{overlap}",
                 config.seed,
                 Monitor(config.monitor, emit=lambda _m: None),

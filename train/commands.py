@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig, load_config
-from groupscore.train.episodes import open_episodes
 from groupscore.train.pipeline import run, say
 from groupscore.train.prepare import Prepared, prepare
-from groupscore.train.scoring import GroupScorer, ServiceScorer, open_scorer, wire_group
+from groupscore.train.rollouts import open_rollouts
+from groupscore.train.scoring import ServiceScorer, open_scorer, wire_group
 from groupscore.train.summary import DryRunReport
 from groupscore.train.task import Task
 
@@ -168,7 +168,7 @@ def check_reward_functions(prepared: Prepared, tasks: list[Task]) -> list[str]:
     return problems
 
 
-def estimate_run_time(config: TrainConfig, prepared: Prepared, scorer: GroupScorer) -> float:
+def estimate_run_time(config: TrainConfig, prepared: Prepared, scorer: ServiceScorer) -> float:
     """Run a few SFT and GRPO steps in a scratch folder and extrapolate; evaluations are timed once."""
     from groupscore.train.grpo import run_grpo
     from groupscore.train.models import lora_config
@@ -202,7 +202,7 @@ def estimate_run_time(config: TrainConfig, prepared: Prepared, scorer: GroupScor
             quiet = Monitor(config.monitor, emit=lambda _msg: None)
             # eval_every beyond the measured steps: the one evaluation at step 0 and at the end are timed apart
             cfg = config.grpo.model_copy(update={"eval_every": 10**6})
-            with open_episodes(config, prepared) as episodes:
+            with open_rollouts(config, prepared, scorer) as rollouts:
                 outcome = run_grpo(
                     model_path,
                     train_tasks,
@@ -210,15 +210,12 @@ def estimate_run_time(config: TrainConfig, prepared: Prepared, scorer: GroupScor
                     cfg,
                     config.eval,
                     hardware,
-                    scorer,
+                    rollouts,
                     scratch,
                     config.seed,
                     quiet,
                     lora_config(config.model),
                     max_steps=steps,
-                    extra_rewards=prepared.reward_functions,
-                    service_weight=config.rewards.service_weight,
-                    episodes=episodes,
                 )
             step_times = [m.step_time_s for m in outcome.metrics]
             per_step = sum(step_times[1:]) / max(1, len(step_times) - 1) if len(step_times) > 1 else step_times[0]

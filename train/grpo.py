@@ -1,14 +1,16 @@
-"""Stage 3, GRPO with TRL's GRPOTrainer, rewards from the scoring service, and checkpoints chosen by held-out pass@1.
+"""Stage 3, GRPO: TRL's GRPOTrainer on the run's rollouts (rollouts.py), and checkpoints chosen by held-out pass@1.
 
-TRL does generation, the clipped objective and the KL to the reference model. We add three things:
-the service's group advantages replace TRL's own normalisation (so training uses exactly what the group logs show),
-scoring starts as soon as completions exist (overlapping the reference forward pass), and a callback that logs,
-warns, evaluates on the held-out split and keeps the best checkpoint.
+TRL does generation, the clipped objective and the KL to the reference model. We add three things: the rollouts
+(completions scored by the service, or episodes scored by sessions) through TRL's rollout function; the groups'
+advantages as the service computes them in place of TRL's own normalisation, with what nothing judged masked (so
+training uses exactly what the group log shows); and a callback that logs, warns, evaluates on the held-out split
+and keeps the best checkpoint.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -22,6 +24,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_callback import PrinterCallback
 from trl import GRPOConfig, GRPOTrainer
 
+from groupscore.train.batch import batch_stats, group_records
 from groupscore.train.checkpoints import (
     BEST_FILE,
     EVALS_FILE,
@@ -36,19 +39,15 @@ from groupscore.train.checkpoints import (
 from groupscore.train.config import EvalConfig, GrpoConfig
 from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware
-from groupscore.train.observe import JsonlWriter, Monitor, batch_stats, write_group_log
-from groupscore.train.rewards import ServiceReward
-from groupscore.train.scoring import GroupScorer, unscored
+from groupscore.train.observe import JsonlWriter, Monitor
+from groupscore.train.rollouts import Rollouts
 from groupscore.train.summary import BatchStats, EvalRecord, StepMetrics
 from groupscore.train.task import Task
-from groupscore.train.user_rewards import UserReward
 
 if TYPE_CHECKING:
     from datasets import Dataset
     from peft import PeftConfig
     from transformers import PreTrainedTokenizerBase
-
-    from groupscore.train.episodes import EpisodeRunner
 
 
 def grpo_dataset(tasks: list[Task]) -> Dataset:
@@ -112,55 +111,86 @@ def grpo_args(
 
 
 def mask_unscored(output: dict[str, Any], masked: list[bool], gather: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """Zero the loss mask of the completions nothing judged, and recount the tokens the loss is divided by.
+    """Zero the loss mask of the samples nothing judged, and recount the tokens the loss is divided by.
 
-    Their advantage is 0 already (the service leaves them out of the group statistics); masking them also drops
-    their KL and entropy terms, as if they had not been sampled. Every process recounts (a gather), masked or not.
+    Their advantage is 0 already (left out of the group statistics); masking them also drops their KL and entropy
+    terms, as if they had not been sampled. Every process recounts (a gather), masked or not.
     """
     mask = output["completion_mask"]
     if len(masked) != mask.shape[0]:
-        raise ValueError(f"{len(masked)} scored completions for {mask.shape[0]} generated ones")
+        raise ValueError(f"{len(masked)} scored samples for {mask.shape[0]} generated ones")
     keep = torch.tensor([0 if m else 1 for m in masked], dtype=mask.dtype, device=mask.device)
     output["completion_mask"] = mask * keep.unsqueeze(1)
     loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]
     output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
 
 
-class ServiceGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose advantages are the scoring service's per-group advantages."""
+# The TRL internals this trainer is written against: the one method it overrides, and the one it calls (TRL's own
+# single-turn generation, from the completions' rollout function). `check_trl_internals` refuses a TRL whose
+# signatures moved, in one line, before any model loads.
+TRL_INTERNALS = {
+    "_generate_and_score_completions": ["self", "inputs"],
+    "_generate_single_turn": [
+        "self",
+        "prompt_ids",
+        "images",
+        "multimodal_fields",
+        "num_generations",
+        "has_tool_images",
+    ],
+}
 
-    def __init__(self, *args: Any, service_reward: ServiceReward, group_log: JsonlWriter, **kwargs: Any) -> None:
-        # TRL's annotation of reward_funcs leaves out the async callables it accepts (and awaits).
-        super().__init__(*args, reward_funcs=[service_reward], **kwargs)  # type: ignore[misc, list-item]
-        self.service_reward = service_reward
+
+def check_trl_internals(trainer_class: type = GRPOTrainer) -> None:
+    import inspect
+
+    import trl
+
+    for name, expected in TRL_INTERNALS.items():
+        method = getattr(trainer_class, name, None)
+        found = list(inspect.signature(method).parameters) if callable(method) else None
+        if found != expected:
+            raise RuntimeError(
+                f"TRL {trl.__version__}'s GRPOTrainer.{name} is {found or 'gone'}, not {expected}: groupscore's "
+                "trainer is written against TRL 1.16 (pip install 'trl>=1.16,<1.17')"
+            )
+    if "rollout_func" not in inspect.signature(trainer_class).parameters:
+        raise RuntimeError(f"TRL {trl.__version__}'s GRPOTrainer takes no rollout_func: pip install 'trl>=1.16,<1.17'")
+
+
+class GroupGRPOTrainer(GRPOTrainer):
+    """TRL's GRPOTrainer on our rollouts (completions scored by the service, or episodes scored by sessions).
+
+    The rollouts come in through TRL's public `rollout_func` and reward functions. The one TRL internal overridden is
+    `_generate_and_score_completions`: around TRL's own, it hands the rollouts the batch's rows, then trains on the
+    scored batch's group advantages (the service's formula, schema/advantages.py) instead of TRL's, masks what nothing
+    judged, writes the group log and keeps the step's statistics.
+    """
+
+    def __init__(self, *args: Any, rollouts: Rollouts, group_log: JsonlWriter, **kwargs: Any) -> None:
+        check_trl_internals(GRPOTrainer)
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is TRL's experimental rollout hook
+        # TRL's annotations leave out the async callables it accepts (and awaits) and bound methods as rollout_func
+        super().__init__(*args, reward_funcs=rollouts.reward_funcs(), rollout_func=rollouts.rollout, **kwargs)  # type: ignore[misc, arg-type]
+        self.rollouts = rollouts
         self.group_log = group_log
         self.last_batch_stats: BatchStats | None = None
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        self.service_reward.expect(inputs)
+        self.rollouts.begin(inputs)
         output = super()._generate_and_score_completions(inputs)
-        batch = self.service_reward.batches[-1]
-        advantages = batch.advantages()
-        # TRL normalised the same rewards itself (its own std and epsilon); train on the service's numbers instead
-        # (with the user's functions: the same formula on the combined reward), so what the group log shows is
-        # exactly what moved the policy.
+        batch = self.rollouts.scored()
+        # TRL normalised the rewards itself; train on the groups' advantages as the service computes them, so what
+        # the group log shows is exactly what moved the policy.
         output["advantages"] = torch.tensor(
-            advantages, dtype=output["advantages"].dtype, device=output["advantages"].device
+            batch.advantages(), dtype=output["advantages"].dtype, device=output["advantages"].device
         )
-        # Completions the service could not score (infra_error) carry a placeholder 0: no loss on them at all.
-        mask_unscored(output, [m for g in batch.groups for m in unscored(g)], self.accelerator.gather)
-        step = self.state.global_step + 1
+        mask_unscored(output, batch.masked(), self.accelerator.gather)
         if self.accelerator.is_main_process:
-            write_group_log(self.group_log, step, batch)
+            for record in group_records(self.state.global_step + 1, batch):
+                self.group_log.write(record)
         self.last_batch_stats = batch_stats(batch)
-        self.service_reward.batches.clear()
         return output
-
-    def _generate(self, prompts: list[Any]) -> Any:
-        result = super()._generate(prompts)
-        completions = result[3]
-        self.service_reward.prefetch(completions, getattr(self, "async_loop", None))
-        return result
 
 
 @dataclass
@@ -170,17 +200,16 @@ class RunCallback(TrainerCallback):
     `metrics` and `evals` start with what a resumed run had logged before its restart (`RunHistory`), so the plots
     and the summary of a resumed run are those of an uninterrupted one."""
 
-    trainer: Any  # ServiceGRPOTrainer, or EnvGRPOTrainer (env_grpo.py) on an environment taskset
+    trainer: GroupGRPOTrainer
     tokenizer: PreTrainedTokenizerBase
     eval_tasks: list[Task]
     eval_cfg: EvalConfig
     grpo_cfg: GrpoConfig
-    scorer: GroupScorer
+    rollouts: Rollouts
     run_dir: Path
     seed: int
     monitor: Monitor
     start_model: str = ""  # the model GRPO starts from: step 0's candidate, never copied
-    episodes: EpisodeRunner | None = None  # an environment taskset: evaluations run whole episodes
     metrics: list[StepMetrics] = field(default_factory=list)
     evals: list[EvalRecord] = field(default_factory=list)
     best: Checkpoint | None = None
@@ -195,7 +224,7 @@ class RunCallback(TrainerCallback):
             model,
             self.tokenizer,
             self.eval_tasks,
-            self.scorer,
+            self.rollouts,
             n=self.eval_cfg.samples,
             ks=self.eval_cfg.k,
             temperature=self.eval_cfg.temperature,
@@ -203,7 +232,6 @@ class RunCallback(TrainerCallback):
             seed=self.seed,
             max_prompts=self.eval_cfg.max_prompts,
             progress=f"eval @ step {step}",
-            episodes=self.episodes,
         )
         record = EvalRecord(step, result)
         self.evals.append(record)
@@ -323,18 +351,15 @@ def run_grpo(
     cfg: GrpoConfig,
     eval_cfg: EvalConfig,
     hardware: Hardware,
-    scorer: GroupScorer,
+    rollouts: Rollouts,
     run_dir: Path,
     seed: int,
     monitor: Monitor,
     peft_config: PeftConfig | None = None,
     max_steps: int | None = None,
     *,
-    extra_rewards: list[UserReward] | None = None,
-    service_weight: float = 1.0,
     report_to: Sequence[str] | None = None,
     resume: bool = False,
-    episodes: EpisodeRunner | None = None,
 ) -> GrpoOutcome:
     """Train, evaluating every `eval_every` steps; the best checkpoint by held-out pass@1 is the outcome.
     `resume`: go on from the newest checkpoint under run_dir/grpo, if there is one."""
@@ -361,28 +386,15 @@ def run_grpo(
     if main:
         (out_dir / FINISHED_FILE).unlink(missing_ok=True)
     group_log = JsonlWriter(run_dir / "groups.jsonl", append=resume_from is not None, enabled=main)
-    service_reward = ServiceReward(
-        scorer,
-        cfg.num_generations,
-        overlap=cfg.overlap_scoring,
-        extra=list(extra_rewards or []),
-        service_weight=service_weight,
-        task_columns={t.id: t.columns for t in train_tasks},
+    trainer = GroupGRPOTrainer(
+        model=model_path,
+        args=grpo_args(cfg, hardware, out_dir, seed, hardware.num_processes, report_to),
+        train_dataset=grpo_dataset(train_tasks),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        rollouts=rollouts,
+        group_log=group_log,
     )
-    common = {
-        "model": model_path,
-        "args": grpo_args(cfg, hardware, out_dir, seed, hardware.num_processes, report_to),
-        "train_dataset": grpo_dataset(train_tasks),
-        "processing_class": tokenizer,
-        "peft_config": peft_config,
-        "group_log": group_log,
-    }
-    if episodes is not None:  # an environment taskset: multi-turn episodes, rewarded by the sessions' verdicts
-        from groupscore.train.env_grpo import EnvGRPOTrainer
-
-        trainer: Any = EnvGRPOTrainer(runner=episodes, **common)
-    else:
-        trainer = ServiceGRPOTrainer(service_reward=service_reward, **common)
     trainer.remove_callback(PrinterCallback)  # our progress bar and metrics.jsonl replace its raw dict dumps
     callback = RunCallback(
         trainer,
@@ -390,14 +402,13 @@ def run_grpo(
         eval_tasks,
         eval_cfg,
         cfg,
-        scorer,
+        rollouts,
         run_dir,
         seed,
         monitor,
         start_model=model_path,
         metrics=list(history.metrics),
         evals=list(history.evals),
-        episodes=episodes,
     )
     trainer.add_callback(callback)
     started = time.perf_counter()

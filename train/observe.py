@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from groupscore.train.config import MonitorConfig
-from groupscore.train.rewards import ScoredBatch
-from groupscore.train.scoring import component_rewards, unscored
-from groupscore.train.summary import BatchStats, EvalRecord, HealthWarning, Spread, StepMetrics
+from groupscore.train.summary import EvalRecord, HealthWarning, StepMetrics
 
 
 class JsonlWriter:
@@ -58,66 +55,6 @@ def keep_steps_upto(path: Path, step: int, rewrite: bool = True) -> list[dict[st
         tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         tmp.replace(path)
     return kept
-
-
-def write_group_log(log: JsonlWriter, step: int, batch: ScoredBatch) -> None:
-    """One line per group: the prompt, its completions, per-component rewards and the service's advantages."""
-    g = len(batch.groups[0].total.rewards)
-    advantages, flat = batch.advantages(), batch.zero_variance()
-    for index, group in enumerate(batch.groups):
-        rows = slice(index * g, (index + 1) * g)
-        total = group.total
-        record: dict[str, Any] = {
-            "step": step,
-            "group": index,
-            "task_id": batch.task_ids[rows][0],
-            "prompt": batch.prompts[rows][0],
-            "completions": batch.completions[rows],
-            "rewards": total.rewards,
-            "components": {name: stats.rewards for name, stats in group.components.items()},
-            "statuses": [verdict.status.value for verdict in group.results],
-            "mean": total.mean,
-            "std": total.std,
-            "advantages": advantages[rows],
-            "zero_variance": flat[index],
-            "infra_errors": sum(unscored(group)),
-        }
-        if batch.combined is not None:  # the user's functions: their rewards, and the sum trained on
-            record["components"].update({name: values[rows] for name, values in batch.extras.items()})
-            record["service_rewards"] = total.rewards
-            record["rewards"] = batch.group_rewards(index)
-            judged = [r for r in record["rewards"] if r is not None]
-            record["mean"] = statistics.fmean(judged) if judged else math.nan
-            record["std"] = statistics.stdev(judged) if len(judged) > 1 else 0.0
-        log.write(record)
-
-
-def _spread(values: list[float]) -> Spread:
-    return Spread(statistics.fmean(values), statistics.pstdev(values)) if values else Spread(math.nan, math.nan)
-
-
-def batch_stats(batch: ScoredBatch) -> BatchStats:
-    """Reward mean/std in total and per component over the judged completions, the share of groups the service
-    flagged zero-variance, and how many completions were masked because nothing judged them (infra_error)."""
-    rewards = [r for i in range(len(batch.groups)) for r in batch.group_rewards(i) if r is not None]
-    total = sum(len(g.total.rewards) for g in batch.groups)
-    reward = _spread(rewards)
-    components = {
-        name: _spread([v for g in batch.groups for v, m in zip(component_rewards(g, name), unscored(g)) if not m])
-        for name in sorted({c for g in batch.groups for c in g.components})
-    }
-    components.update({name: _spread([v for v in values if v is not None]) for name, values in batch.extras.items()})
-    flat = batch.zero_variance()
-    return BatchStats(
-        reward_mean=reward.mean,
-        reward_std=reward.std,
-        zero_variance_share=sum(flat) / len(flat),
-        infra_errors=total - len(rewards),
-        infra_error_share=(total - len(rewards)) / total,
-        reward_wait_s=batch.wait_s,
-        reward_request_s=batch.request_s,
-        components=components,
-    )
 
 
 @dataclass

@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 
 from groupscore.train.config import TrainConfig
-from groupscore.train.episodes import EpisodeRunner, open_episodes
 from groupscore.train.evaluate import evaluate
 from groupscore.train.hardware import Hardware, barrier, is_main_process
 from groupscore.train.models import load_model, lora_config
 from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.prepare import prepare
-from groupscore.train.scoring import GroupScorer, open_scorer
+from groupscore.train.rollouts import Rollouts, open_rollouts
+from groupscore.train.scoring import open_scorer
 from groupscore.train.summary import (
     EvalRecord,
     EvalResult,
@@ -44,10 +44,9 @@ def evaluate_folder(
     tasks: list[Task],
     config: TrainConfig,
     hardware: Hardware,
-    scorer: GroupScorer,
+    rollouts: Rollouts,
     seed: int,
     progress: str = "eval",
-    episodes: EpisodeRunner | None = None,
 ) -> EvalResult:
     eval_cfg = config.eval
     if eval_cfg is None:
@@ -58,7 +57,7 @@ def evaluate_folder(
         model,
         tokenizer,
         tasks,
-        scorer,
+        rollouts,
         n=eval_cfg.samples,
         ks=eval_cfg.k,
         temperature=eval_cfg.temperature,
@@ -66,7 +65,6 @@ def evaluate_folder(
         seed=seed,
         max_prompts=eval_cfg.max_prompts,
         progress=progress,
-        episodes=episodes,
     )
 
 
@@ -75,8 +73,7 @@ def preflight(
     tasks: list[Task],
     config: TrainConfig,
     hardware: Hardware,
-    scorer: GroupScorer,
-    episodes: EpisodeRunner | None = None,
+    rollouts: Rollouts,
 ) -> PreflightReport:
     """Can GRPO learn from this model? Groups with no positive reward give it nothing to work with."""
     cfg = config.preflight
@@ -89,7 +86,7 @@ def preflight(
         model,
         tokenizer,
         tasks,
-        scorer,
+        rollouts,
         n=cfg.generations,
         ks=[1, cfg.generations],
         temperature=temperature,
@@ -97,7 +94,6 @@ def preflight(
         seed=config.seed,
         max_prompts=cfg.max_prompts,
         progress="preflight",
-        episodes=episodes,
     )
     report = PreflightReport(result, threshold=cfg.min_solvable_share)
     say(
@@ -138,7 +134,7 @@ def run(config: TrainConfig) -> RunSummary:
         from groupscore.train.env_tasks import task_dirs
 
         dirs = task_dirs(train_tasks + eval_tasks)
-    with open_scorer(config.service, dirs) as scorer, open_episodes(config, prepared, scorer.urls) as episodes:
+    with open_scorer(config.service, dirs) as scorer, open_rollouts(config, prepared, scorer) as rollouts:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = cold_start_path = prepared.model_path
         sft_done = run_dir / "sft" / "final"
@@ -165,7 +161,7 @@ def run(config: TrainConfig) -> RunSummary:
             )
             stages.sft = SftStage(model=model_path, seconds=round(time.perf_counter() - t0, 1))
         if config.preflight is not None:
-            stages.preflight = preflight(model_path, train_tasks, config, hardware, scorer, episodes)
+            stages.preflight = preflight(model_path, train_tasks, config, hardware, rollouts)
 
         selected = model_path
         evals: list[EvalRecord] = []
@@ -185,16 +181,13 @@ def run(config: TrainConfig) -> RunSummary:
                 g,
                 config.eval,
                 hardware,
-                scorer,
+                rollouts,
                 run_dir,
                 config.seed,
                 monitor,
                 peft_config,
-                extra_rewards=prepared.reward_functions,
-                service_weight=config.rewards.service_weight,
                 report_to=config.report_to,
                 resume=config.resume,
-                episodes=episodes,
             )
             selected = str(materialize(outcome.best.path, model_path))
             evals, metrics = outcome.evals, outcome.metrics
@@ -208,9 +201,9 @@ def run(config: TrainConfig) -> RunSummary:
             )
         if config.eval is not None:
             seed = config.seed + FINAL_EVAL_SEED_OFFSET
-            before = evaluate_folder(model_path, eval_tasks, config, hardware, scorer, seed, "eval (before)", episodes)
+            before = evaluate_folder(model_path, eval_tasks, config, hardware, rollouts, seed, "eval (before)")
             after = (
-                evaluate_folder(selected, eval_tasks, config, hardware, scorer, seed, "eval (after)", episodes)
+                evaluate_folder(selected, eval_tasks, config, hardware, rollouts, seed, "eval (after)")
                 if selected != model_path
                 else before
             )
@@ -229,9 +222,8 @@ def run(config: TrainConfig) -> RunSummary:
                     eval_tasks,
                     config,
                     hardware,
-                    scorer,
+                    rollouts,
                     config.seed + FINAL_EVAL_SEED_OFFSET,
-                    episodes=episodes,
                 )
             stages.merge = MergeStage(model=str(merged), ratio=config.merge.ratio, eval=merged_eval)
         summary.verifier_versions = scorer.versions.summary()  # every verdict of the run, one version per kind

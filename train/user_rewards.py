@@ -13,8 +13,6 @@ from typing import Any
 from groupscore.client.functions import attribute, load_module, split_reference
 from groupscore.train.config import RewardsConfig
 
-ADVANTAGE_EPS = 1e-4  # the service's default: (r - mean) / (std + eps), sample std
-
 
 @dataclass(frozen=True)
 class UserReward:
@@ -85,18 +83,7 @@ def combine(
     return out
 
 
-def group_advantages(rewards: Sequence[float | None]) -> tuple[list[float], bool]:
-    """(r - mean) / (std + eps) over the judged completions, sample std, as the service computes them; masked
-    completions get 0. Also whether the group carried no signal (zero variance)."""
-    judged = [r for r in rewards if r is not None]
-    if len(judged) < 2:
-        return [0.0] * len(rewards), True
-    mean = sum(judged) / len(judged)
-    std = math.sqrt(sum((r - mean) ** 2 for r in judged) / (len(judged) - 1))
-    return [0.0 if r is None else (r - mean) / (std + ADVANTAGE_EPS) for r in rewards], std == 0
-
-
-# What every GRPO call passes a reward function besides the row's dataset columns (rewards.ServiceReward).
+# What every GRPO call passes a reward function besides the row's dataset columns (completions.CompletionRollouts).
 TRL_KEYWORDS = ("prompts", "completions", "completion_ids", "task_id", "trainer_state", "log_extra", "log_metric")
 
 

@@ -12,14 +12,15 @@ import torch
 from groupscore.client import verl
 from groupscore.client.adapters import MissingColumn, compute_score, compute_score_batch, trl_reward_func
 from groupscore.client.http import ScoreClient
+from groupscore.schema.advantages import group_stats
 from groupscore.schema.verdict import Verdict
 from groupscore.schema.wire import GroupResult
-from groupscore.service.groups import group_stats
+from groupscore.train.batch import batch_stats
+from groupscore.train.completions import CompletionRollouts, scored_groups
 from groupscore.train.config import MonitorConfig
 from groupscore.train.evaluate import _pass_at
 from groupscore.train.grpo import mask_unscored
-from groupscore.train.observe import Monitor, batch_stats
-from groupscore.train.rewards import ScoredBatch, ServiceReward
+from groupscore.train.observe import Monitor
 
 INFRA = {"reward": 0.0, "status": "infra_error", "reason": "sandbox unavailable", "details": {"infra": "sandbox"}}
 
@@ -151,7 +152,7 @@ class FakeScorer:
 
 def test_the_trainer_reward_hands_trl_none_for_unscored_completions():
     groups = [_group([1.0, 0.0], ["correct", "infra_error"])]
-    reward = ServiceReward(FakeScorer(groups), num_generations=2, overlap=False)
+    reward = CompletionRollouts(FakeScorer(groups), num_generations=2, overlap=False)
     logged = {}
     rows = asyncio.run(
         reward(["p", "p"], ["a", "b"], task_id=["t", "t"], item=['{"answer": "1"}'] * 2, log_metric=logged.__setitem__)
@@ -160,14 +161,8 @@ def test_the_trainer_reward_hands_trl_none_for_unscored_completions():
 
 
 def test_batch_stats_count_masked_completions_and_leave_them_out_of_the_mean():
-    batch = ScoredBatch(
-        ["t"] * 4,
-        ["p"] * 4,
-        ["c"] * 4,
-        [_group([1.0, 0.0, 0.0, 1.0], ["correct", "incorrect", "infra_error", "correct"])],
-        0.0,
-        0.0,
-    )
+    group = _group([1.0, 0.0, 0.0, 1.0], ["correct", "incorrect", "infra_error", "correct"])
+    batch = scored_groups([group], ["t"] * 4, ["p"] * 4, ["c"] * 4)
     stats = batch_stats(batch)
     assert stats.infra_errors == 1 and stats.infra_error_share == 0.25
     assert stats.reward_mean == pytest.approx(2 / 3)
@@ -193,7 +188,7 @@ def test_the_trainer_drops_unscored_completions_from_the_loss():
     mask_unscored(output, [False, True, False], gather=lambda t: t)
     assert output["completion_mask"].tolist() == [[1] * 4, [0] * 4, [1] * 4]
     assert int(output["num_items_in_batch"]) == 8
-    with pytest.raises(ValueError, match="2 scored completions for 3"):
+    with pytest.raises(ValueError, match="2 scored samples for 3"):
         mask_unscored(output, [False, True], gather=lambda t: t)
 
 

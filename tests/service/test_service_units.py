@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from groupscore.client.adapters import completion_text, verl_item
 from groupscore.client.http import RetryPolicy, _shards
 from groupscore.sandbox import CompileResult, RunResult, RunStatus
+from groupscore.schema.advantages import group_stats
 from groupscore.schema.reward import RewardSpec
-from groupscore.service.groups import group_stats
 from groupscore.service.protocols import label_item, response_text, sandbox_fusion_response
 from groupscore.service.settings import Settings
 from groupscore.verifiers.composite import CheckedRewardSpec, total_reward

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from groupscore.schema.wire import GroupResult
+from groupscore.train.batch import batch_stats
+from groupscore.train.completions import scored_groups
 from groupscore.train.config import MonitorConfig
-from groupscore.train.observe import Monitor, batch_stats, plot_run
-from groupscore.train.rewards import ScoredBatch
+from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.summary import BatchStats, EvalRecord, EvalResult, StepMetrics
 
 
@@ -59,7 +60,7 @@ def test_batch_stats_per_component():
             ([0.0, 0.0], [0.0, 0.0], [1.0, 0.0], ["incorrect"] * 2),
         ]
     ]
-    stats = batch_stats(ScoredBatch(["a", "a", "b", "b"], ["p"] * 4, ["c"] * 4, groups, wait_s=0.01, request_s=0.1))
+    stats = batch_stats(scored_groups(groups, ["a", "a", "b", "b"], ["p"] * 4, ["c"] * 4))
     assert stats.reward_mean == 0.25 and stats.zero_variance_share == 0.5
     assert stats.components["correct"].mean == 0.25 and stats.components["format"].mean == 0.75
     flat = stats.as_json()  # metrics.jsonl's flat shape

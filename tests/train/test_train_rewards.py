@@ -1,4 +1,5 @@
-"""The GRPO reward function keeps TRL's generation batch in its groups and collects prefetched scores exactly once."""
+"""Completion rollouts keep TRL's generation batch in its groups, start scoring right after generation and collect
+the prefetched scores exactly once."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from groupscore.schema.verdict import Verdict
 from groupscore.schema.wire import GroupResult, GroupStats
-from groupscore.train.rewards import ServiceReward
+from groupscore.train.completions import CompletionRollouts as ServiceReward
 
 
 class RecordingScorer:
@@ -76,7 +77,7 @@ def test_batch_is_sent_as_one_group_per_prompt_in_order():
     ]
     assert "completion" not in groups[0]["item"]  # the service fills in each completion itself
     assert metrics["service/zero_variance_share"] == 0.0
-    assert reward.batches[-1].task_ids == task_ids
+    assert reward.scored().task_ids == task_ids
 
 
 def test_groups_that_are_not_contiguous_are_refused():
@@ -94,21 +95,53 @@ def _loop_in_thread():
     return loop
 
 
+class FakeTokenizer:
+    def __init__(self, completions):
+        self.completions = completions
+
+    def __call__(self, text):
+        return {"input_ids": [[7] for _ in text]}
+
+    def batch_decode(self, ids, skip_special_tokens):
+        assert skip_special_tokens
+        return self.completions[: len(ids)]
+
+
+class FakeTrainer:
+    """What the rollout function uses of TRL's trainer: its tokenizer, its single-turn generation, its reward loop."""
+
+    num_generations = 2
+
+    def __init__(self, loop, completions):
+        self.async_loop = loop
+        self.processing_class = FakeTokenizer(completions)
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations):
+        assert images is None and multimodal_fields == {} and num_generations == 2
+        return [[i, 0] for i in range(len(prompt_ids))], None
+
+
+def begin(reward, task_ids, items):
+    reward.begin([{"prompt": "p", "task_id": t, "item": i} for t, i in zip(task_ids, items)])
+
+
 def test_prefetched_scores_are_used_once_and_only_for_the_same_completions():
     scorer = RecordingScorer()
     reward = ServiceReward(scorer, num_generations=2)
     task_ids, items = rows([("a", "1")], 2)
     loop = _loop_in_thread()
     try:
-        reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
-        reward.prefetch(["\\boxed{1}", "no"], loop)
+        begin(reward, task_ids, items)
+        out = reward.rollout(["p", "p"], FakeTrainer(loop, ["\\boxed{1}", "no"]))
+        assert out == {"prompt_ids": [[7], [7]], "completion_ids": [[0, 0], [1, 0]], "logprobs": None}
         out = asyncio.run_coroutine_threadsafe(
             reward(prompts=["p", "p"], completions=["\\boxed{1}", "no"], task_id=task_ids, item=items), loop
         ).result()
         assert out == [1.0, 0.0] and len(scorer.requests) == 1  # the prefetch answered; no second request
+        assert reward.scored().rewards == [1.0, 0.0]
         # Different completions than prefetched (or no prefetch at all): scored afresh.
-        reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
-        reward.prefetch(["\\boxed{1}", "no"], loop)
+        begin(reward, task_ids, items)
+        reward.rollout(["p", "p"], FakeTrainer(loop, ["\\boxed{1}", "no"]))
         asyncio.run_coroutine_threadsafe(
             reward(prompts=["p", "p"], completions=["no", "no"], task_id=task_ids, item=items), loop
         ).result()
@@ -123,8 +156,19 @@ def test_without_overlap_nothing_is_sent_before_the_reward_call():
     task_ids, items = rows([("a", "1")], 2)
     loop = _loop_in_thread()
     try:
-        reward.expect([{"task_id": t, "item": i} for t, i in zip(task_ids, items)])
-        reward.prefetch(["\\boxed{1}", "no"], loop)
+        begin(reward, task_ids, items)
+        reward.rollout(["p", "p"], FakeTrainer(loop, ["\\boxed{1}", "no"]))
         assert scorer.requests == []
     finally:
         loop.call_soon_threadsafe(loop.stop)
+
+
+def test_a_rollout_of_other_prompts_than_the_rows_is_refused_loudly():
+    reward = ServiceReward(RecordingScorer(), num_generations=2)
+    task_ids, items = rows([("a", "1")], 2)
+    begin(reward, task_ids, items)
+    with pytest.raises(RuntimeError, match="call order changed"):
+        reward.rollout(["p", "q"], FakeTrainer(None, ["x", "y"]))
+    reward.begin(None)
+    with pytest.raises(RuntimeError, match="call order changed"):
+        reward.rollout(["p", "p"], FakeTrainer(None, ["x", "y"]))

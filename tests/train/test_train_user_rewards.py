@@ -10,12 +10,13 @@ import re
 
 import pytest
 
+from groupscore.schema.advantages import group_stats
 from groupscore.schema.verdict import Verdict
-from groupscore.schema.wire import GroupResult, GroupStats
+from groupscore.schema.wire import GroupResult
+from groupscore.train.batch import batch_stats
+from groupscore.train.completions import CompletionRollouts as ServiceReward
 from groupscore.train.config import RewardsConfig
-from groupscore.train.observe import batch_stats
-from groupscore.train.rewards import ServiceReward
-from groupscore.train.user_rewards import UserReward, group_advantages, load_reward_functions
+from groupscore.train.user_rewards import UserReward, load_reward_functions
 
 CALLS: list[dict] = []
 
@@ -49,9 +50,7 @@ class FakeScorer:
                 GroupResult(
                     id=g["id"],
                     results=verdicts,
-                    total=GroupStats(
-                        rewards=rewards, mean=0.0, std=0.0, advantages=[0.5] * len(rewards), zero_variance=False
-                    ),
+                    total=group_stats(rewards, masked=[v.status == "infra_error" for v in verdicts]),
                 )
             )
         return out
@@ -100,15 +99,15 @@ def test_functions_get_trls_arguments_and_the_rows_columns_and_add_to_the_servic
     # over the values it gave (None: does not apply); its own judgement, so the service's infra_error counts too
     assert metrics["rewards/brevity/mean"] == pytest.approx(3 / 5)
     assert metrics["rewards/mentions/mean"] == pytest.approx(3 / 6) and metrics["brevity/seen"] == 6.0
-    batch = reward.batches[-1]
-    assert batch.extras["brevity"] == [1.0, 0.0, None, 0.0, 1.0, 1.0]
+    batch = reward.scored()
+    assert batch.components["brevity"] == [1.0, 0.0, None, 0.0, 1.0, 1.0]
 
 
 def test_advantages_are_recomputed_from_the_combined_reward_group_by_group():
     reward = reward_with([UserReward("brevity", 0.5, brevity, "m:brevity")])
     call(reward, ["\\boxed{7}", "a long wrong answer", "wrong", "\\boxed{9} indeed, 9", "9", "INFRA"], {})
-    batch = reward.batches[-1]
-    first, second = batch.group_rewards(0), batch.group_rewards(1)
+    batch = reward.scored()
+    first, second = batch.rewards[:3], batch.rewards[3:]
     assert first == [1.5, 0.0, 0.5] and second == [1.0, 0.5, None]
     mean, std = 2 / 3, math.sqrt(((1.5 - 2 / 3) ** 2 + (2 / 3) ** 2 + (0.5 - 2 / 3) ** 2) / 2)
     advantages = batch.advantages()
@@ -119,15 +118,32 @@ def test_advantages_are_recomputed_from_the_combined_reward_group_by_group():
     assert stats.components["brevity"].mean == pytest.approx(4 / 6)
 
 
-def test_without_functions_the_services_own_advantages_are_kept():
+def test_without_functions_the_advantages_trained_on_are_the_services_own():
     reward = ServiceReward(FakeScorer(), num_generations=3)
-    call(reward, ["\\boxed{7}", "x", "y", "\\boxed{9}", "z", "w"], {})
-    assert reward.batches[-1].advantages() == [0.5] * 6  # the service's, untouched
+    call(reward, ["\\boxed{7}", "x", "INFRA", "\\boxed{9}", "z", "w"], {})
+    batch = reward.scored()
+    service = [a for g in asyncio.run(FakeScorer().ascore_groups(_groups(batch))) for a in g.total.advantages]
+    assert batch.advantages() == service and service[2] == 0.0 and service[0] > 0
+
+
+def _groups(batch):
+    return [
+        {
+            "id": batch.task_ids[rows.start],
+            "item": {"answer": "7" if batch.task_ids[rows.start] == "a" else "9"},
+            "completions": batch.samples[rows],
+        }
+        for rows in batch.groups()
+    ]
 
 
 def test_a_flat_group_has_no_signal():
-    assert group_advantages([0.3, 0.3, None]) == ([0.0, 0.0, 0.0], True)
-    assert group_advantages([1.0, None]) == ([0.0, 0.0], True)
+    from groupscore.schema.advantages import judged_stats
+
+    for rewards in ([0.3, 0.3, None], [1.0, None], [0.1 + 0.2, 0.3]):
+        stats = judged_stats(rewards)
+        assert stats.advantages == [0.0] * len(rewards) or stats.zero_variance
+        assert stats.zero_variance
 
 
 def test_a_function_returning_the_wrong_shape_or_value_is_refused():
