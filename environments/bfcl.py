@@ -6,8 +6,8 @@ class's module); BFCL's API classes run in the jail, from the named Python envir
 tests/environments/bfcl_oracle.py, runs BFCL's own checker there too).
 
 How a BFCL entry becomes a Task, following BFCL's own FC inference (model_handler/base_handler.py):
-- turns: `question`, one Turn per user turn. A miss_func entry's held-out turn has no message: BFCL then sends
-  DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC and adds the held-out functions, which here is Turn.add_tools.
+- turns: `question`, one ScriptedTurn per user turn. A miss_func entry's held-out turn has no message: BFCL then sends
+  DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC and adds the held-out functions, which here is ScriptedTurn.add_tools.
 - tools: every function documented for the involved classes (multi_turn_func_doc), converted to the OpenAI function
   format as BFCL's OpenAI handler does (types mapped as GORILLA_TO_OPENAPI: dict->object, float->number with
   format "float", tuple->array, any->string, unknown->string). `excluded_function` is kept in metadata only: BFCL's
@@ -47,7 +47,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from groupscore.environments.task import Checker, ClassTools, EpisodeLimits, Task, Turn
+from groupscore.environments.task import Checker, ClassTools, EpisodeLimits, ScriptedTurn, Task
 from groupscore.schema.sessions import ToolCall
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
@@ -177,7 +177,7 @@ def _task(entry: dict[str, Any], ground_truth: list[list[str]]) -> Task:
         added = tuple(held_out.get(str(index), ()))
         if added and not messages:
             messages = [{"role": "user", "content": added_prompt}]
-        turns.append(Turn(messages=tuple(messages), add_tools=added))
+        turns.append(ScriptedTurn(messages=tuple(messages), add_tools=added))
     reference = tuple(tuple(parse_call(c, parameter_names) for c in turn) for turn in ground_truth)
     if len(reference) != len(turns):
         raise ValueError(f"{task_id}: {len(turns)} turns but {len(reference)} ground truth turns")

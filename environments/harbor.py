@@ -21,7 +21,7 @@ from typing import Any
 from groupscore.environments.dockerfile import Build, parse_dockerfile
 from groupscore.environments.errors import SourceError
 from groupscore.environments.harbor_config import parse_task_config
-from groupscore.environments.task import Checker, EpisodeLimits, Task, Turn
+from groupscore.environments.task import Checker, EpisodeLimits, ScriptedTurn, Task
 
 TOOLS = ("shell", "read_file", "write_file", "list_files")
 CACHE_FORMAT = "harbor-state-2"  # part of every cache key: a change to how states are built retires old entries
@@ -145,7 +145,7 @@ def load_harbor_task(task_dir: Path, *, build: bool = True) -> Task:
     task = Task(
         id=task_id,
         source=str(task_dir),
-        turns=(Turn(messages=({"role": "user", "content": instruction},)),),
+        turns=(ScriptedTurn(messages=({"role": "user", "content": instruction},)),),
         tools=TOOLS,
         workdir=image.workdir,
         env={**image.env, **env_config.env},

@@ -22,9 +22,9 @@ JAIL_LIFE_S = 3600.0
 MAX_EPISODE_S = JAIL_LIFE_S - 120
 
 
-class Turn(BaseModel):
-    """One user turn: its messages (the first turn may start with a system message), and tools that appear with it
-    (BFCL's missing-function turns)."""
+class ScriptedTurn(BaseModel):
+    """One user turn as the task scripts it (the wire's `Turn` is how a session hands it out): its messages (the
+    first turn may start with a system message), and tools that appear with it (BFCL's missing-function turns)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -145,7 +145,7 @@ class Task(BaseModel):
 
     id: str = Field(min_length=1)
     source: str = ""
-    turns: tuple[Turn, ...] = Field(min_length=1)
+    turns: tuple[ScriptedTurn, ...] = Field(min_length=1)
     tools: tuple[str, ...] = ()
     classes: tuple[ClassTools, ...] = ()
     workdir: str = "/app"

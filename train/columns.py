@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from groupscore.schema.boxes import boxed_contents
 from groupscore.train.config import ColumnMap, TasksetConfig
-from groupscore.train.task import Task, parse_messages, raise_problems
+from groupscore.train.task import TaskRow, parse_messages, raise_problems
 from groupscore.verifiers.registry import KINDS, describe_error, parse_item
 
 _GSM8K_MARK = "####"
@@ -99,7 +99,7 @@ def _item(row: dict[str, Any], cfg: TasksetConfig, columns: ColumnMap) -> dict[s
     return item
 
 
-def tasks_from_rows(rows: list[dict[str, Any]], cfg: TasksetConfig, where: str, id_prefix: str) -> list[Task]:
+def tasks_from_rows(rows: list[dict[str, Any]], cfg: TasksetConfig, where: str, id_prefix: str) -> list[TaskRow]:
     """Tasks from mapped rows; every bad row is reported (with its number) before any model loads."""
     columns = cfg.columns
     if columns is None:
@@ -130,6 +130,6 @@ def tasks_from_rows(rows: list[dict[str, Any]], cfg: TasksetConfig, where: str, 
         solution = _solution(row[columns.solution], cfg.verifier, language) if columns.solution else None
         text = messages[-1].content if messages else str(prompt)
         extra = {k: v for k, v in row.items() if k != columns.prompt}  # TRL hands reward functions all but the prompt
-        tasks.append(Task(task_id, text, solution, item, messages=messages, columns=extra))
+        tasks.append(TaskRow(task_id, text, solution, item, messages=messages, columns=extra))
     raise_problems(problems, where)
     return tasks

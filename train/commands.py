@@ -14,7 +14,7 @@ from groupscore.train.prepare import Prepared, prepare
 from groupscore.train.rollouts import open_rollouts
 from groupscore.train.scoring import ServiceScorer, open_scorer, wire_group
 from groupscore.train.summary import DryRunReport
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 
 MEASURED_GRPO_STEPS = 3  # the first step pays for warm-up; the estimate uses the ones after it
 MEASURED_SFT_STEPS = 10
@@ -54,7 +54,7 @@ def check_env(prepared: Prepared) -> list[str]:
     return failures
 
 
-def check_references(tasks: list[Task], scorer: ServiceScorer) -> list[str]:
+def check_references(tasks: list[TaskRow], scorer: ServiceScorer) -> list[str]:
     """Every task's worked solution must score 1 through the service (by its item's own verifier), or the taskset
     (or the verifier) is wrong."""
     with_solution = [(t, t.solution) for t in tasks if t.solution is not None]
@@ -135,7 +135,7 @@ def timing_plan(config: TrainConfig) -> str:
     return "loads the model and runs " + " and ".join(parts) + " in a scratch folder, then extrapolates"
 
 
-def check_reward_functions(prepared: Prepared, tasks: list[Task]) -> list[str]:
+def check_reward_functions(prepared: Prepared, tasks: list[TaskRow]) -> list[str]:
     """Each user reward function called once, as GRPO will call it, on the tasks' worked solutions (or an empty
     completion): a wrong signature or return value shows here, not after the model has loaded."""
     import asyncio

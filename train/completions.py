@@ -26,7 +26,7 @@ from groupscore.train.user_rewards import UserReward, combine
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from groupscore.train.task import Task
+    from groupscore.train.task import TaskRow
 
 
 @dataclass
@@ -156,7 +156,7 @@ class CompletionRollouts:
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        tasks: Sequence[Task],
+        tasks: Sequence[TaskRow],
         *,
         n: int,
         temperature: float,

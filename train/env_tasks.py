@@ -20,7 +20,7 @@ from groupscore.environments.task import BUILTIN_TOOLS
 from groupscore.environments.tools import BUILTIN_SCHEMAS, class_tool_schemas, schemas_from_source
 from groupscore.schema.sessions import ToolCall
 from groupscore.train.config import DatasetSource, TasksetConfig
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 from groupscore.train.toolcalls import render, suffix_after_turn
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def is_env_taskset(cfg: TasksetConfig) -> bool:
     return cfg.train.env is not None
 
 
-def load_env_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]:
+def load_env_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[TaskRow], list[TaskRow]]:
     """(train tasks, held-out tasks) of the environment source(s)."""
     train = _tasks(cfg.train, "taskset.train")
     if cfg.eval is not None:
@@ -48,7 +48,7 @@ def load_env_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Ta
     return [t for i, t in enumerate(train) if i not in held], [t for i, t in enumerate(train) if i in held]
 
 
-def _tasks(source: DatasetSource, field: str) -> list[Task]:
+def _tasks(source: DatasetSource, field: str) -> list[TaskRow]:
     from groupscore.environments import SourceError
 
     try:
@@ -57,10 +57,10 @@ def _tasks(source: DatasetSource, field: str) -> list[Task]:
         raise ValueError(f"{field}.env: {exc}") from None
     if not env_tasks:
         raise ValueError(f"{field}.env: {source.env} has no tasks")
-    return [Task(t.id, _user_text(t), reference_text(t), {}, columns={"source": t.source}, env=t) for t in env_tasks]
+    return [TaskRow(t.id, _user_text(t), reference_text(t), {}, columns={"source": t.source}, env=t) for t in env_tasks]
 
 
-def task_dirs(tasks: list[Task]) -> list[str]:
+def task_dirs(tasks: list[TaskRow]) -> list[str]:
     """The folders of the task files a taskset comes from (what a service must be allowed to open)."""
     from pathlib import Path
 
@@ -126,7 +126,7 @@ def session_tools(task: EnvTask) -> list[dict[str, Any]]:
         sessions.close(opening.session_id)
 
 
-def render_env_tasks(tasks: list[Task], tokenizer: PreTrainedTokenizerBase, fmt: str) -> list[Task]:
+def render_env_tasks(tasks: list[TaskRow], tokenizer: PreTrainedTokenizerBase, fmt: str) -> list[TaskRow]:
     """Each task's prompt rendered with its tools in the model's format, and its reference episode (if any) rendered
     as the text after the prompt: the cold start's worked solution, in exactly the tokens rollouts produce."""
     out = []
@@ -186,7 +186,7 @@ def solution_parts(
     return tuple((text, trained) for text, trained in parts if text)
 
 
-def check_reference_episodes(tasks: list[Task], limit: int = 16) -> tuple[int, list[str]]:
+def check_reference_episodes(tasks: list[TaskRow], limit: int = 16) -> tuple[int, list[str]]:
     """Replay up to `limit` tasks' reference episodes in sessions (in parallel): each call's result must be the one
     recorded and the verdict 1. (How many were replayed, the failures.)"""
     from concurrent.futures import ThreadPoolExecutor

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from groupscore.environments import Task as EnvTask
     from groupscore.train.config import TrainConfig
     from groupscore.train.prepare import Prepared
-    from groupscore.train.task import Task as AnyTask
+    from groupscore.train.task import TaskRow
 
 T = TypeVar("T")
 
@@ -449,7 +449,7 @@ class EpisodeRollouts:
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        tasks: Sequence[AnyTask],
+        tasks: Sequence[TaskRow],
         *,
         n: int,
         temperature: float,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from groupscore.train.passk import pass_at_k
 from groupscore.train.summary import EvalResult, TaskSamples
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -21,7 +21,7 @@ SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidd
 def evaluate(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    tasks: list[Task],
+    tasks: list[TaskRow],
     rollouts: Rollouts,
     *,
     n: int,

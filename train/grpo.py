@@ -42,7 +42,7 @@ from groupscore.train.hardware import Hardware
 from groupscore.train.observe import JsonlWriter, Monitor
 from groupscore.train.rollouts import Rollouts
 from groupscore.train.summary import BatchStats, EvalRecord, StepMetrics
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 
-def grpo_dataset(tasks: list[Task]) -> Dataset:
+def grpo_dataset(tasks: list[TaskRow]) -> Dataset:
     from datasets import Dataset
 
     # Items differ in shape between kinds, so they travel as JSON text; the reward function parses them back.
@@ -202,7 +202,7 @@ class RunCallback(TrainerCallback):
 
     trainer: GroupGRPOTrainer
     tokenizer: PreTrainedTokenizerBase
-    eval_tasks: list[Task]
+    eval_tasks: list[TaskRow]
     eval_cfg: EvalConfig
     grpo_cfg: GrpoConfig
     rollouts: Rollouts
@@ -346,8 +346,8 @@ class GrpoOutcome:
 
 def run_grpo(
     model_path: str,
-    train_tasks: list[Task],
-    eval_tasks: list[Task],
+    train_tasks: list[TaskRow],
+    eval_tasks: list[TaskRow],
     cfg: GrpoConfig,
     eval_cfg: EvalConfig,
     hardware: Hardware,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from groupscore.train.config import ModelConfig
 from groupscore.train.hardware import Hardware
 from groupscore.train.localpaths import local_path, looks_local
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 from groupscore.train.tiny_model import ensure_tiny_model
 
 if TYPE_CHECKING:
@@ -55,11 +55,11 @@ def check_model_available(model: ModelConfig, config_dir: Path | None = None) ->
         )
 
 
-def task_corpus(tasks: list[Task]) -> list[str]:
+def task_corpus(tasks: list[TaskRow]) -> list[str]:
     return [t.prompt + (t.solution or "") for t in tasks]
 
 
-def resolve_model(model: ModelConfig, tasks: list[Task], cache_dir: Path, seed: int) -> str:
+def resolve_model(model: ModelConfig, tasks: list[TaskRow], cache_dir: Path, seed: int) -> str:
     """A local folder (built on first use for the bundled models) or a hub id already in the local HF cache."""
     if model.tiny is not None:
         return str(ensure_tiny_model(model.tiny, task_corpus(tasks), cache_dir, seed))

@@ -29,7 +29,7 @@ from groupscore.train.summary import (
     SftStage,
     StepMetrics,
 )
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 
 FINAL_EVAL_SEED_OFFSET = 1000  # before/after are re-measured on fresh samples, not the ones selection looked at
 
@@ -41,7 +41,7 @@ def say(message: str) -> None:
 
 def evaluate_folder(
     path: str | Path,
-    tasks: list[Task],
+    tasks: list[TaskRow],
     config: TrainConfig,
     hardware: Hardware,
     rollouts: Rollouts,
@@ -70,7 +70,7 @@ def evaluate_folder(
 
 def preflight(
     model_path: str,
-    tasks: list[Task],
+    tasks: list[TaskRow],
     config: TrainConfig,
     hardware: Hardware,
     rollouts: Rollouts,

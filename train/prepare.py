@@ -22,7 +22,7 @@ from groupscore.train.data import all_local, check_local_sources
 from groupscore.train.hardware import Hardware, pick_hardware
 from groupscore.train.models import check_model_available, load_tokenizer, resolve_model
 from groupscore.train.prompts import render_prompts
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 from groupscore.train.taskset import load_taskset
 from groupscore.train.user_rewards import UserReward, check_signatures, load_reward_functions
 
@@ -33,8 +33,8 @@ class Prepared:
     local folder or hub id, and the user's reward functions."""
 
     hardware: Hardware
-    train_tasks: list[Task]
-    eval_tasks: list[Task]
+    train_tasks: list[TaskRow]
+    eval_tasks: list[TaskRow]
     model_path: str
     reward_functions: list[UserReward]
     tool_format: str | None = None  # an environment taskset: how the model writes tool calls (toolcalls.py)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 
 def render_prompts(
-    tasks: list[Task], tokenizer: PreTrainedTokenizerBase, chat_template: bool | str, system_prompt: str | None
-) -> list[Task]:
+    tasks: list[TaskRow], tokenizer: PreTrainedTokenizerBase, chat_template: bool | str, system_prompt: str | None
+) -> list[TaskRow]:
     """Each prompt rendered once (the system prompt, the conversation or the user turn, the assistant header), so
     SFT, preflight, GRPO and evaluation all see the same text. Without a chat template: the system prompt and the
     user text, a blank line apart; a conversation then has nothing to render it."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from groupscore.train.config import TrainConfig
     from groupscore.train.prepare import Prepared
     from groupscore.train.scoring import ServiceScorer
-    from groupscore.train.task import Task
+    from groupscore.train.task import TaskRow
 
 
 class Rollouts(Protocol):
@@ -53,7 +53,7 @@ class Rollouts(Protocol):
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        tasks: Sequence[Task],
+        tasks: Sequence[TaskRow],
         *,
         n: int,
         temperature: float,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from groupscore.train.config import SftConfig
 from groupscore.train.hardware import Hardware
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 
 if TYPE_CHECKING:
     from peft import PeftConfig
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def cold_start(
     model_path: str,
-    tasks: list[Task],
+    tasks: list[TaskRow],
     cfg: SftConfig,
     hardware: Hardware,
     out_dir: Path,
@@ -83,7 +83,7 @@ def cold_start(
     return final
 
 
-def sft_rows(tokenizer: PreTrainedTokenizerBase, solved: list[Task]) -> list[dict[str, Any]]:
+def sft_rows(tokenizer: PreTrainedTokenizerBase, solved: list[TaskRow]) -> list[dict[str, Any]]:
     """The cold start's rows: prompt and completion (TRL tokenizes them), or, for episodes, tokenized rows whose loss
     covers the model's own turns only. An episode whose parts could not be cut trains on its whole text (said)."""
     if not any(t.solution_parts for t in solved):
@@ -97,7 +97,7 @@ def sft_rows(tokenizer: PreTrainedTokenizerBase, solved: list[Task]) -> list[dic
         )
     eos = tokenizer.eos_token if isinstance(tokenizer.eos_token, str) else ""
 
-    def parts(task: Task) -> tuple[tuple[str, bool], ...]:
+    def parts(task: TaskRow) -> tuple[tuple[str, bool], ...]:
         text = task.solution or ""
         return task.solution_parts or ((text if text.endswith(eos) else text + eos, True),)
 

@@ -1,4 +1,4 @@
-"""A task: one taskset row in the one form it keeps from loading to the rendered prompt (`Task`), a conversational
+"""A taskset row: one task in the one form it keeps from loading to the rendered prompt (`TaskRow`), a conversational
 prompt's turns, and the taskset's problems raised together."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ class Message(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Task:
+class TaskRow:
     id: str
     prompt: str  # the text the model sees (rendered with the chat template once the model is known)
     solution: str | None  # a worked solution: SFT target and the dry run's reference completion

@@ -19,11 +19,11 @@ from pydantic import ValidationError
 from groupscore.train.columns import tasks_from_rows
 from groupscore.train.config import TasksetConfig
 from groupscore.train.data import Rows, Unreadable, read_jsonl, read_rows
-from groupscore.train.task import Message, Task, parse_messages, raise_problems
+from groupscore.train.task import Message, TaskRow, parse_messages, raise_problems
 from groupscore.verifiers.registry import describe_error, parse_item
 
 
-def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]:
+def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[TaskRow], list[TaskRow]]:
     """(train tasks, held-out tasks), their prompts templated; each source is read and checked in turn."""
     if cfg.train.env is not None:
         from groupscore.train.env_tasks import load_env_taskset
@@ -48,16 +48,16 @@ def load_taskset(cfg: TasksetConfig, seed: int) -> tuple[list[Task], list[Task]]
     return [templated(t, cfg) for t in train], [templated(t, cfg) for t in held_out]
 
 
-def tasks(rows: Rows, cfg: TasksetConfig, id_prefix: str) -> list[Task]:
+def tasks(rows: Rows, cfg: TasksetConfig, id_prefix: str) -> list[TaskRow]:
     """One source's tasks: mapped through taskset.columns (ids default to `id_prefix-N`), or groupscore's own rows."""
     if cfg.columns is not None:
         return tasks_from_rows(rows.rows, cfg, rows.where, id_prefix)
     return own_tasks(rows)
 
 
-def own_tasks(rows: Rows) -> list[Task]:
+def own_tasks(rows: Rows) -> list[TaskRow]:
     """groupscore's own rows as tasks; every bad row (and unreadable line) reported at once."""
-    made: list[Task] = []
+    made: list[TaskRow] = []
     problems: list[str] = []
     seen: set[str] = set()
     for row, label in zip(rows.rows, rows.labels):
@@ -70,12 +70,12 @@ def own_tasks(rows: Rows) -> list[Task]:
     return made[: rows.keep]
 
 
-def load_tasks(path: Path) -> list[Task]:
+def load_tasks(path: Path) -> list[TaskRow]:
     """A JSONL file of groupscore's own rows as tasks; all problems at once, with line numbers."""
     return own_tasks(read_jsonl(Path(path)))
 
 
-def own_row_task(row: Any, label: str, seen: set[str]) -> Task | str:
+def own_row_task(row: Any, label: str, seen: set[str]) -> TaskRow | str:
     """One of groupscore's own rows as a task, or the problem with it."""
     if not isinstance(row, dict):
         return f"{label}: expected an object"
@@ -107,14 +107,14 @@ def own_row_task(row: Any, label: str, seen: set[str]) -> Task | str:
         return f"{label}: prompt: {exc}"
     other = {k: v for k, v in row.items() if k not in ("prompt", "item")}
     text = messages[-1].content if messages else str(prompt)
-    return Task(task_id, text, row.get("solution"), item, messages=messages, columns=other)
+    return TaskRow(task_id, text, row.get("solution"), item, messages=messages, columns=other)
 
 
 # `{prompt}`, `{column}` or `{column[0]}` (an element of a list column); other braces (`\boxed{}`) stay
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?\}")
 
 
-def templated(task: Task, cfg: TasksetConfig) -> Task:
+def templated(task: TaskRow, cfg: TasksetConfig) -> TaskRow:
     """The task with taskset.prompt_template around its user text (the last user turn of a conversation)."""
     if cfg.prompt_template is None:
         return task

@@ -12,7 +12,7 @@ from groupscore.environments import load_source
 from groupscore.train.demo import TASKSETS
 from groupscore.train.env_tasks import reference_messages, render_env_tasks
 from groupscore.train.sft import episode_row, sft_rows
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 from groupscore.train.tiny_model import TOOL_MARKERS, TOOL_TEMPLATE, build_tokenizer
 from groupscore.train.toolcalls import suffix_after_turn
 
@@ -39,7 +39,7 @@ def tokenizer_with(template: str, eos: str):
 @pytest.mark.parametrize(("template", "eos", "fmt"), TEMPLATES, ids=["tiny", "qwen2.5", "smollm2"])
 def test_an_episodes_solution_trains_the_models_turns_and_masks_what_the_tools_said(template, eos, fmt):
     tokenizer = tokenizer_with(template, eos)
-    for task in render_env_tasks([Task(t.id, "", None, {}, env=t) for t in CALC], tokenizer, fmt):
+    for task in render_env_tasks([TaskRow(t.id, "", None, {}, env=t) for t in CALC], tokenizer, fmt):
         parts = task.solution_parts
         assert parts is not None and "".join(text for text, _ in parts) == task.solution
         trained = [text for text, on in parts if on]
@@ -61,8 +61,8 @@ def test_an_episodes_solution_trains_the_models_turns_and_masks_what_the_tools_s
 
 def test_an_episode_whose_parts_could_not_be_cut_trains_whole_and_the_others_stay_masked(capsys):
     tokenizer = tokenizer_with(TOOL_TEMPLATE, "</s>")
-    cut, uncut = render_env_tasks([Task(t.id, "", None, {}, env=t) for t in CALC[:2]], tokenizer, "hermes")
-    uncut = Task(uncut.id, uncut.prompt, uncut.solution, {}, env=uncut.env)  # as a template that cannot be cut
+    cut, uncut = render_env_tasks([TaskRow(t.id, "", None, {}, env=t) for t in CALC[:2]], tokenizer, "hermes")
+    uncut = TaskRow(uncut.id, uncut.prompt, uncut.solution, {}, env=uncut.env)  # as a template that cannot be cut
     rows = sft_rows(tokenizer, [cut, uncut])
     assert "1 of 2 episodes train on their whole text" in capsys.readouterr().out
     masked = [label == -100 for label in rows[0]["labels"]]

@@ -20,7 +20,7 @@ from groupscore.train.demo import TASKSETS
 from groupscore.train.env_config import EnvConfig
 from groupscore.train.env_tasks import render_env_tasks
 from groupscore.train.episodes import EpisodeRunner, LocalSessions
-from groupscore.train.task import Task
+from groupscore.train.task import TaskRow
 from groupscore.train.tiny_model import TOOL_MARKERS, TOOL_TEMPLATE, build_tokenizer
 
 CALC = load_source(str(TASKSETS / "calc" / "heldout.yaml"))[:4]
@@ -72,7 +72,7 @@ class ScriptedPolicy:
 
 
 def runner_for(sessions, tokenizer, **env):
-    tasks = render_env_tasks([Task(t.id, "", None, {}, env=t) for t in CALC], tokenizer, "hermes")
+    tasks = render_env_tasks([TaskRow(t.id, "", None, {}, env=t) for t in CALC], tokenizer, "hermes")
     cfg = EnvConfig(**{"max_turns": 3, "max_tokens": 96, **env})
     return EpisodeRunner(sessions, CALC, tokenizer, "hermes", cfg, {t.id: t.prompt for t in tasks})
 

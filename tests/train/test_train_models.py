@@ -103,11 +103,11 @@ def test_a_local_model_folder_with_a_chat_template_renders_every_prompt(tmp_path
 def test_without_a_chat_template_auto_uses_plain_text_with_the_system_prompt(tmp_path):
     from transformers import AutoTokenizer
 
-    from groupscore.train.task import Task
+    from groupscore.train.task import TaskRow
 
     tokenizer = AutoTokenizer.from_pretrained(chat_model(tmp_path, ["1+1="]))
     tokenizer.chat_template = None
-    tasks = [Task("a", "1+1=", None, {"verifier": "math", "answer": "2"})]
+    tasks = [TaskRow("a", "1+1=", None, {"verifier": "math", "answer": "2"})]
     (plain,) = render_prompts(tasks, tokenizer, "auto", "Answer in a box.")
     assert plain.prompt == "Answer in a box.\n\n1+1="
     with pytest.raises(ValueError, match=r"model.chat_template: true, but the tokenizer of .* has no chat template"):
