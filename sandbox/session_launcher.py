@@ -14,6 +14,7 @@ in the cgroup, and the host id goes back to the pool.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import signal
@@ -150,12 +151,14 @@ class SessionJail:
     def _read_reply(self, deadline: float) -> dict[str, Any]:
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
+        # poll, not select: a service holding hundreds of sessions has descriptors past select's FD_SETSIZE (1024)
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SessionLost("the session's agent did not answer in time", timed_out=True)
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
+            if not poller.poll(max(1, math.ceil(left * 1000))):
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:

@@ -22,6 +22,15 @@ WAKE: "list[int]" = []
 children: "dict[int, int | None]" = {}  # pid -> exit status (None while running) of the agent's own children
 
 
+def poll_readable(fds, timeout_s):
+    """The descriptors of `fds` ready to read (or at their end) within `timeout_s`; poll, as select fails on a
+    descriptor past FD_SETSIZE."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(max(0, int(timeout_s * 1000)))]
+
+
 def reap():
     while True:
         try:
@@ -95,7 +104,7 @@ def wait_child(pid, outputs, deadline, reply_fd=None, reply_limit=0):
         if left <= 0:
             return False, None
         fds = [o.fd for o in outputs if o.open] + ([reply_fd] if reply_fd is not None else []) + WAKE
-        ready, _, _ = select.select(fds, [], [], min(left, 0.5))
+        ready = poll_readable(fds, min(left, 0.5))
         if WAKE and WAKE[0] in ready:
             try:
                 os.read(WAKE[0], 4096)

@@ -231,3 +231,28 @@ def test_a_final_message_checker_takes_a_composite_reward():
         "answer": 1.0,
         "form": 0.0,
     }
+
+
+def test_a_host_with_descriptors_past_fd_setsize_still_steps_its_sessions(sessions):
+    """A service holding hundreds of sessions has descriptors numbered past 1024, where select() raises; the
+    session's reply is read with poll, so its step still answers."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.fail(f"the test needs RLIMIT_NOFILE >= 2048 (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    spare = []
+    try:
+        while True:  # the jail's pipes must land past 1024: take every lower number first
+            fd = os.open(os.devnull, os.O_RDONLY)
+            spare.append(fd)
+            if fd >= 1100:
+                break
+        sid = sessions.reset(task()).session_id
+        assert sessions.step(sid, shell("echo past")).content == "past\n"
+        assert sessions.score(sid).reward == 0.0
+    finally:
+        for fd in spare:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
