@@ -405,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", type=Path, help="the folder to write to")
     p.set_defaults(func=_export)
     importlib.import_module("groupscore.env").add_env_commands(sub)  # `env run`, `env list`: cli is at its line cap
+    importlib.import_module("groupscore.evaluation").add_eval_command(sub)  # `eval`
     return parser
 
 

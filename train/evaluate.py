@@ -13,6 +13,7 @@ from groupscore.train.task import TaskRow
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from groupscore.train.batch import ScoredBatch
     from groupscore.train.rollouts import Rollouts
 
 SOLVED = 1.0 - 1e-9  # a sample counts as a pass only with full reward (all hidden tests, the exact answer)
@@ -45,6 +46,11 @@ def evaluate(
         seed=seed,
         progress=progress,
     )
+    return summarize(batch, tasks, n, ks)
+
+
+def summarize(batch: ScoredBatch, tasks: list[TaskRow], n: int, ks: list[int]) -> EvalResult:
+    """pass@k, the mean reward and the group shares of n judged samples per task (a batch in task order)."""
     counts: list[tuple[int, int]] = []  # (judged samples, correct ones) per task
     per_task: list[TaskSamples] = []
     for task, rows in zip(tasks, batch.groups()):

@@ -1,0 +1,185 @@
+"""`groupscore eval CONFIG.yaml`: run a model over a taskset before (or instead of) training on it.
+
+It is the trainer's own evaluation (evaluate.py, over the run's rollouts: completions scored by the service, or whole
+episodes scored by sessions), run on its own: `-k` rollouts of each of `-n` tasks of a split, then what says whether
+GRPO can learn there. A task whose judged rollouts all earn the same reward (all 0, all 1) gives a GRPO group no
+signal; the learnable ones (0 < p < 1) are the ones to train on. An `infra_error` rollout is never counted as a 0:
+it is left out and counted apart.
+
+Written to `--out` (default `<run_dir>/eval-<split>`): `rollouts.jsonl` (one line per rollout: the task, its prompt,
+the completion or the trajectory, reward, status, components), `summary.json` (pass@k, mean reward, the shares,
+per-task rewards), and `learnable.txt` (the learnable tasks' ids, one a line).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from groupscore.train.batch import ScoredBatch
+from groupscore.train.config import EvalConfig, TrainConfig, load_config
+from groupscore.train.evaluate import SOLVED, summarize
+from groupscore.train.summary import EvalResult
+from groupscore.train.task import TaskRow
+
+Split = Literal["eval", "train", "all"]
+
+
+@dataclass(frozen=True)
+class TasksetEval:
+    result: EvalResult
+    verdicts: dict[str, str]  # task id -> "all-0", "all-1", "flat" (all alike, between), "learnable", "unjudged"
+    judged: list[float]  # every judged rollout's reward
+    out: Path
+
+    def shares(self) -> dict[str, float]:
+        total = len(self.verdicts) or 1
+        kinds = ("all-0", "all-1", "flat", "learnable", "unjudged")
+        return {kind: sum(v == kind for v in self.verdicts.values()) / total for kind in kinds}
+
+
+def task_verdict(rewards: Sequence[float | None]) -> str:
+    """What a GRPO group of these rollouts would carry: a spread of rewards (learnable), or none."""
+    judged = [r for r in rewards if r is not None]
+    if not judged:
+        return "unjudged"
+    if max(judged) - min(judged) > 1e-9:
+        return "learnable"
+    if judged[0] >= SOLVED:
+        return "all-1"
+    return "all-0" if judged[0] <= 0 else "flat"
+
+
+def eval_command(
+    config_path: Path,
+    sets: Sequence[str] = (),
+    *,
+    model: str | None = None,
+    split: Split = "eval",
+    tasks: int | None = None,
+    k: int | None = None,
+    temperature: float | None = None,
+    out: Path | None = None,
+) -> int:
+    """Print the report; 0 when every rollout was judged, 1 when some were infra_error (the numbers leave them out)."""
+    overrides = [*sets, *([f"model.path={model}"] if model is not None else [])]
+    config = load_config(Path(config_path), sets=overrides)
+    report = run_eval(config, split=split, tasks=tasks, k=k, temperature=temperature, out=out)
+    print(report_text(report), flush=True)
+    return 1 if report.result.infra_errors else 0
+
+
+def run_eval(
+    config: TrainConfig,
+    *,
+    split: Split = "eval",
+    tasks: int | None = None,
+    k: int | None = None,
+    temperature: float | None = None,
+    out: Path | None = None,
+) -> TasksetEval:
+    from groupscore.train.models import load_model
+    from groupscore.train.pipeline import say
+    from groupscore.train.prepare import prepare
+    from groupscore.train.rollouts import open_rollouts
+    from groupscore.train.scoring import open_scorer
+
+    base = config.eval or EvalConfig()
+    n = k or base.samples
+    temp = base.temperature if temperature is None else temperature
+    if temp == 0 and n != 1:
+        raise ValueError("--temperature 0 is greedy decoding: every rollout of a task would be the same; use -k 1")
+    max_new = base.max_completion_length or (config.grpo.max_completion_length if config.grpo else 256)
+    prepared = prepare(config)
+    chosen = {"eval": prepared.eval_tasks, "train": prepared.train_tasks}.get(
+        split, prepared.train_tasks + prepared.eval_tasks
+    )
+    if tasks is not None and tasks < len(chosen):
+        chosen = random.Random(config.seed).sample(chosen, tasks)
+    if not chosen:
+        raise ValueError(f"the taskset's {split} split has no tasks")
+    dirs = None
+    if config.env.sessions == "service" and prepared.tool_format:
+        from groupscore.train.env_tasks import task_dirs
+
+        dirs = task_dirs(chosen)
+    out_dir = Path(out) if out is not None else config.run_dir / f"eval-{split}"
+    say(f"{len(chosen)} {split} tasks x {n} rollouts of {prepared.model_path}, temperature {temp}")
+    with open_scorer(config.service, dirs) as scorer, open_rollouts(config, prepared, scorer) as rollouts:
+        model, tokenizer = load_model(prepared.model_path, prepared.hardware)
+        batch = rollouts.sample(
+            model, tokenizer, chosen, n=n, temperature=temp, max_new_tokens=max_new, seed=config.seed, progress="eval"
+        )
+    result = summarize(batch, chosen, n, sorted({1, n}))
+    verdicts = {task.id: task_verdict(batch.rewards[rows]) for task, rows in zip(chosen, batch.groups())}
+    report = TasksetEval(result, verdicts, [r for r in batch.rewards if r is not None], out_dir)
+    write_outputs(report, batch, chosen)
+    return report
+
+
+def write_outputs(report: TasksetEval, batch: ScoredBatch, tasks: list[TaskRow]) -> None:
+    out = report.out
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "rollouts.jsonl").open("w") as f:
+        for index in range(len(batch.rewards)):
+            record: dict[str, Any] = {
+                "task_id": batch.task_ids[index],
+                "rollout": index % batch.group_size,
+                "prompt": batch.prompts[index],
+                "trajectory" if batch.samples_key == "trajectories" else "completion": batch.samples[index],
+                "reward": batch.rewards[index],
+                "status": batch.statuses[index] if batch.statuses else None,
+                "components": {name: values[index] for name, values in batch.components.items()},
+            }
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    summary = {
+        **report.result.as_dict(),
+        "tasks": len(tasks),
+        "shares": report.shares(),
+        "per_task": [
+            {"id": t.id, "rewards": batch.rewards[rows], "verdict": report.verdicts[t.id]}
+            for t, rows in zip(tasks, batch.groups())
+        ],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    learnable = [task_id for task_id, verdict in report.verdicts.items() if verdict == "learnable"]
+    (out / "learnable.txt").write_text("".join(f"{task_id}\n" for task_id in learnable))
+
+
+def histogram(values: list[float], bins: int = 5, width: int = 30) -> list[str]:
+    """The reward distribution over [0, 1] as text bars."""
+    counts = [0] * bins
+    for value in values:
+        counts[min(bins - 1, max(0, int(value * bins)))] += 1
+    top = max(counts) or 1
+    lines = []
+    for i, count in enumerate(counts):
+        bar = "#" * round(width * count / top)
+        lines.append(f"  [{i / bins:.1f}, {(i + 1) / bins:.1f}{']' if i == bins - 1 else ')'} {bar:<{width}} {count}")
+    return lines
+
+
+def report_text(report: TasksetEval) -> str:
+    result = report.result
+    judged = report.judged
+    shares = report.shares()
+    lines = [
+        f"{len(report.verdicts)} tasks x {result.n} rollouts: "
+        + ", ".join(f"pass@{k} {v:.3f}" for k, v in result.pass_at.items())
+        + f", mean reward {result.mean_reward:.3f}"
+        + (f" (median {statistics.median(judged):.3f})" if judged else ""),
+        f"for GRPO: learnable {shares['learnable']:.0%}, all-0 {shares['all-0']:.0%}, all-1 {shares['all-1']:.0%}"
+        + (f", flat in between {shares['flat']:.0%}" if shares["flat"] else "")
+        + (f", unjudged {shares['unjudged']:.0%}" if shares["unjudged"] else ""),
+        f"infra_error rollouts: {result.infra_errors} (left out of every number, never counted as 0)",
+        "reward distribution (judged rollouts):",
+        *histogram(judged),
+        f"rollouts: {report.out / 'rollouts.jsonl'}; summary: {report.out / 'summary.json'}; "
+        f"learnable tasks: {report.out / 'learnable.txt'}",
+    ]
+    return "\n".join(lines)
