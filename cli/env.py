@@ -5,8 +5,10 @@
     groupscore env run demo:count-errors                             # tool calls typed one per line on stdin
 
 `run` prints the opening turn, one line per observation (`[turn 1] shell -> ...`), each user turn as it is served,
-and, as its last line, the verdict as one JSON object. It drives the same `Sessions` the service does (a jail per
-session, the checkers after the episode), so a trajectory scores here as it would through /v1/sessions.
+and, as its last line, the verdict as one JSON object. Its exit status is the verdict's: 0 solved (status `correct`),
+1 judged and not solved, 3 `infra_error` (nothing judged the episode), and 2 when the input was refused. It drives
+the same `Sessions` the service does (a jail per session, the checkers after the episode), so a trajectory scores
+here as it would through /v1/sessions.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def add_env_commands(sub: Any) -> None:
         description="Open a session of SOURCE:TASK_ID, run the tool calls, score it. With --trajectory, FILE is JSON: "
         'a list of turns, each a list of tool calls {"name", "arguments"}. Without it, stdin gives one call per '
         'line as JSON {"name", "arguments"}; a blank line or {"end_turn": "message"} ends the turn. The last line '
-        "printed is the verdict as one JSON object.",
+        "printed is the verdict as one JSON object. Exit status: 0 solved, 1 judged and not solved, 2 input refused, "
+        "3 infra_error (nothing judged the episode).",
     )
     p.add_argument("task", metavar="SOURCE:TASK_ID", help="e.g. demo:count-errors, harbor:TASK, bfcl:multi_turn_base_0")
     p.add_argument("--trajectory", metavar="FILE", default=None, help="JSON list of turns of calls; - reads stdin")
@@ -113,7 +116,21 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         sessions.close_all()
     print(verdict.model_dump_json(), flush=True)
-    return 0
+    return verdict_status(verdict)
+
+
+# `env run`'s exit status, from the verdict, so that a script can tell them apart (2: the input was refused).
+EXIT_CORRECT, EXIT_NOT_SOLVED, EXIT_REFUSED, EXIT_INFRA_ERROR = 0, 1, 2, 3
+
+
+def verdict_status(verdict: Any) -> int:
+    """0: solved (status correct); 1: judged and not solved (incorrect, partial, ...); 3: infra_error, nothing
+    judged the episode (a trainer masks it)."""
+    from groupscore.schema.verdict import Status
+
+    if verdict.status is Status.infra_error:
+        return EXIT_INFRA_ERROR
+    return EXIT_CORRECT if verdict.status is Status.correct else EXIT_NOT_SOLVED
 
 
 def read_trajectory(where: str) -> list[list[dict[str, Any]]]:

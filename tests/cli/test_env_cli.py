@@ -72,7 +72,7 @@ def test_run_replays_a_trajectory_file_and_ends_with_the_verdict(env, tmp_path):
 def test_run_reads_the_trajectory_from_stdin_and_shows_errors(env):
     calls = [[{"name": "shell", "arguments": {"command": "ls missing"}}, {"name": "nope", "arguments": {}}]]
     status, lines, _ = env("run", "demo:count-errors", "--trajectory", "-", stdin=json.dumps(calls))
-    assert status == 0
+    assert status == 1  # judged, not solved
     assert lines[1].startswith("[turn 1] shell -> error: ls: cannot access 'missing'")
     assert lines[2].startswith("[turn 1] nope -> error: unknown tool 'nope'")
     assert json.loads(lines[-1])["reward"] == 0.0
@@ -113,7 +113,7 @@ def test_a_blank_line_ends_the_turn_and_the_end_of_stdin_scores(env):
     status, lines, _ = env("run", "demo:count-errors", stdin=json.dumps(RIGHT) + "\n\n")
     assert status == 0 and json.loads(lines[-1])["reward"] == 1.0
     status, lines, _ = env("run", "demo:count-errors", stdin="")
-    assert status == 0 and json.loads(lines[-1])["reward"] == 0.0
+    assert status == 1 and json.loads(lines[-1])["reward"] == 0.0
 
 
 @pytest.mark.parametrize(
@@ -135,3 +135,16 @@ def test_bad_input_is_one_line_naming_the_field_and_status_2(env, args, stdin, p
     [line] = err.strip().splitlines()
     assert line.startswith("groupscore env run: ") and problem in line, line
     assert not any(line.startswith("{") for line in lines)  # no verdict printed
+
+
+def test_the_exit_status_is_the_verdicts(env, monkeypatch):
+    """0 solved, 1 judged and not solved, 3 infra_error: a script can tell a wrong answer from a broken session."""
+    from groupscore.env import verdict_status
+    from groupscore.schema.verdict import Verdict
+
+    assert verdict_status(Verdict(reward=1.0, status="correct")) == 0
+    for status in ("incorrect", "partial", "no_answer", "unparsable", "timeout", "error"):
+        assert verdict_status(Verdict(reward=0.0, status=status)) == 1
+    assert verdict_status(Verdict(reward=0.0, status="infra_error", details={"infra": "sandbox"})) == 3
+    status, lines, _ = env("run", "demo:kv-rename", stdin=json.dumps({"end_turn": "done"}) + "\n")
+    assert status == 1 and json.loads(lines[-1])["status"] != "correct"
