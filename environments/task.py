@@ -63,7 +63,33 @@ class ClassTools(BaseModel):
     def _one_origin(self) -> ClassTools:
         if (self.module is None) == (self.source is None):
             raise ValueError("a class tool needs exactly one of 'module' or 'source'")
+        # A task author's broken source is refused here, where the author sees it: found only in the jail, every
+        # session of the task would be infra_error, which trainers mask, and the task would drop out unnoticed.
+        if self.source is not None and self.class_name not in _top_level_names(self.source, "source"):
+            raise ValueError(f"source: defines no class {self.class_name!r} at its top level")
+        if self.encoder is not None:
+            _top_level_names(self.encoder, "encoder")
         return self
+
+
+def _top_level_names(text: str, field: str) -> set[str]:
+    """The names a module's text binds at its top level (compiled, never run); a syntax error is one line."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise ValueError(f"{field}: line {exc.lineno}: {exc.msg}") from None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
 
 
 class Database(BaseModel):

@@ -27,10 +27,16 @@ def test_the_docs_command_lines_run_as_written(tmp_path):
     docs = (README.parent / "docs" / "environments.md").read_text()
     block = re.search(r"```sh\n(groupscore env list.*?)```", docs, re.S).group(1)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    done = subprocess.run(
-        ["bash", "-e", "-c", block], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+    # each command's exit status is printed after it: `env run` exits with its verdict's (0 solved, 1 not solved)
+    traced = "".join(
+        f"{line}\necho status=$?\n" if line.startswith("groupscore") else f"{line}\n" for line in block.splitlines()
     )
-    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        ["bash", "-c", traced], cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    statuses = [line for line in done.stdout.splitlines() if line.startswith("status=")]
+    # the list, the solved trajectory, and the typed run with nothing typed (judged, not solved)
+    assert statuses == ["status=0", "status=0", "status=1"], done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("count-errors\tturns=1")
     verdicts = [line for line in lines if line.startswith('{"id":')]
