@@ -96,3 +96,16 @@ def test_the_tests_mirror_the_packages():
     for area in folders - {"project"}:
         package = ROOT / area if (ROOT / area).is_dir() else ROOT / area.replace("json", "json_schema")
         assert package.is_dir(), f"tests/{area}/ mirrors no package folder"
+
+
+def test_the_advantage_formula_is_written_once():
+    """GRPO's advantage, (r - mean) / (std + eps), is computed in schema/advantages.py alone: the service's group
+    statistics and the trainer's advantages both call it, so a fix there is a fix everywhere."""
+    formula = re.compile(r"(std|spread|sigma)\w*\s*\+\s*(eps|epsilon|1e-4|ADVANTAGE_EPS)")
+    places = []
+    for folder in _package_dirs().values():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.BinOp) and formula.search(ast.unparse(node)):
+                    places.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert len(set(places)) == 1 and places[0].startswith("schema/advantages.py:"), places
