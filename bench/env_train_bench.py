@@ -5,7 +5,7 @@ closing), for the environment demo (`groupscore demo --env`) or any run folder o
 
 Without --reuse it runs the demo into DIR first; with it, it reads DIR's metrics.jsonl and summary.json as they are.
 Per GRPO step, `reward_request_s` is the rollout's wall time and `reward_wait_s` the part of it the trainer waited on
-sessions (train/episodes.py, EpisodeRollouts): generation is the rest of the rollout, the optimizer step the rest of
+sessions (train/episode_rollouts.py): generation is the rest of the rollout, the optimizer step the rest of
 the step.
 """
 

@@ -39,6 +39,27 @@ class ScoredBatch:
             if len(values) != rows:
                 raise ValueError(f"{len(values)} {name} for {rows} scored samples")
 
+    @classmethod
+    def joined(cls, batches: Sequence[ScoredBatch]) -> ScoredBatch:
+        """Batches of whole groups one after another (every process's part of a generation batch)."""
+        if len(batches) == 1:
+            return batches[0]
+        first = batches[0]
+        names = sorted({name for b in batches for name in b.components})
+        return cls(
+            [t for b in batches for t in b.task_ids],
+            [p for b in batches for p in b.prompts],
+            [s for b in batches for s in b.samples],
+            rewards=[r for b in batches for r in b.rewards],
+            group_size=first.group_size,
+            statuses=[s for b in batches for s in (b.statuses or [None] * len(b.rewards))],
+            components={n: [v for b in batches for v in b.components.get(n, [None] * len(b.rewards))] for n in names},
+            wait_s=max(b.wait_s for b in batches),
+            request_s=max(b.request_s for b in batches),
+            samples_key=first.samples_key,
+            group_extra=[e for b in batches for e in (b.group_extra or [{}] * (len(b.rewards) // b.group_size))],
+        )
+
     def groups(self) -> Iterator[slice]:
         for start in range(0, len(self.rewards), self.group_size):
             yield slice(start, start + self.group_size)

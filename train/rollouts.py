@@ -1,11 +1,11 @@
 """Rollouts: how a batch of samples is made and scored, behind one interface that GRPO and evaluation consume.
 
 Two kinds: completions scored by the scoring service (completions.py: one model turn per prompt, the service's
-verdicts, the user's own reward functions beside them), and episodes scored by sessions (episodes.py: turns with tool
-calls in a jail, each session's verdict). Both hand back a `ScoredBatch`: in row order, what was sampled, the reward
-trained on (None: nothing judged it, so it is masked), each component, and the time spent waiting on scoring. The
-trainer (grpo.py) takes its advantages, its mask, its group log and its step statistics from that batch alone, and
-evaluation (evaluate.py) its pass@k, so none of them knows which kind it runs.
+verdicts, the user's own reward functions beside them), and episodes scored by sessions (episode_rollouts.py, over
+episodes.py: turns with tool calls in a jail, each session's verdict). Both hand back a `ScoredBatch`: in row order,
+what was sampled, the reward trained on (None: nothing judged it, so it is masked), each component, and the time
+spent waiting on scoring. The trainer (trainer.py) takes its advantages, its mask, its group log and its step
+statistics from that batch alone, and evaluation (evaluate.py) its pass@k, so none of them knows which kind it runs.
 
 TRL plugs a kind in through its public `rollout_func` and reward functions: the trainer calls `begin` with the
 generation batch's rows, TRL calls `rollout` and then the reward functions, and the trainer reads `scored()`.
@@ -74,19 +74,16 @@ def open_rollouts(config: TrainConfig, prepared: Prepared, scorer: ServiceScorer
         from groupscore.train.completions import CompletionRollouts
 
         grpo = config.grpo
-        tasks = prepared.train_tasks + prepared.eval_tasks
         yield CompletionRollouts(
             scorer,
             grpo.num_generations if grpo else 1,
             overlap=grpo.overlap_scoring if grpo else False,
             extra=list(prepared.reward_functions),
             service_weight=config.rewards.service_weight,
-            task_columns={t.id: t.columns for t in tasks},
+            task_columns={t.id: t.columns for t in prepared.train_tasks},  # the user's functions score training only
         )
         return
-    from groupscore.train.episodes import open_episodes
+    from groupscore.train.episode_rollouts import EpisodeRollouts, open_episodes
 
     with open_episodes(config, prepared, scorer.urls) as runner:
-        from groupscore.train.episodes import EpisodeRollouts
-
         yield EpisodeRollouts(runner)

@@ -19,8 +19,8 @@ from groupscore.train.batch import batch_stats
 from groupscore.train.completions import CompletionRollouts, scored_groups
 from groupscore.train.config import MonitorConfig
 from groupscore.train.evaluate import _pass_at
-from groupscore.train.grpo import mask_unscored
 from groupscore.train.observe import Monitor
+from groupscore.train.trainer import mask_unscored
 
 INFRA = {"reward": 0.0, "status": "infra_error", "reason": "sandbox unavailable", "details": {"infra": "sandbox"}}
 

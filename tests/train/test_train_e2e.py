@@ -93,12 +93,17 @@ def test_group_logs_hold_advantages_equal_to_normalised_group_rewards(trained):
     assert len(groups) == STEPS * PROMPTS
     assert sorted({g["step"] for g in groups}) == list(range(1, STEPS + 1))
     for g in groups:
-        rewards = g["rewards"]
-        assert len(rewards) == len(g["completions"]) == len(g["advantages"]) == G
-        mean = sum(rewards) / G
-        std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (G - 1))  # the service's (and TRL's) sample std
+        assert len(g["rewards"]) == len(g["completions"]) == len(g["advantages"]) == G
+        rewards = [r for r in g["rewards"] if r is not None]  # null: nothing judged it (infra_error), advantage 0
+        n = len(rewards)
+        assert g["infra_errors"] == G - n and all(a == 0.0 for r, a in zip(g["rewards"], g["advantages"]) if r is None)
+        if n < 2:
+            continue
+        mean = sum(rewards) / n
+        std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (n - 1))  # the service's (and TRL's) sample std
         assert g["mean"] == pytest.approx(mean) and g["std"] == pytest.approx(std)
-        assert g["advantages"] == pytest.approx([(r - mean) / (std + 1e-4) for r in rewards], abs=1e-9)
+        judged = [a for r, a in zip(g["rewards"], g["advantages"]) if r is not None]
+        assert judged == pytest.approx([(r - mean) / (std + 1e-4) for r in rewards], abs=1e-9)
         assert g["zero_variance"] == (max(rewards) == min(rewards))
         assert isinstance(g["prompt"], str) and g["task_id"].startswith("add-")
 

@@ -92,3 +92,17 @@ def test_plots_are_png_files_in_the_run_folder(tmp_path):
         assert path.startswith(str(tmp_path))
         with open(path, "rb") as png:
             assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_process_part_joins_into_one_log_and_one_step_statistic():
+    """Under several processes each holds whole groups; the group log and the step's statistics are of all of them."""
+    from groupscore.train.batch import ScoredBatch, group_records
+
+    def part(task: str, rewards: list) -> ScoredBatch:
+        return ScoredBatch([task] * 2, ["p"] * 2, ["c"] * 2, rewards=rewards, group_size=2, components={"x": rewards})
+
+    whole = ScoredBatch.joined([part("a", [1.0, 0.0]), part("b", [None, 1.0])])
+    records = group_records(3, whole)
+    assert [(r["group"], r["task_id"], r["rewards"]) for r in records] == [(0, "a", [1.0, 0.0]), (1, "b", [None, 1.0])]
+    stats = batch_stats(whole)
+    assert stats.reward_mean == pytest.approx(2 / 3) and stats.infra_errors == 1 and stats.zero_variance_share == 0.5

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from trl import GRPOTrainer
 
-from groupscore.train.grpo import TRL_INTERNALS, GroupGRPOTrainer, check_trl_internals
+from groupscore.train.trainer import TRL_INTERNALS, GroupGRPOTrainer, check_trl_internals
 
 TRAIN = Path(__file__).resolve().parents[2] / "train"
 
@@ -53,7 +53,7 @@ def test_one_trainer_and_one_override_of_trl_internals():
         for name, node in _classes_on_trl()
         if any(isinstance(b, ast.Name) and b.id == "GRPOTrainer" for b in node.bases)
     ]
-    assert [(name, node.name) for name, node in classes] == [("grpo.py", "GroupGRPOTrainer")]
+    assert [(name, node.name) for name, node in classes] == [("trainer.py", "GroupGRPOTrainer")]
     overridden = {
         item.name
         for _, node in classes
