@@ -116,6 +116,14 @@ def _cmdline(pid: int) -> str:
 # -- a command under test ---------------------------------------------------------------------------------------------
 
 
+def interactive_dispositions() -> None:
+    """The command starts with the signal dispositions of an interactive shell, whatever the test run inherited: a
+    `make test` started by `nohup ... &` ignores SIGHUP, SIGINT and SIGQUIT, and `groupscore` rightly keeps an
+    inherited ignored SIGHUP (nohup's contract), which is not what these tests are about."""
+    for number in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_DFL)
+
+
 @dataclass
 class Command:
     argv: list[str]
@@ -139,12 +147,23 @@ class Command:
             # What a script does: `groupscore ... &`, then wait (a non-interactive bash starts it with SIGINT ignored).
             script = 'exec 3>&1 1>&2; "$@" & echo $! >&3; wait'
             self.shell = subprocess.Popen(
-                ["bash", "-c", script, "bash", *self.argv], cwd=self.cwd, env=env, stdout=subprocess.PIPE, stderr=out
+                ["bash", "-c", script, "bash", *self.argv],
+                cwd=self.cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=out,
+                preexec_fn=interactive_dispositions,
             )
             self.pid = int(self.shell.stdout.readline())
         else:
             self.proc = subprocess.Popen(
-                self.argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+                self.argv,
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=interactive_dispositions,
             )
             self.pid = self.proc.pid
         out.close()
