@@ -194,8 +194,9 @@ def scored_groups(groups: list[GroupResult], task_ids: list[str], prompts: list[
 def _component(group: GroupResult, name: str) -> list[float | None]:
     """A component's value per completion; None where nothing judged it (its value is a placeholder) or where the
     group's reward has no such component."""
-    values = component_rewards(group, name) or [0.0] * len(group.results)
-    return [None if m or name not in group.components else v for v, m in zip(values, unscored(group))]
+    if name not in group.components:
+        return [None] * len(group.results)
+    return [None if m else v for v, m in zip(component_rewards(group, name), unscored(group))]
 
 
 def sample_completions(

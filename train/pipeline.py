@@ -16,7 +16,7 @@ from groupscore.train.hardware import Hardware, barrier, is_main_process
 from groupscore.train.models import load_model, lora_config
 from groupscore.train.observe import Monitor, plot_run
 from groupscore.train.prepare import prepare
-from groupscore.train.rollouts import Rollouts, open_rollouts
+from groupscore.train.rollouts import Rollouts, open_rollouts, session_task_dirs
 from groupscore.train.scoring import open_scorer
 from groupscore.train.summary import (
     EvalRecord,
@@ -129,11 +129,7 @@ def run(config: TrainConfig) -> RunSummary:
     peft_config = lora_config(config.model)
     monitor = Monitor(config.monitor, emit=say)
     # The embedded service may open the run's task files (added to the user's GROUPSCORE_TASK_DIRS for it alone).
-    dirs = None
-    if config.env.sessions == "service" and prepared.tool_format:
-        from groupscore.train.env_tasks import task_dirs
-
-        dirs = task_dirs(train_tasks + eval_tasks)
+    dirs = session_task_dirs(config, prepared, train_tasks + eval_tasks)
     with open_scorer(config.service, dirs) as scorer, open_rollouts(config, prepared, scorer) as rollouts:
         say(f"scoring service at {', '.join(scorer.urls)}")
         model_path = cold_start_path = prepared.model_path

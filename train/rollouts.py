@@ -65,6 +65,15 @@ class Rollouts(Protocol):
         ...
 
 
+def session_task_dirs(config: TrainConfig, prepared: Prepared, tasks: Sequence[TaskRow]) -> list[str] | None:
+    """The task folders an embedded service must be allowed to open, when the run's sessions live on it."""
+    if config.env.sessions != "service" or not prepared.tool_format:
+        return None
+    from groupscore.train.env_tasks import task_dirs
+
+    return task_dirs(list(tasks))
+
+
 @contextmanager
 def open_rollouts(config: TrainConfig, prepared: Prepared, scorer: ServiceScorer) -> Iterator[Rollouts]:
     """The run's rollouts: episodes against sessions on an environment taskset (in this process, or on the

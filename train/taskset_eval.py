@@ -86,7 +86,7 @@ def run_eval(
     from groupscore.train.models import load_model
     from groupscore.train.pipeline import say
     from groupscore.train.prepare import prepare
-    from groupscore.train.rollouts import open_rollouts
+    from groupscore.train.rollouts import open_rollouts, session_task_dirs
     from groupscore.train.scoring import open_scorer
 
     base = config.eval or EvalConfig()
@@ -103,11 +103,7 @@ def run_eval(
         chosen = random.Random(config.seed).sample(chosen, tasks)
     if not chosen:
         raise ValueError(f"the taskset's {split} split has no tasks")
-    dirs = None
-    if config.env.sessions == "service" and prepared.tool_format:
-        from groupscore.train.env_tasks import task_dirs
-
-        dirs = task_dirs(chosen)
+    dirs = session_task_dirs(config, prepared, chosen)
     out_dir = Path(out) if out is not None else config.run_dir / f"eval-{split}"
     say(f"{len(chosen)} {split} tasks x {n} rollouts of {prepared.model_path}, temperature {temp}")
     with open_scorer(config.service, dirs) as scorer, open_rollouts(config, prepared, scorer) as rollouts:
