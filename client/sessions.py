@@ -8,10 +8,13 @@
     # leaving the block closes every session it opened
 
 Sessions live on the server that opened them: with several URLs, each group goes to the next URL in turn and its
-sessions' calls follow it there. Retries differ from the scoring client's, because a step is not idempotent (a shell
-command sent twice runs twice): every call is retried when it never reached the server or the server did nothing
-(429, 503 with its Retry-After: full); opening, scoring and closing also on other 5xx and on lost connections (a
-group opened twice is closed on exit with the rest). Safe to share between threads.
+sessions' calls follow it there. A step is not idempotent (a shell command sent twice runs twice), so the steps and
+turn ends of a session this object opened are numbered (`seq`): one resent after a lost connection or a 5xx gets the
+first one's answer from the server, never a second run. Every call is retried when it never reached the server or
+the server did nothing (429, 503 with its Retry-After: full; 409: busy); numbered steps, opening, scoring and closing
+also on other 5xx and on lost connections (a group opened twice is closed on exit with the rest). A session's steps
+go unnumbered (not resent) when it was not opened here or when a call of it failed with nothing known of its run.
+Safe to share between threads; one call at a time per session.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class SessionsClient:
         self._lock = threading.Lock()
         self._next = 0
         self._where: dict[str, int] = {}  # session id -> the URL that holds it
+        self._calls: dict[str, int] = {}  # session id -> the number of its last step or turn end, for `seq`
         self._holders: set[tuple[int, str]] = set()  # (URL, client name) this object opened sessions as
 
     def __enter__(self) -> SessionsClient:
@@ -85,19 +89,17 @@ class SessionsClient:
         with self._lock:
             self._holders.add((index, holder))
             self._where.update((o.session_id, index) for o in openings)
+            self._calls.update((o.session_id, 0) for o in openings)
         return openings
 
     def step(self, session_id: str, name: str, arguments: dict[str, Any] | None = None) -> Observation:
         """Run one tool call in the session; its observation."""
         body = {"call": {"name": name, "arguments": arguments or {}}}
-        answer = self._call(self._index(session_id), "POST", f"/v1/sessions/{session_id}/step", body, resend=False)
-        return Observation.model_validate(answer)
+        return Observation.model_validate(self._numbered(session_id, body))
 
     def end_turn(self, session_id: str, message: str | None = None) -> Turn:
         """The model ended its turn with `message`; the next user turn (`done` when there is none)."""
-        path = f"/v1/sessions/{session_id}/step"
-        answer = self._call(self._index(session_id), "POST", path, {"message": message or ""}, resend=False)
-        return Turn.model_validate(answer)
+        return Turn.model_validate(self._numbered(session_id, {"message": message or ""}))
 
     def score(self, session_id: str, final_message: str | None = None) -> Verdict:
         """The session's verdict (the same on every call; the episode ends here if it has not)."""
@@ -111,6 +113,7 @@ class SessionsClient:
         answer = self._call(index, "DELETE", f"/v1/sessions/{session_id}", None, resend=True)
         with self._lock:
             self._where.pop(session_id, None)
+            self._calls.pop(session_id, None)
         return bool(answer["closed"])
 
     def close_client(self, client: str | None = None) -> int:
@@ -126,6 +129,7 @@ class SessionsClient:
         with self._lock:
             holders, self._holders = self._holders, set()
             self._where.clear()
+            self._calls.clear()
         try:
             for index, holder in sorted(holders):
                 self._close_holder(index, holder)
@@ -138,6 +142,26 @@ class SessionsClient:
     def _close_holder(self, index: int, holder: str) -> int:
         answer = self._call(index, "DELETE", "/v1/sessions", None, resend=True, params={"client": holder})
         return int(answer["closed"])
+
+    def _numbered(self, session_id: str, body: dict[str, Any]) -> Any:
+        """A step or turn end, numbered when this object knows the session's count (then it may be resent)."""
+        path = f"/v1/sessions/{session_id}/step"
+        index = self._index(session_id)
+        with self._lock:
+            last = self._calls.get(session_id)
+        if last is None:
+            return self._call(index, "POST", path, body, resend=False)
+        try:
+            answer = self._call(index, "POST", path, {**body, "seq": last + 1}, resend=True)
+        except ServiceError as exc:
+            if exc.status_code is None or exc.status_code >= 500:  # it may have run: the count is no longer known
+                with self._lock:
+                    self._calls.pop(session_id, None)
+            raise
+        with self._lock:
+            if session_id in self._calls:
+                self._calls[session_id] = last + 1
+        return answer
 
     def _index(self, session_id: str) -> int:
         with self._lock:

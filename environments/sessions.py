@@ -12,7 +12,7 @@ import atexit
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -39,6 +39,10 @@ class UnknownSession(KeyError):
 class SessionBusy(Exception):
     """The session is answering another call: one call at a time per session (a trainer never needs two), so a
     second is refused at once rather than holding a thread while it waits."""
+
+
+class OutOfOrder(ValueError):
+    """A numbered call whose number is neither the session's last call (a resend) nor the next one."""
 
 
 class Sessions:
@@ -103,13 +107,15 @@ class Sessions:
         self._start_reaper()
         return openings
 
-    def step(self, session_id: str, call: ToolCall) -> Observation:
+    def step(self, session_id: str, call: ToolCall, seq: int | None = None) -> Observation:
+        """Run a tool call. `seq` numbers the call among the session's steps and turn ends (see `_once`)."""
         with self._held(session_id) as session:
-            return session.step(call)
+            return _once(session, seq, lambda: session.step(call), Observation)
 
-    def next_turn(self, session_id: str, message: str | None = None) -> Turn:
+    def next_turn(self, session_id: str, message: str | None = None, seq: int | None = None) -> Turn:
+        """The model ended its turn with `message`: the next user turn. `seq` as in `step`."""
         with self._held(session_id) as session:
-            return session.next_turn(message)
+            return _once(session, seq, lambda: session.next_turn(message), Turn)
 
     def score(self, session_id: str, final_message: str | None = None) -> Verdict:
         """The session's verdict (the same on every call): the episode ends here if it has not."""
@@ -220,3 +226,20 @@ class Sessions:
                 reaped += 1
         self.reaped_total += reaped
         return reaped
+
+
+def _once[A: (Observation, Turn)](session: Session, seq: int | None, run: Callable[[], A], kind: type[A]) -> A:
+    """Run a session's call at most once. A call numbered `seq` is the session's next (run, its answer kept) or its
+    last sent again (a client that lost the connection mid-call resends it: the kept answer, nothing runs twice);
+    any other number is refused. An unnumbered call runs and is counted too, so numbering may start at any call."""
+    if seq is not None and seq == session.calls and isinstance(session.last_answer, kind):
+        return session.last_answer
+    if seq is not None and seq != session.calls + 1:
+        raise OutOfOrder(
+            f"call number {seq} does not follow the session's last call, number {session.calls}: send "
+            f"{session.calls + 1} for a new call, or {session.calls} to have the last call's answer again"
+        )
+    answer = run()
+    session.calls += 1
+    session.last_answer = answer
+    return answer

@@ -30,6 +30,7 @@ MAX_TOOL_NAME = 200
 MAX_MESSAGE = 1_000_000  # characters of the model's own message (a turn's end, the final answer)
 MAX_ARGUMENT_DEPTH = 64  # containers within containers in a call's arguments, the arguments object counted
 MAX_ARGUMENT_VALUES = 100_000  # values (containers and scalars, keys not counted) in a call's arguments
+MAX_SEQ = 2**31 - 1  # a step's number within its session
 SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -206,6 +207,15 @@ class StepRequest(BaseModel):
 
     call: ToolCall | None = None
     message: MessageText | None = Field(None, description="the model's own message: ends the turn (no tool call)")
+    seq: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_SEQ,
+        description="this call's number among the session's steps and turn ends, from 1. Sent again with the number "
+        "of the session's last call, it answers that call's reply without running anything, so a client may resend a "
+        "call whose connection was lost; any other number than the last or the next is refused (422). Unset: the call "
+        "runs, unnumbered",
+    )
 
 
 class ScoreRequest(BaseModel):

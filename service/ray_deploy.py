@@ -76,11 +76,42 @@ def connect(address: str | None) -> None:
     """Join the Ray cluster at `address` (or RAY_ADDRESS, or start a local one), unless this process already has."""
     if not ray.is_initialized():
         handler = signal.getsignal(signal.SIGTERM)
-        ray.init(address=address, namespace="serve", log_to_driver=False)
+        ray.init(address=address or default_address(), namespace="serve", log_to_driver=False)
         # ray.init sets its own SIGTERM handler (sys.exit); the caller's, when it had one (the `groupscore` command's
         # clean shutdown), stays
         if callable(handler) and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, handler)
+
+
+def default_address() -> str | None:
+    """The cluster to join when none is named: RAY_ADDRESS, else the one `ray start` recorded on this machine (as
+    `ray.init()` does), else a new local one. A recorded cluster whose GCS does not accept a connection is passed over
+    for a local one, with a line on stderr: its record outlives a cluster that was killed, and `ray.init()` would wait
+    on that address for ever, printing GCS time-outs."""
+    if os.environ.get("RAY_ADDRESS"):
+        return None  # ray.init reads it
+    recorded = _recorded_address()
+    if recorded is None:
+        return None
+    host, _, port = recorded.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2.0):
+            return None  # alive: ray.init joins it
+    except (OSError, ValueError):
+        print(
+            f"groupscore: the Ray cluster recorded at {recorded} does not answer; starting a local one", file=sys.stderr
+        )
+        return "local"
+
+
+def _recorded_address() -> str | None:
+    """The GCS address of the last `ray start` on this machine (Ray's `ray_current_cluster` file), or None."""
+    try:
+        from ray._private.utils import read_ray_address
+    except ImportError:  # a Ray without it: ray.init decides alone
+        return None
+    address: str | None = read_ray_address()
+    return address or None
 
 
 def haproxy_binary() -> str | None:

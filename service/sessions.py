@@ -35,7 +35,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_task
-from groupscore.environments.sessions import SessionBusy
+from groupscore.environments.sessions import OutOfOrder, SessionBusy
 from groupscore.environments.sources import BUNDLED, split_address
 from groupscore.environments.task import BUILTIN_TOOLS
 from groupscore.schema.sessions import (
@@ -226,14 +226,16 @@ async def step_session(session_id: str, body: StepRequest, request: Request) -> 
     try:
         if body.call is not None:
             tool = body.call.name if body.call.name in BUILTIN_TOOLS else "class"
-            answer: Observation | Turn = await host.run(host.sessions.step, session_id, body.call)
+            answer: Observation | Turn = await host.run(host.sessions.step, session_id, body.call, body.seq)
         else:
             tool = "message"
-            answer = await host.run(host.sessions.next_turn, session_id, body.message)
+            answer = await host.run(host.sessions.next_turn, session_id, body.message, body.seq)
     except UnknownSession:
         return _unknown(session_id)
     except SessionBusy as exc:
         return _busy(exc)
+    except OutOfOrder as exc:
+        return validation_error_response([{"loc": ("body", "seq"), "msg": str(exc), "type": "value_error"}])
     host.step_latency.labels(tool).observe(time.perf_counter() - started)
     return json_response(answer.model_dump(mode="json"))
 

@@ -1,7 +1,9 @@
 """The sessions client (groupscore.client.sessions) against a real `groupscore serve`, and its retry rules (a step
-is never sent twice) against a transport that answers what each test says."""
+never runs twice: resent only under its number) against a transport that answers what each test says."""
 
 from __future__ import annotations
+
+import json
 
 import httpx
 import pytest
@@ -50,6 +52,33 @@ def test_a_final_message_reaches_the_verdict(url):
         assert env.score(opening.session_id, final_message="The sum is \\boxed{338350}.").reward == 1.0
 
 
+class LosesFirstStepAnswer(httpx.BaseTransport):
+    """The server runs the first step sent, then the connection drops before its answer arrives."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner, self.lost = inner, 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        if request.url.path.endswith("/step") and not self.lost:
+            self.lost += 1
+            response.read()
+            response.close()
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        return response
+
+
+def test_a_step_whose_answer_was_lost_is_resent_under_its_number_and_runs_once(url):
+    with SessionsClient(url, token=TOKEN, retry=RetryPolicy(max_retries=2, backoff_s=0)) as env:
+        lossy = LosesFirstStepAnswer(env._http[0]._transport)
+        env._http[0]._transport = lossy
+        [opening] = env.open_group(TASK)
+        observation = env.step(opening.session_id, "shell", {"command": "echo ran >> ran.log; wc -l < ran.log"})
+        assert lossy.lost == 1 and observation.content.strip() == "1" and observation.steps == 1
+        assert env.step(opening.session_id, "shell", {"command": "wc -l < ran.log"}).content.strip() == "1"
+        assert env.end_turn(opening.session_id, "done").done
+
+
 def test_an_unknown_session_is_a_404_service_error_at_once(url):
     with SessionsClient(url, token=TOKEN, retry=RetryPolicy(backoff_s=5)) as env:
         with pytest.raises(ServiceError) as raised:
@@ -86,12 +115,29 @@ def client_with(*servers: httpx.Client) -> SessionsClient:
     return env
 
 
-def test_a_step_answered_with_a_5xx_is_not_sent_again():
+def test_a_step_of_a_session_opened_elsewhere_answered_with_a_5xx_is_not_sent_again():
+    """Its count is not known here, so it goes unnumbered: the server could not tell a resend from a second step."""
     sent: list[httpx.Request] = []
     env = client_with(scripted([httpx.Response(502, json={"detail": "bad gateway"})], sent))
     with pytest.raises(ServiceError) as raised:
         env.step("s1", "shell", {"command": "echo once >> log"})
-    assert raised.value.status_code == 502 and len(sent) == 1
+    assert raised.value.status_code == 502 and len(sent) == 1 and b'"seq"' not in sent[0].content
+
+
+def test_a_numbered_step_is_resent_and_one_whose_fate_is_unknown_leaves_its_session_unnumbered():
+    sent: list[httpx.Request] = []
+    lost = httpx.Response(502, json={"detail": "bad gateway"})
+    observation = httpx.Response(200, json={"content": "ok", "steps": 1})
+    env = client_with(scripted([httpx.Response(200, json={"sessions": [OPENING]}), lost, observation], sent))
+    env.open_group(TASK)
+    assert env.step("s1", "shell", {"command": "true"}).content == "ok"
+    assert [json.loads(r.content).get("seq") for r in sent[1:]] == [1, 1]  # the same call, under the same number
+    env._http = [scripted([lost, lost, lost, observation], sent)]
+    with pytest.raises(ServiceError):
+        env.step("s1", "shell", {"command": "true"})
+    assert [json.loads(r.content).get("seq") for r in sent[3:]] == [2, 2, 2]
+    env.step("s1", "shell", {"command": "true"})  # it may have run: from here on unnumbered, never resent
+    assert "seq" not in json.loads(sent[-1].content)
 
 
 def test_scoring_and_a_full_server_are_retried():

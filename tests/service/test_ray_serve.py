@@ -27,7 +27,7 @@ from groupscore.client.http import ScoreClient  # noqa: E402
 from groupscore.client.serve_handle import ServeHandleClient  # noqa: E402
 from groupscore.service.embedded import free_port, start_embedded  # noqa: E402
 from groupscore.service.ray_app import GroupScore  # noqa: E402
-from groupscore.service.ray_deploy import RayTarget, start_or_join  # noqa: E402
+from groupscore.service.ray_deploy import RayTarget, default_address, start_or_join  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -90,13 +90,25 @@ def _raylets() -> set[int]:
     return found
 
 
+def _restore(record: Path, recorded: str | None) -> None:
+    if recorded is None:
+        record.unlink(missing_ok=True)
+    else:
+        record.write_text(recorded)
+
+
 @pytest.fixture(scope="module")
 def cluster(reference):
     """Two nodes of one CPU; the head also holds the `probe_slot` the broken-sandbox test's replicas ask for."""
     before = _raylets()
+    record = Path(os.environ.get("RAY_TMPDIR") or os.environ.get("TMPDIR") or "/tmp", "ray", "ray_current_cluster")
+    recorded = record.read_text() if record.exists() else None
     local = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"probe_slot": 1}, "include_dashboard": False}
     )
+    # Cluster records its head as `ray start` does: a plain ray.init() elsewhere on this machine (another test's
+    # `groupscore serve --ray`) would join this cluster, and later its dead address. Every test here names it.
+    _restore(record, recorded)
     local.add_node(num_cpus=1)
     ray.init(address=local.address, log_to_driver=False)
     try:
@@ -107,6 +119,7 @@ def cluster(reference):
         finally:
             ray.shutdown()
             local.shutdown()
+            _restore(record, recorded)
         deadline = time.monotonic() + 30
         while _raylets() - before and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -467,3 +480,30 @@ def test_the_application_builder_refuses_unknown_args():
 
     with pytest.raises(ValueError, match="deployments section"):
         build({"num_replicas": 2})
+
+
+def test_a_cluster_record_left_by_a_killed_cluster_is_passed_over_for_a_local_one(tmp_path, monkeypatch, capsys):
+    """`ray.init()` joins the address the last `ray start` recorded; once that cluster is gone it waits on it for ever
+    (CI saw `groupscore serve --ray` print GCS time-outs for 4 minutes). A dead record gives a local cluster."""
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    (tmp_path / "ray").mkdir()
+    record = tmp_path / "ray" / "ray_current_cluster"
+    assert default_address() is None  # no record: ray.init starts a local cluster by itself
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead = closed.getsockname()[1]
+    record.write_text(f"127.0.0.1:{dead}")
+    assert default_address() == "local"
+    assert f"127.0.0.1:{dead} does not answer" in capsys.readouterr().err
+
+    with socket.socket() as alive:
+        alive.bind(("127.0.0.1", 0))
+        alive.listen()
+        record.write_text(f"127.0.0.1:{alive.getsockname()[1]}")
+        assert default_address() is None  # a live record is joined, as ray.init() does
+
+    record.write_text(f"127.0.0.1:{dead}")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{dead}")
+    assert default_address() is None  # the operator's address is ray.init's to use, dead or not

@@ -27,7 +27,7 @@ RIGHT = "grep -c ' ERROR ' app.log > errors.txt"
 @pytest.fixture(scope="module")
 def url():
     """Two replicas of half a CPU on a local one-node cluster, through Serve's HTTP ingress on a free port."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="serve")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="serve")
     target = RayTarget(http_port=free_port(), num_replicas=2, num_cpus=0.5, settings={"deadline_s": 60})
     try:
         with start_or_join(target) as base_url:
@@ -74,7 +74,7 @@ def test_steps_reach_the_holder_and_a_lost_replica_makes_its_sessions_infra_erro
             assert verdict.status == "infra_error" and verdict.reward == 0.0, verdict
         lost_after_s = time.monotonic() - started
         assert lost_after_s < 30, lost_after_s
-        for session_id in held[doomed]:  # a step is never sent twice; HAProxy no longer sends to the dead replica
+        for session_id in held[doomed]:  # a step whose connection died with the replica is resent under its number
             observation = env.step(session_id, "shell", {"command": "true"})
             assert observation.done and observation.is_error, observation
         for session_id in held[kept]:

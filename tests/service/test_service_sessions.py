@@ -74,6 +74,32 @@ def test_a_group_of_four_is_opened_stepped_scored_and_closed(app, http):
     assert http.post(f"/v1/sessions/{ids[0]}/score").json() == verdicts[0]  # a scored session's verdict outlives it
 
 
+def test_a_numbered_call_sent_again_gets_its_answer_and_runs_once(http):
+    """`seq` makes a step safe to resend: the same number again is the kept answer (the command ran once); a number
+    that is neither the last nor the next is a 422 on `seq`; unnumbered calls count too."""
+    [session_id] = open_group(http, 1)
+    try:
+        count = {"name": "shell", "arguments": {"command": "echo ran >> ran.log; wc -l < ran.log"}}
+        path = f"/v1/sessions/{session_id}/step"
+        first = http.post(path, json={"call": count, "seq": 1}).json()
+        assert first["content"].strip() == "1" and first["steps"] == 1
+        assert http.post(path, json={"call": count, "seq": 1}).json() == first  # resent: nothing ran
+        assert step(http, session_id, count)["content"].strip() == "2"  # unnumbered: call 2
+        for wrong in (1, 4):
+            refused = http.post(path, json={"call": count, "seq": wrong})
+            assert refused.status_code == 422, refused.text
+            (error,) = refused.json()["detail"]
+            assert error["loc"] == ["body", "seq"] and "send 3 for a new call, or 2" in error["msg"]
+        turn = http.post(path, json={"message": "done", "seq": 3}).json()
+        assert turn["done"] is True
+        assert http.post(path, json={"message": "done", "seq": 3}).json() == turn
+        # the last call was a turn's end: a step under its number is not its resend
+        assert http.post(path, json={"call": count, "seq": 3}).status_code == 422
+        assert http.post(path, json={"call": count, "seq": 0}).status_code == 422  # numbers start at 1
+    finally:
+        http.delete(f"/v1/sessions/{session_id}")
+
+
 def test_an_observation_shows_the_tools_output_and_errors(http):
     [session_id] = open_group(http, 1)
     try:
