@@ -153,10 +153,11 @@ class SessionsClient:
             return self._call(index, "POST", path, body, resend=False)
         try:
             answer = self._call(index, "POST", path, {**body, "seq": last + 1}, resend=True)
-        except ServiceError as exc:
-            if exc.status_code is None or exc.status_code >= 500:  # it may have run: the count is no longer known
-                with self._lock:
-                    self._calls.pop(session_id, None)
+        except ServiceError:
+            # It may have run (a 409: still running, after every resend), or the server's count is another (a 422 on
+            # `seq`: another process stepped the session): from here on the session's calls go unnumbered.
+            with self._lock:
+                self._calls.pop(session_id, None)
             raise
         with self._lock:
             if session_id in self._calls:

@@ -61,7 +61,8 @@ class Session:
         self.opened = self.touched = time.monotonic()
         self.steps = 0
         self.turn = 0
-        self.calls = 0  # steps and turn ends answered; numbered calls are checked against it (Sessions' `_once`)
+        self.calls = 0  # steps and turn ends taken; numbered calls are checked against it (Sessions' `_once`)
+        self.last_request = ""  # the last call's digest, and its answer (None while it runs, or if it failed)
         self.last_answer: Observation | TurnOut | None = None
         self.record = Record(seed=seed)
         self.jail: SessionJail | None = None

@@ -9,6 +9,8 @@ parallel (one lock each); calls on one session are serialised.
 from __future__ import annotations
 
 import atexit
+import hashlib
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -110,12 +112,12 @@ class Sessions:
     def step(self, session_id: str, call: ToolCall, seq: int | None = None) -> Observation:
         """Run a tool call. `seq` numbers the call among the session's steps and turn ends (see `_once`)."""
         with self._held(session_id) as session:
-            return _once(session, seq, lambda: session.step(call), Observation)
+            return _once(session, seq, call.model_dump(mode="json"), lambda: session.step(call), Observation)
 
     def next_turn(self, session_id: str, message: str | None = None, seq: int | None = None) -> Turn:
         """The model ended its turn with `message`: the next user turn. `seq` as in `step`."""
         with self._held(session_id) as session:
-            return _once(session, seq, lambda: session.next_turn(message), Turn)
+            return _once(session, seq, {"message": message}, lambda: session.next_turn(message), Turn)
 
     def score(self, session_id: str, final_message: str | None = None) -> Verdict:
         """The session's verdict (the same on every call): the episode ends here if it has not."""
@@ -228,18 +230,35 @@ class Sessions:
         return reaped
 
 
-def _once[A: (Observation, Turn)](session: Session, seq: int | None, run: Callable[[], A], kind: type[A]) -> A:
+def _once[A: (Observation, Turn)](
+    session: Session, seq: int | None, request: object, run: Callable[[], A], kind: type[A]
+) -> A:
     """Run a session's call at most once. A call numbered `seq` is the session's next (run, its answer kept) or its
-    last sent again (a client that lost the connection mid-call resends it: the kept answer, nothing runs twice);
-    any other number is refused. An unnumbered call runs and is counted too, so numbering may start at any call."""
-    if seq is not None and seq == session.calls and isinstance(session.last_answer, kind):
-        return session.last_answer
+    last sent again (a client that lost the connection mid-call resends it: the kept answer, nothing runs twice). A
+    resend must be the same call (`request`: the tool call, or the message) and one whose first run answered; any
+    other number is refused. An unnumbered call runs and is counted too, so numbering may start at any call."""
+    digest = _digest(request)
+    if seq is not None and seq == session.calls:
+        kept = session.last_answer
+        if session.last_request != digest or (kept is not None and not isinstance(kept, kind)):
+            raise OutOfOrder(f"call number {seq} was another call; send {seq + 1} for a new call")
+        if not isinstance(kept, kind):
+            raise OutOfOrder(f"call number {seq} failed on the server while it ran: it is not run again")
+        session.touched = time.monotonic()
+        return kept
     if seq is not None and seq != session.calls + 1:
         raise OutOfOrder(
             f"call number {seq} does not follow the session's last call, number {session.calls}: send "
             f"{session.calls + 1} for a new call, or {session.calls} to have the last call's answer again"
         )
-    answer = run()
+    # counted before it runs: a call that fails part way (the jail may have acted) is never run again by a resend
     session.calls += 1
+    session.last_request, session.last_answer = digest, None
+    answer = run()
     session.last_answer = answer
     return answer
+
+
+def _digest(request: object) -> str:
+    text = json.dumps(request, sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

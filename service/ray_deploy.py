@@ -43,6 +43,10 @@ HAPROXY_FLAG = "RAY_SERVE_ENABLE_HA_PROXY"  # Serve's switch, read by its contro
 INGRESSES = ("haproxy", "proxy")
 # HAProxy's own stats page and Prometheus endpoint, Serve's defaults, bound on all interfaces of the proxy's node.
 HAPROXY_PORTS = {"RAY_SERVE_HAPROXY_STATS_PORT": 8404, "RAY_SERVE_HAPROXY_METRICS_PORT": 9101}
+# A Serve proxy that has not answered its readiness check within this many seconds is killed and started again (Serve's
+# default: 5). On a busy node (a 2-core machine with both cores taken) a new proxy took longer three times running,
+# was killed, and the next one too, until serve.start gave up: the service never came up. The operator's value stands.
+PROXY_READY = ("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "30")
 SERVE_CONTROLLER = ("SERVE_CONTROLLER_ACTOR", "serve")  # Serve's controller: its actor name and namespace
 ALREADY_RUNNING = "Serve was running already: its own ingress"
 
@@ -95,7 +99,7 @@ def default_address() -> str | None:
         return None
     host, _, port = recorded.rpartition(":")
     try:
-        with socket.create_connection((host, int(port)), timeout=2.0):
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
             return None  # alive: ray.init joins it
     except (OSError, ValueError):
         print(
@@ -130,7 +134,13 @@ def haproxy_binary() -> str | None:
 
 
 def controller_env(ingress: str | None) -> dict[str, str]:
-    """The environment Serve's controller is started with for `ingress` (its proxies and replicas inherit it)."""
+    """The environment Serve's controller is started with for `ingress` (its proxies and replicas inherit it), and a
+    proxy readiness time-out a busy node can meet (PROXY_READY)."""
+    name, default = PROXY_READY
+    return {**_ingress_env(ingress), name: os.environ.get(name, default)}
+
+
+def _ingress_env(ingress: str | None) -> dict[str, str]:
     if ingress is not None and ingress not in INGRESSES:
         raise ValueError(f"ingress must be one of {', '.join(INGRESSES)}, not {ingress!r}")
     if ingress is None and os.environ.get(HAPROXY_FLAG) in ("0", "1"):  # the operator's word

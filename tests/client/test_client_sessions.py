@@ -140,6 +140,22 @@ def test_a_numbered_step_is_resent_and_one_whose_fate_is_unknown_leaves_its_sess
     assert "seq" not in json.loads(sent[-1].content)
 
 
+def test_a_numbered_step_still_busy_after_every_resend_leaves_its_session_unnumbered():
+    """A 409 after the resends: the first send may still be running, and would answer the next call's number."""
+    sent: list[httpx.Request] = []
+    busy = httpx.Response(409, json={"detail": "busy"}, headers={"retry-after": "0"})
+    observation = httpx.Response(200, json={"content": "ok", "steps": 2})
+    env = client_with(
+        scripted([httpx.Response(200, json={"sessions": [OPENING]}), busy, busy, busy, observation], sent)
+    )
+    env.open_group(TASK)
+    with pytest.raises(ServiceError) as raised:
+        env.step("s1", "shell", {"command": "true"})
+    assert raised.value.status_code == 409
+    assert env.step("s1", "shell", {"command": "echo next"}).content == "ok"
+    assert "seq" not in json.loads(sent[-1].content)
+
+
 def test_scoring_and_a_full_server_are_retried():
     sent: list[httpx.Request] = []
     full = httpx.Response(503, json={"detail": "full"}, headers={"retry-after": "0"})

@@ -424,16 +424,21 @@ def test_the_shipped_serve_config_is_one_serves_schema_takes_with_autoscaling_an
 def test_the_ingress_is_haproxy_where_found_the_proxy_actor_on_request_or_without_a_binary(
     monkeypatch, capsys, tmp_path
 ):
-    from groupscore.service.ray_deploy import HAPROXY_FLAG, controller_env, deploy_config, load_config
+    from groupscore.service.ray_deploy import HAPROXY_FLAG, PROXY_READY, controller_env, deploy_config, load_config
 
+    ready = dict([PROXY_READY])
     monkeypatch.delenv(HAPROXY_FLAG, raising=False)
+    monkeypatch.delenv(PROXY_READY[0], raising=False)
     monkeypatch.delenv("RAY_SERVE_HAPROXY_BINARY_PATH", raising=False)
 
     def flag(ingress: str | None) -> str:
         return controller_env(ingress)[HAPROXY_FLAG]
 
     assert flag(None) == flag("haproxy") == "1"  # the bundled binary
-    assert controller_env("proxy") == {HAPROXY_FLAG: "0"}
+    assert controller_env("proxy") == {HAPROXY_FLAG: "0", **ready}
+    monkeypatch.setenv(PROXY_READY[0], "12")  # the operator's readiness time-out reaches the controller
+    assert controller_env("proxy") == {HAPROXY_FLAG: "0", PROXY_READY[0]: "12"}
+    monkeypatch.delenv(PROXY_READY[0])
     monkeypatch.setenv(HAPROXY_FLAG, "0")  # the operator's word, unless asked otherwise
     assert flag(None) == "0" and flag("haproxy") == "1"
     monkeypatch.delenv(HAPROXY_FLAG)
@@ -449,7 +454,7 @@ def test_the_ingress_is_haproxy_where_found_the_proxy_actor_on_request_or_withou
     assert ports["RAY_SERVE_HAPROXY_STATS_PORT"] != "8404" and int(ports["RAY_SERVE_HAPROXY_STATS_PORT"]) > 0
     assert "port 8404 is taken" in capsys.readouterr().err
     monkeypatch.setenv("RAY_SERVE_HAPROXY_BINARY_PATH", str(tmp_path / "no-haproxy"))  # no binary
-    assert controller_env(None) == {HAPROXY_FLAG: "0"}
+    assert controller_env(None) == {HAPROXY_FLAG: "0", **ready}
     notice = capsys.readouterr().err
     assert "no HAProxy binary" in notice and "proxy actor" in notice and notice.count("\n") == 1
     with pytest.raises(ValueError, match="no HAProxy binary") as error:
@@ -469,7 +474,7 @@ def test_the_ingress_is_haproxy_where_found_the_proxy_actor_on_request_or_withou
 
     with resources.as_file(resources.files("groupscore.service").joinpath("serve.yaml")) as path:
         config = load_config(path)
-    assert config.controller_options.runtime_env["env_vars"] == {HAPROXY_FLAG: "1"}
+    assert config.controller_options.runtime_env["env_vars"] == {HAPROXY_FLAG: "1", **ready}
     with pytest.raises(ValueError, match="RAY_SERVE_ENABLE_HA_PROXY=1 but there is no HAProxy binary") as error:
         deploy_config(config)
     assert "\n" not in str(error.value)

@@ -84,6 +84,9 @@ def test_a_numbered_call_sent_again_gets_its_answer_and_runs_once(http):
         first = http.post(path, json={"call": count, "seq": 1}).json()
         assert first["content"].strip() == "1" and first["steps"] == 1
         assert http.post(path, json={"call": count, "seq": 1}).json() == first  # resent: nothing ran
+        other = {"name": "shell", "arguments": {"command": "echo another"}}
+        refused = http.post(path, json={"call": other, "seq": 1})  # not a resend: another call under its number
+        assert refused.status_code == 422 and "was another call; send 2" in refused.text
         assert step(http, session_id, count)["content"].strip() == "2"  # unnumbered: call 2
         for wrong in (1, 4):
             refused = http.post(path, json={"call": count, "seq": wrong})
@@ -94,7 +97,7 @@ def test_a_numbered_call_sent_again_gets_its_answer_and_runs_once(http):
         assert turn["done"] is True
         assert http.post(path, json={"message": "done", "seq": 3}).json() == turn
         # the last call was a turn's end: a step under its number is not its resend
-        assert http.post(path, json={"call": count, "seq": 3}).status_code == 422
+        assert "was another call" in http.post(path, json={"call": count, "seq": 3}).text
         assert http.post(path, json={"call": count, "seq": 0}).status_code == 422  # numbers start at 1
     finally:
         http.delete(f"/v1/sessions/{session_id}")
