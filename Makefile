@@ -43,13 +43,16 @@ BFCL_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/bfcl/env.j
 $(BFCL_ENV): $(STAMP)
 	$(VENV)/bin/groupscore sandbox env create bfcl -- --no-deps 'bfcl-eval==$(BFCL_VERSION)' 'mpmath>=1.3,<2'
 
-# The whole suite (tests/ mirrors the packages; markers by folder in tests/conftest.py), then its 20 slowest tests.
+# The whole suite (tests/ mirrors the packages; markers by folder in tests/conftest.py), then its 20 slowest tests. Two
+# pytest-xdist workers, a module whole on one worker (its module fixtures start once); tests/conftest.py keeps the Ray
+# modules and the trainings on one worker, one after another, and hands out the longest first. `-n 0`: one process.
+XDIST := -n 2 --dist loadfile
 test: $(STAMP) $(SCI_ENV) $(BFCL_ENV)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=20
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(XDIST) --durations=20
 
 # The edit-test loop: every area's core, without the tests marked slow (red teams, every language, Ray, models).
 test-fast: $(STAMP) $(SCI_ENV) $(BFCL_ENV)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow" --durations=10
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" --durations=10
 
 # Every step runs, and the target fails if any failed. mypy and lint-imports read the package through a view of the
 # installed layout (package-dir maps folders to names, which neither can follow): tools/import_graph.py --view.

@@ -101,15 +101,99 @@ MODULE_MARKERS = {
 }
 
 
+# `make test` runs the suite on pytest-xdist workers (-n 2 --dist loadfile): each module runs whole on one worker, so
+# that its module-scoped fixtures (a service, a cluster, a trained model) start once. Modules that must not run beside
+# each other share a group, whose modules one worker runs one after another (the scheduler below; xdist's own
+# `--dist loadgroup` groups nothing under pytest 9.2, whose nodes no longer read the `_nodeid` that xdist 3.8 rewrites).
+XDIST_GROUPS = {
+    # Ray clusters: test_ray_serve requires every raylet it did not see before its cluster gone after it, and
+    # test_lifecycle's `serve --ray` starts a cluster of its own. Beside a training, a cluster's Serve proxy missed its
+    # readiness checks (it started 15 s late) and the module's fixture failed.
+    "cli/test_lifecycle.py": "ray+torch",
+    "service/test_ray_serve.py": "ray+torch",
+    "service/test_ray_sessions.py": "ray+torch",
+    # CPU-bound trainings (torch on both cores): two side by side took more than twice as long each
+    "train/test_train_env_demo.py": "ray+torch",
+    "train/test_train_smollm2.py": "ray+torch",
+    "train/test_train_env_smollm2.py": "ray+torch",
+}
+# The longest modules and groups first, so that none of them starts last and runs on while the other worker idles:
+# the scheduler hands them out in this order, the rest in collection order after them. By `--junitxml` times of a
+# whole serial run (setup included), 2026-12-02: ray+torch ~630 s (the trainings ~340 s, Ray ~290 s), the rest under
+# 80 s each.
+XDIST_FIRST = [
+    "ray+torch",
+    "train/test_train_first_use.py",
+    "sandbox/test_sandbox_covert.py",
+    "train/test_train_e2e.py",
+    "testing/test_env_checks.py",
+    "train/test_train_recipes.py",
+    "client/test_dropin.py",
+    "environments/test_bfcl_sessions.py",
+    "sandbox/test_sandbox_warm.py",
+    "verifiers/code/test_code_languages_redteam.py",
+    "testing/test_checks_verifiers.py",
+    "sandbox/test_sandbox_languages.py",
+    "sandbox/test_sandbox_warm_fallback_redteam.py",
+    "environments/test_env_hacks.py",
+    "client/test_verl_agent.py",
+    "sandbox/test_sandbox_adversarial_languages.py",
+    "client/test_trl_env_example.py",
+    "sandbox/test_sandbox_warm_init.py",
+    "sandbox/test_sandbox_launchers.py",
+    "client/test_client_dist.py",
+    "sandbox/test_sandbox_adversarial.py",
+    "cli/test_wheel.py",
+]
+
+
+def _relative(path: Path | str) -> str:
+    return Path(path).resolve().relative_to(TESTS).as_posix()
+
+
+def _xdist_scope(relative: str) -> str:
+    return XDIST_GROUPS.get(relative, relative)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called where it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # log: an xdist Producer
+    """--dist loadfile, with the modules of a group (XDIST_GROUPS) as one file, handed out in the workers' collection
+    order (XDIST_FIRST first: _xdist_order) rather than xdist's most-tests-first."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _xdist_scope(_relative(config.rootpath / nodeid.split("::", 1)[0]))
+
+    config.option.loadscopereorder = False
+    return ModuleGroups(config, log)
+
+
+def _xdist_order(items: list[pytest.Item]) -> None:
+    """XDIST_FIRST's modules and groups first, in its order; the rest as collected. Every worker sorts alike."""
+    rank = {scope: place for place, scope in enumerate(XDIST_FIRST)}
+    items.sort(key=lambda item: rank.get(_xdist_scope(_relative(item.path)), len(rank)))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        relative = Path(str(item.path)).resolve().relative_to(TESTS).as_posix()
+        relative = _relative(item.path)
         names = {
             name for folder, marks in FOLDER_MARKERS.items() if relative.startswith(folder + "/") for name in marks
         }
         names.update(MODULE_MARKERS.get(relative, ()))
         for name in sorted(names):
             item.add_marker(name)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        _xdist_order(items)
+        for item in items:
+            relative = _relative(item.path)
+            if relative.startswith("train/") and relative in XDIST_GROUPS and not item.get_closest_marker("timeout"):
+                # pytest-timeout's 300 s guards against hangs; a training that takes 150 s alone takes longer with the
+                # other worker's tests beside it (test_train_env_demo's module fixture: 147 s alone, 302 s beside two)
+                item.add_marker(pytest.mark.timeout(900))
 
 
 def _service_settings(request: pytest.FixtureRequest) -> dict:

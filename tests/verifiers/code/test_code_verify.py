@@ -62,7 +62,12 @@ class FakeInt:
         return True
 
 
-@pytest.mark.parametrize("value", [object(), iter([1]), FakeInt(), lambda: 1, nested(300), [object()]])
+# ids by name: a FakeInt's would carry its address, which differs between pytest-xdist's workers
+@pytest.mark.parametrize(
+    "value",
+    [object(), iter([1]), FakeInt(), lambda: 1, nested(300), [object()]],
+    ids=["object", "iterator", "fake-int", "lambda", "nested-300", "list-of-object"],
+)
 def test_codec_refuses_anything_but_builtin_data(value):
     with pytest.raises(NotPlainData):
         encode_value(value)
