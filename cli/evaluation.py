@@ -12,12 +12,24 @@ def add_eval_command(sub: Any) -> None:
         "eval",
         help="run a model over a taskset: pass@k, the reward distribution, which tasks GRPO can learn from",
         description="K rollouts of each task of a `groupscore train` config's taskset (environment tasks run whole "
-        "episodes in sessions; single-turn tasks are scored by the service), with the config's model or --model. "
-        "Writes every rollout, a summary and the learnable tasks' ids to --out. Exit status 1 when any rollout was "
-        "infra_error (left out of the numbers).",
+        "episodes in sessions; single-turn tasks are scored by the service), with the config's model, --model, or "
+        "the model behind an OpenAI-compatible --endpoint. Writes every rollout, a summary and the learnable tasks' "
+        "ids to --out. Exit status 1 when any rollout was infra_error (left out of the numbers).",
     )
     p.add_argument("config", type=Path, help="a `groupscore train` config (its model, taskset, service, env)")
-    p.add_argument("--model", default=None, help="a model folder or hub id instead of the config's model")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="a model folder or hub id instead of the config's model; with --endpoint, the served model's name "
+        "(default: the one the endpoint lists)",
+    )
+    p.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="an OpenAI-compatible server's base URL (vLLM, SGLang, `transformers serve`, a hosted API: "
+        "http://127.0.0.1:8000/v1); its key from OPENAI_API_KEY",
+    )
     p.add_argument("--split", choices=("eval", "train", "all"), default="eval", help="which tasks (default: eval)")
     p.add_argument("-n", "--tasks", type=int, default=None, help="at most N tasks, drawn with the config's seed")
     p.add_argument("-k", "--rollouts", type=int, default=None, help="rollouts per task (default: eval.samples)")
@@ -43,4 +55,5 @@ def _eval(args: argparse.Namespace) -> int:
         k=args.rollouts,
         temperature=args.temperature,
         out=args.out,
+        endpoint=args.endpoint,
     )

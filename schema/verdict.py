@@ -34,7 +34,8 @@ class Status(StrEnum):
 
 
 # Where an infra_error came from (`details["infra"]`): the service counts them by this on /metrics.
-INFRA_CAUSES = ("sandbox", "worker_died", "worker_unavailable", "service_deadline", "internal")
+# "endpoint": the policy's own server (`groupscore eval --endpoint`) did not answer; the service never gives it
+INFRA_CAUSES = ("sandbox", "worker_died", "worker_unavailable", "service_deadline", "internal", "endpoint")
 
 
 # A verdict's `verifier_version`: "math@2", or for a composite reward "format@1+math@2" (one entry per kind).

@@ -121,28 +121,31 @@ class EpisodeRollouts:
         started = time.perf_counter()
         episodes = runner.run(model, task_ids, temperature, seed=seed)
         wall_s, sessions_s = time.perf_counter() - started, runner.timing.sessions_s - before
-        names = sorted({n for e in episodes if e.verdict and e.verdict.components for n in e.verdict.components})
-        batch = ScoredBatch(
-            [e.task_id for e in episodes],
-            [e.prompt for e in episodes],
-            [e.log() for e in episodes],
-            rewards=[e.reward for e in episodes],
-            group_size=group,
-            statuses=[e.verdict.status.value if e.verdict else None for e in episodes],
-            components={
-                name: [
-                    (e.verdict.components or {}).get(name) if e.verdict and e.reward is not None else None
-                    for e in episodes
-                ]
-                for name in names
-            },
-            # the rollout waited on sessions (opening, tool calls, scoring, closing) for part of its wall time
-            wait_s=sessions_s,
-            request_s=wall_s,
-            samples_key="trajectories",
-        )
-        return episodes, batch
+        return episodes, episodes_batch(episodes, group, wait_s=sessions_s, request_s=wall_s)
 
     def _pad_id(self) -> int:
         tokenizer = self.runner.tokenizer
         return int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+
+
+def episodes_batch(episodes: Sequence[Episode], group: int, wait_s: float, request_s: float) -> ScoredBatch:
+    """Episodes as a scored batch: each one's reward its session's verdict (None: infra_error), its trajectory the
+    sample. `wait_s`: the time spent on sessions (opening, tool calls, scoring, closing) of `request_s` in all."""
+    names = sorted({n for e in episodes if e.verdict and e.verdict.components for n in e.verdict.components})
+    return ScoredBatch(
+        [e.task_id for e in episodes],
+        [e.prompt for e in episodes],
+        [e.log() for e in episodes],
+        rewards=[e.reward for e in episodes],
+        group_size=group,
+        statuses=[e.verdict.status.value if e.verdict else None for e in episodes],
+        components={
+            name: [
+                (e.verdict.components or {}).get(name) if e.verdict and e.reward is not None else None for e in episodes
+            ]
+            for name in names
+        },
+        wait_s=wait_s,
+        request_s=request_s,
+        samples_key="trajectories",
+    )

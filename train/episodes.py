@@ -268,14 +268,15 @@ class EpisodeRunner:
             return
         if episode.ended:  # cut off by the token budget: the calls are not run
             return
-        assert episode.session_id is not None
         results, done = [], False
         for call in turn.calls:
             try:
-                observation = self.sessions.step(episode.session_id, ToolCall.model_validate(call))
-            except Exception as exc:  # noqa: BLE001 - a malformed call the schema refuses is the model's error
-                observation = Observation(content=f"invalid tool call: {exc}", is_error=True)
-            episode.calls += 1
+                parsed: ToolCall | str = ToolCall.model_validate(call)
+            except ValueError as exc:  # pydantic's: a name or arguments the schema refuses, the model's error
+                parsed = str(exc)
+            observation = run_call(self.sessions, episode, parsed)
+            if observation is None:  # the server lost the call: infra_error
+                return
             results.append(observation.content)
             episode.messages.append({"role": "tool", "name": call["name"], "content": observation.content})
             done = done or observation.done
@@ -354,6 +355,32 @@ class ServiceSessions:
 
     def close_all(self) -> None:
         self.client.close_all()
+
+
+def run_call(sessions: SessionsAPI, episode: Episode, call: ToolCall | str) -> Observation | None:
+    """One tool call the model wrote, run in its session: the observation. A call it wrote badly (`call` is then
+    why) or one the sessions refuse as a request (422, 413; a ValueError in this process) is the model's error, shown
+    to it. Any other failure (a lost connection, a 5xx, a session the server no longer holds) judged nothing: the
+    episode is infra_error, and None comes back."""
+    assert episode.session_id is not None
+    episode.calls += 1
+    if isinstance(call, str):
+        return Observation(content=f"invalid tool call: {call}", is_error=True)
+    from groupscore.client.http import ServiceError
+
+    try:
+        return sessions.step(episode.session_id, call)
+    except ValueError as exc:
+        return Observation(content=f"invalid tool call: {exc}", is_error=True)
+    except ServiceError as exc:
+        if exc.status_code in (413, 422):
+            return Observation(content=f"invalid tool call: {exc}", is_error=True)
+        failure: Exception = exc
+    except Exception as exc:  # noqa: BLE001 - whatever else failed is ours, never the model's 0
+        failure = exc
+    episode.verdict = Verdict.infra_error(episode.task_id, f"a tool call was lost: {failure}", "sandbox")
+    episode.ended = "infra"
+    return None
 
 
 def server_failure(exc: Exception) -> bool:

@@ -2,9 +2,11 @@
 
 It is the trainer's own evaluation (evaluate.py, over the run's rollouts: completions scored by the service, or whole
 episodes scored by sessions), run on its own: `-k` rollouts of each of `-n` tasks of a split, then what says whether
-GRPO can learn there. A task whose judged rollouts all earn the same reward (all 0, all 1) gives a GRPO group no
-signal; the learnable ones (0 < p < 1) are the ones to train on. An `infra_error` rollout is never counted as a 0:
-it is left out and counted apart.
+GRPO can learn there. The policy is the config's model (or `--model`), or any model behind an OpenAI-compatible
+endpoint (`--endpoint URL`: train/endpoint_rollouts.py), e.g. a frontier model to see whether a taskset is well
+scoped. A task whose judged rollouts all earn the same reward (all 0, all 1) gives a GRPO group no signal; the
+learnable ones (0 < p < 1) are the ones to train on. An `infra_error` rollout is never counted as a 0: it is left out
+and counted apart.
 
 Written to `--out` (default `<run_dir>/eval-<split>`): `rollouts.jsonl` (one line per rollout: the task, its prompt,
 the completion or the trajectory, reward, status, components), `summary.json` (pass@k, mean reward, the shares,
@@ -19,13 +21,16 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from groupscore.train.batch import ScoredBatch
 from groupscore.train.config import EvalConfig, TrainConfig, load_config
 from groupscore.train.evaluate import SOLVED, summarize
 from groupscore.train.summary import EvalResult
 from groupscore.train.task import TaskRow
+
+if TYPE_CHECKING:
+    from groupscore.train.chat_endpoint import ChatEndpoint
 
 Split = Literal["eval", "train", "all"]
 
@@ -65,11 +70,22 @@ def eval_command(
     k: int | None = None,
     temperature: float | None = None,
     out: Path | None = None,
+    endpoint: str | None = None,
 ) -> int:
-    """Print the report; 0 when every rollout was judged, 1 when some were infra_error (the numbers leave them out)."""
-    overrides = [*sets, *([f"model.path={model}"] if model is not None else [])]
+    """Print the report; 0 when every rollout was judged, 1 when some were infra_error (the numbers leave them out).
+    With `endpoint`, `model` names the model it serves (default: the only one it lists)."""
+    from groupscore.train.chat_endpoint import ChatEndpoint, EndpointError
+
+    overrides = [*sets, *([f"model.path={model}"] if model is not None and endpoint is None else [])]
     config = load_config(Path(config_path), sets=overrides)
-    report = run_eval(config, split=split, tasks=tasks, k=k, temperature=temperature, out=out)
+    chat = ChatEndpoint(endpoint, model=model) if endpoint is not None else None
+    try:
+        report = run_eval(config, split=split, tasks=tasks, k=k, temperature=temperature, out=out, endpoint=chat)
+    except EndpointError as exc:  # the endpoint itself: unreachable, or a key, model or URL it refuses
+        raise ValueError(f"--endpoint: {exc}") from None
+    finally:
+        if chat is not None:
+            chat.close()
     print(report_text(report), flush=True)
     return 1 if report.result.infra_errors else 0
 
@@ -82,6 +98,7 @@ def run_eval(
     k: int | None = None,
     temperature: float | None = None,
     out: Path | None = None,
+    endpoint: ChatEndpoint | None = None,
 ) -> TasksetEval:
     from groupscore.train.models import load_model
     from groupscore.train.pipeline import say
@@ -95,22 +112,33 @@ def run_eval(
     if temp == 0 and n != 1:
         raise ValueError("--temperature 0 is greedy decoding: every rollout of a task would be the same; use -k 1")
     max_new = base.max_completion_length or (config.grpo.max_completion_length if config.grpo else 256)
-    prepared = prepare(config)
-    chosen = {"eval": prepared.eval_tasks, "train": prepared.train_tasks}.get(
-        split, prepared.train_tasks + prepared.eval_tasks
-    )
+    if endpoint is None:
+        prepared = prepare(config)
+        train, held_out, policy = prepared.train_tasks, prepared.eval_tasks, str(prepared.model_path)
+    else:
+        from groupscore.train.endpoint_rollouts import endpoint_tasks
+
+        train, held_out = endpoint_tasks(config)
+        policy = f"{endpoint.served_model()} at {endpoint.url}"
+    chosen = {"eval": held_out, "train": train}.get(split, train + held_out)
     if tasks is not None and tasks < len(chosen):
         chosen = random.Random(config.seed).sample(chosen, tasks)
     if not chosen:
         raise ValueError(f"the taskset's {split} split has no tasks")
-    dirs = session_task_dirs(config, prepared, chosen)
     out_dir = Path(out) if out is not None else config.run_dir / f"eval-{split}"
-    say(f"{len(chosen)} {split} tasks x {n} rollouts of {prepared.model_path}, temperature {temp}")
-    with open_scorer(config.service, dirs) as scorer, open_rollouts(config, prepared, scorer) as rollouts:
-        model, tokenizer = load_model(prepared.model_path, prepared.hardware)
-        batch = rollouts.sample(
-            model, tokenizer, chosen, n=n, temperature=temp, max_new_tokens=max_new, seed=config.seed, progress="eval"
-        )
+    say(f"{len(chosen)} {split} tasks x {n} rollouts of {policy}, temperature {temp}")
+    if endpoint is not None:
+        from groupscore.train.endpoint_rollouts import sample_batch
+
+        batch = sample_batch(endpoint, config, chosen, n=n, temperature=temp, max_tokens=max_new, seed=config.seed)
+    else:
+        dirs = session_task_dirs(config, prepared, chosen)
+        with open_scorer(config.service, dirs) as scorer, open_rollouts(config, prepared, scorer) as rollouts:
+            model, tokenizer = load_model(prepared.model_path, prepared.hardware)
+            batch = rollouts.sample(
+                model, tokenizer, chosen, n=n, temperature=temp, max_new_tokens=max_new, seed=config.seed,
+                progress="eval",
+            )  # fmt: skip
     result = summarize(batch, chosen, n, sorted({1, n}))
     verdicts = {task.id: task_verdict(batch.rewards[rows]) for task, rows in zip(chosen, batch.groups())}
     report = TasksetEval(result, verdicts, [r for r in batch.rewards if r is not None], out_dir)

@@ -192,6 +192,41 @@ def test_a_local_group_opens_whole_or_not_at_all(tokenizer):
     assert sessions.open_count() == 0
 
 
+class FailingStep(SlowSessions):
+    """Sessions whose tool calls fail with `failure` (the server's, or a refusal of the call itself)."""
+
+    def __init__(self, failure: Exception):
+        super().__init__()
+        self.step_failure = failure
+
+    def step(self, session_id, call):
+        raise self.step_failure
+
+
+@pytest.mark.parametrize(
+    "failure, masked",
+    [
+        (ServiceError("POST .../step: the connection was lost mid-request"), True),
+        (ServiceError("internal error", status_code=500), True),
+        (ServiceError("session x: never opened or closed", status_code=404), True),
+        (ServiceError("call.arguments: 65 levels deep", status_code=422), False),
+    ],
+    ids=["lost", "5xx", "gone", "refused-call"],
+)
+def test_a_tool_call_the_server_lost_is_masked_and_one_it_refused_is_the_models_error(tokenizer, failure, masked):
+    """A lost step judged nothing: infra_error (masked), never an error observation the model is scored 0 after. A
+    call the sessions refuse as a request (422) is the model's own: it reads why, and the episode goes on."""
+    sessions = FailingStep(failure)
+    (episode,) = runner_for(sessions, tokenizer).run(ScriptedPolicy(tokenizer), [CALC[0].id], 0.9)
+    if masked:
+        assert episode.reward is None and episode.verdict.status is Status.infra_error and episode.ended == "infra"
+        assert "a tool call was lost" in episode.verdict.reason and episode.calls == 1
+    else:
+        assert episode.messages[1] == {"role": "tool", "name": "mul", "content": f"invalid tool call: {failure}"}
+        assert episode.reward == 1.0  # scored as the sessions judge it (this fake's verdict)
+    assert not sessions.open
+
+
 def test_a_session_that_cannot_open_is_masked_not_scored_0(tokenizer):
     sessions = SlowSessions(broken=2)
     episodes = runner_for(sessions, tokenizer).run(ScriptedPolicy(tokenizer), [t.id for t in CALC], 0.9)
