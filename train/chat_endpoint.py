@@ -5,13 +5,16 @@ apart (`EndpointRefused`: 4xx). The policy of `groupscore eval --endpoint` (trai
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-RETRIES = 4  # a 429, a 5xx or a lost connection: sent again after 1, 2, 4, 8 s
+RETRIES = 4  # a 429, a 5xx or a lost connection: sent again after 1, 2, 4, 8 s (or the server's Retry-After)
+RETRYABLE = {408, 409, 425, 429}  # and every 5xx: the server did nothing lasting, and says to come back
+MAX_RETRY_AFTER_S = 30.0
 
 
 class EndpointError(Exception):
@@ -37,6 +40,7 @@ class ChatEndpoint:
     timeout_s: float = 600.0
     backoff_s: float = 1.0
     _http: httpx.Client = field(init=False, repr=False)
+    _reached: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
@@ -53,14 +57,31 @@ class ChatEndpoint:
         self._http.close()
 
     def served_model(self) -> str:
-        """The model to ask for: the one given, else the server's only model (a one-line error when it lists more)."""
+        """The model to ask for: the one given, else the server's only model (a one-line error when it lists more).
+        The first call asks /models either way, so an endpoint that cannot be reached, or refuses the key, says so
+        once, before any task runs; a named model the server does not list gets a warning (a router may still serve
+        it), and a server without /models is taken at its word."""
+        if self._reached and self.model is not None:
+            return self.model
+        try:
+            data = self._request("GET", "/models").get("data")
+        except EndpointRefused as exc:
+            if exc.status != 404 or self.model is None:
+                raise EndpointRefused(
+                    f"{exc}{'' if self.model else ' (name the model with --model)'}", exc.status
+                ) from None
+            data = None
+        listed = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+        names = [name for name in listed if isinstance(name, str)]
         if self.model is None:
-            listed = [m.get("id") for m in self._request("GET", "/models").get("data", []) if isinstance(m, dict)]
-            names = [name for name in listed if isinstance(name, str)]
             if len(names) != 1:
                 shown = ", ".join(names[:10]) or "none"
                 raise ValueError(f"--endpoint {self.url} lists {len(names)} models ({shown}): name one with --model")
             self.model = names[0]
+        elif names and self.model not in names:
+            print(f"groupscore: {self.url} does not list the model {self.model!r} (it lists {', '.join(names[:5])})",
+                  file=sys.stderr)  # fmt: skip
+        self._reached = True
         return self.model
 
     def chat(
@@ -97,28 +118,37 @@ class ChatEndpoint:
     def _request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         failure = ""
         for attempt in range(RETRIES + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
                 response = self._http.request(method, path, json=body)
             except httpx.TransportError as exc:
-                failure = f"{type(exc).__name__}: {exc}"
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                failure = f"HTTP {response.status_code}: {_detail(response)}"
-                continue
-            if response.status_code >= 400:
-                raise EndpointRefused(
-                    f"{self.url}{path}: HTTP {response.status_code}: {_detail(response)}", response.status_code
-                )
-            try:
-                decoded = response.json()
-            except ValueError:
-                raise EndpointError(f"{self.url}{path}: the answer is not JSON: {response.text[:200]!r}") from None
-            if not isinstance(decoded, dict):
-                raise EndpointError(f"{self.url}{path}: the answer is not a JSON object")
-            return decoded
+                failure, wait = f"{type(exc).__name__}: {exc}", None
+            else:
+                status = response.status_code
+                if status < 400:
+                    return _decoded(response, f"{self.url}{path}")
+                if status not in RETRYABLE and status < 500:
+                    raise EndpointRefused(f"{self.url}{path}: HTTP {status}: {_detail(response)}", status)
+                failure, wait = f"HTTP {status}: {_detail(response)}", _retry_after(response)
+            if attempt < RETRIES:
+                time.sleep(self.backoff_s * 2**attempt if wait is None else wait)
         raise EndpointError(f"{self.url}{path} did not answer after {RETRIES + 1} attempts: {failure}")
+
+
+def _decoded(response: httpx.Response, where: str) -> dict[str, Any]:
+    try:
+        decoded = response.json()
+    except ValueError:
+        raise EndpointError(f"{where}: the answer is not JSON: {response.text[:200]!r}") from None
+    if not isinstance(decoded, dict):
+        raise EndpointError(f"{where}: the answer is not a JSON object")
+    return decoded
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return min(MAX_RETRY_AFTER_S, max(0.0, float(response.headers["retry-after"])))
+    except (KeyError, ValueError):
+        return None
 
 
 def _detail(response: httpx.Response) -> str:

@@ -10,11 +10,12 @@ function format) goes to the endpoint; every tool call of a reply runs in the se
 turn, or the episode's end). `env.max_turns` bounds the replies and `env.max_tokens` the tokens the endpoint reports
 having generated. Every session is scored and closed, however the episode ended.
 
-Whose fault an ending is: an endpoint that cannot answer (no connection, 5xx and 429 after retries) judged nothing,
-so the episode is infra_error (masked, counted apart: exit 1). A call the model wrote badly (arguments that are not a
-JSON object, a name or value the sessions refuse) is the model's: an error observation it reads, as with a local model.
-An endpoint that refuses the conversation (400: past its context, say) ends the episode, which is scored. 401, 403 and
-404 are the run's own mistake (a key, a model name, a URL): the eval stops with one line.
+Whose fault an ending is: an endpoint that cannot answer (no connection, 5xx, 408, 409, 425 and 429 after retries)
+judged nothing, so the episode is infra_error (masked, counted apart: exit 1), as is a refusal of anything but the
+conversation (a 4xx before the model's first reply: its settings, tools it cannot take). A call the model wrote badly
+(arguments that are not a JSON object, a name or value the sessions refuse) is the model's: an error observation it
+reads, as with a local model. A 400 after the model has replied (past the context, say) ends the episode, which is
+scored. 401, 403 and 404 are the run's own mistake (a key, a model name, a URL): the eval stops with one line.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from groupscore.schema.sessions import ToolCall
 from groupscore.schema.verdict import Verdict
 from groupscore.train.batch import ScoredBatch
 from groupscore.train.chat_endpoint import ChatEndpoint, EndpointError, EndpointRefused
-from groupscore.train.episodes import Episode, SessionsAPI, run_call
+from groupscore.train.episodes import Episode, SessionsAPI, lose, run_call
 
 if TYPE_CHECKING:
     from groupscore.environments import Task as EnvTask
@@ -51,11 +52,13 @@ def stops_the_run(exc: EndpointRefused) -> bool:
 
 
 def prompt_messages(task: TaskRow, system_prompt: str | None) -> list[dict[str, Any]]:
-    """A single-turn task as the endpoint's messages: its own conversation, or its text as the user's turn."""
-    if task.messages is not None:
-        return [{"role": m.role, "content": m.content} for m in task.messages]
-    system = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return [*system, {"role": "user", "content": task.prompt}]
+    """A single-turn task as the endpoint's messages: its own conversation, or its text as the user's turn; the
+    system prompt first unless the conversation has its own."""
+    turns = [{"role": m.role, "content": m.content} for m in task.messages or ()]
+    turns = turns or [{"role": "user", "content": task.prompt}]
+    if system_prompt is not None and turns[0]["role"] != "system":  # as the trainer renders it (prompts.py)
+        turns.insert(0, {"role": "system", "content": system_prompt})
+    return turns
 
 
 def sample_replies(
@@ -178,11 +181,14 @@ class ChatEpisodes:
                 except EndpointRefused as exc:
                     if stops_the_run(exc):
                         raise
-                    episode.ended = f"the endpoint refused the conversation: {exc}"
+                    if exc.status != 400 or not episode.turns:  # its settings, not what the model wrote: nothing judged
+                        lose(episode, f"the endpoint refused the request: {exc}", "endpoint")
+                        break
+                    episode.ended = f"the endpoint refused the conversation: {exc}"  # past its context, say
                     break
                 tokens += used
                 episode.turns += 1
-                message = _assistant(reply)
+                message = _assistant(reply, episode.turns)
                 conversation.append(message)
                 episode.messages.append(message)
                 calls = message.get("tool_calls") or []
@@ -193,12 +199,10 @@ class ChatEpisodes:
                     episode.ended = episode.ended or "the session ended the episode"
                 if tokens >= self.cfg.max_tokens and not episode.ended:
                     episode.ended = f"max_tokens ({self.cfg.max_tokens})"
-        except EndpointRefused as exc:
-            if stops_the_run(exc):
-                raise
+        except EndpointRefused:
+            raise  # a key, a model or a URL it refuses (stops_the_run): the run's own mistake
         except EndpointError as exc:  # nothing judged what the model would have done
-            episode.verdict = Verdict.infra_error(episode.task_id, f"the endpoint failed: {exc}", "endpoint")
-            episode.ended = "infra"
+            lose(episode, f"the endpoint failed: {exc}", "endpoint")
         self._score(episode)
 
     def _run_calls(self, episode: Episode, calls: list[dict[str, Any]], conversation: list[dict[str, Any]]) -> bool:
@@ -215,12 +219,7 @@ class ChatEpisodes:
                 self._spent(started)
             if observation is None:  # the server lost the session: infra_error, set by run_call
                 return True
-            result = {
-                "role": "tool",
-                "tool_call_id": call.get("id") or "",
-                "name": name,
-                "content": observation.content,
-            }
+            result = {"role": "tool", "tool_call_id": call["id"], "content": observation.content}
             conversation.append(result)
             episode.messages.append(result)
             if observation.done:
@@ -232,6 +231,9 @@ class ChatEpisodes:
         started = time.perf_counter()
         try:
             following = self.sessions.next_turn(episode.session_id, episode.final_message)
+        except Exception as exc:  # noqa: BLE001 - a session lost or reaped under the server: nothing judged
+            lose(episode, f"the turn's end was lost: {exc}")
+            return
         finally:
             self._spent(started)
         if following.done:
@@ -259,11 +261,28 @@ class ChatEpisodes:
             self.sessions_s += time.perf_counter() - started
 
 
-def _assistant(reply: dict[str, Any]) -> dict[str, Any]:
-    """The reply as the conversation keeps it: its text and its calls (their ids, names and arguments as sent)."""
+def _assistant(reply: dict[str, Any], turn: int) -> dict[str, Any]:
+    """The reply as the conversation keeps it and sends it back: its text, and its calls in OpenAI's form (an id, the
+    function's name, the arguments as a JSON string), whatever shape the server gave them in."""
     content = reply.get("content")
     message: dict[str, Any] = {"role": "assistant", "content": content if isinstance(content, str) else ""}
-    calls = [c for c in reply.get("tool_calls") or [] if isinstance(c, dict)]
+    given = reply.get("tool_calls")
+    calls = []
+    for index, call in enumerate(given if isinstance(given, list) else []):
+        raw = call.get("function") if isinstance(call, dict) else None
+        function: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):  # an object: sent back as the string OpenAI's wire has
+            arguments = json.dumps(arguments if arguments is not None else {})
+        name = function.get("name")
+        call_id = call.get("id") if isinstance(call, dict) else None
+        calls.append(
+            {
+                "id": call_id if isinstance(call_id, str) and call_id else f"call-{turn}-{index}",
+                "type": "function",
+                "function": {"name": name if isinstance(name, str) else "", "arguments": arguments},
+            }
+        )
     if calls:
         message["tool_calls"] = calls
     return message
@@ -272,7 +291,7 @@ def _assistant(reply: dict[str, Any]) -> dict[str, Any]:
 def _tool_call(name: str, arguments: Any) -> ToolCall | str:
     """The call as the sessions take it, or why it is not one (the model's error, shown to it)."""
     try:
-        parsed = json.loads(arguments) if isinstance(arguments, str) else ({} if arguments is None else arguments)
+        parsed = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
     except ValueError as exc:
         return f"the arguments are not JSON: {exc}"
     if not isinstance(parsed, dict):

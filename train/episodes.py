@@ -359,28 +359,40 @@ class ServiceSessions:
 
 def run_call(sessions: SessionsAPI, episode: Episode, call: ToolCall | str) -> Observation | None:
     """One tool call the model wrote, run in its session: the observation. A call it wrote badly (`call` is then
-    why) or one the sessions refuse as a request (422, 413; a ValueError in this process) is the model's error, shown
-    to it. Any other failure (a lost connection, a 5xx, a session the server no longer holds) judged nothing: the
-    episode is infra_error, and None comes back."""
+    why), or one the service refuses for its own content (413: too large; 422 naming `call`), is the model's error,
+    shown to it. Any other failure (a lost connection, a 5xx, a session the server no longer holds, a resend it could
+    not answer) judged nothing: the episode is infra_error, and None comes back."""
     assert episode.session_id is not None
     episode.calls += 1
     if isinstance(call, str):
         return Observation(content=f"invalid tool call: {call}", is_error=True)
-    from groupscore.client.http import ServiceError
-
     try:
         return sessions.step(episode.session_id, call)
-    except ValueError as exc:
-        return Observation(content=f"invalid tool call: {exc}", is_error=True)
-    except ServiceError as exc:
-        if exc.status_code in (413, 422):
-            return Observation(content=f"invalid tool call: {exc}", is_error=True)
-        failure: Exception = exc
     except Exception as exc:  # noqa: BLE001 - whatever else failed is ours, never the model's 0
-        failure = exc
-    episode.verdict = Verdict.infra_error(episode.task_id, f"a tool call was lost: {failure}", "sandbox")
+        if _refused_call(exc):
+            return Observation(content=f"invalid tool call: {exc}", is_error=True)
+        lose(episode, f"a tool call was lost: {exc}")
+        return None
+
+
+def _refused_call(exc: Exception) -> bool:
+    """Whether the service refused the call for what the model wrote in it (not for the session or the request)."""
+    from groupscore.client.http import ServiceError
+
+    if not isinstance(exc, ServiceError):
+        return False
+    if exc.status_code == 413:
+        return True
+    errors = exc.detail if isinstance(exc.detail, list) else []
+    return exc.status_code == 422 and any(
+        isinstance(e, dict) and list(e.get("loc", []))[1:2] == ["call"] for e in errors
+    )
+
+
+def lose(episode: Episode, reason: str, cause: str = "sandbox") -> None:
+    """The episode judged nothing (its session, the service or the policy's endpoint failed): infra_error."""
+    episode.verdict = Verdict.infra_error(episode.task_id, reason, cause)
     episode.ended = "infra"
-    return None
 
 
 def server_failure(exc: Exception) -> bool:

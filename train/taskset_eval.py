@@ -41,6 +41,7 @@ class TasksetEval:
     verdicts: dict[str, str]  # task id -> "all-0", "all-1", "flat" (all alike, between), "learnable", "unjudged"
     judged: list[float]  # every judged rollout's reward
     out: Path
+    policy: str = ""  # the model folder, or "MODEL at URL" for an endpoint
 
     def shares(self) -> dict[str, float]:
         total = len(self.verdicts) or 1
@@ -141,7 +142,7 @@ def run_eval(
             )  # fmt: skip
     result = summarize(batch, chosen, n, sorted({1, n}))
     verdicts = {task.id: task_verdict(batch.rewards[rows]) for task, rows in zip(chosen, batch.groups())}
-    report = TasksetEval(result, verdicts, [r for r in batch.rewards if r is not None], out_dir)
+    report = TasksetEval(result, verdicts, [r for r in batch.rewards if r is not None], out_dir, policy)
     write_outputs(report, batch, chosen)
     return report
 
@@ -162,6 +163,7 @@ def write_outputs(report: TasksetEval, batch: ScoredBatch, tasks: list[TaskRow])
             }
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
     summary = {
+        "policy": report.policy,
         **report.result.as_dict(),
         "tasks": len(tasks),
         "shares": report.shares(),

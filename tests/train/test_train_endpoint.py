@@ -126,7 +126,7 @@ def test_an_episode_sends_the_tools_runs_the_call_and_is_scored_by_its_session(s
     assert first["messages"] == [{"role": "user", "content": "58+84="}]
     call, result = second["messages"][1:]
     assert call["tool_calls"][0]["id"] == "call-add" and call["role"] == "assistant"
-    assert result == {"role": "tool", "tool_call_id": "call-add", "name": "add", "content": "142"}
+    assert result == {"role": "tool", "tool_call_id": "call-add", "content": "142"}
     assert {r["auth"] for r in server.requests} == {"Bearer k-1"}
     assert episodes[0].messages[-1]["content"] == "The answer is \\boxed{142}."
 
@@ -142,17 +142,50 @@ def test_a_call_the_model_wrote_badly_is_an_error_it_reads_not_an_infra_error(se
     assert "not a JSON object" in next(m for m in episode.messages if m["role"] == "tool")["content"]
 
 
+def test_calls_in_any_shape_go_back_in_openais(serve):
+    """Arguments as an object and no call id (some servers): sent back as a JSON string under an id of our own."""
+
+    def loose(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if body["messages"][-1]["role"] == "tool":
+            return 200, completion({"role": "assistant", "content": "\\boxed{714}", "tool_calls": "none"}, 3)
+        call = {"function": {"name": "mul", "arguments": {"a": 51, "b": 14}}}
+        return 200, completion({"role": "assistant", "content": None, "tool_calls": [call]}, 5)
+
+    server = serve(loose)
+    (episode,) = play(server, ["mul-51-14"])
+    assert episode.reward == 1.0 and episode.ended == "answered"
+    sent = server.requests[1]["body"]["messages"]
+    assert sent[1]["tool_calls"] == [
+        {"id": "call-1-0", "type": "function", "function": {"name": "mul", "arguments": '{"a": 51, "b": 14}'}}
+    ]
+    assert sent[2] == {"role": "tool", "tool_call_id": "call-1-0", "content": "714"}
+
+
 def test_an_endpoint_that_fails_is_infra_error_and_a_refused_key_or_model_stops_the_run(serve):
     down = serve(lambda body: (503, {"error": {"message": "overloaded"}}))
     (episode,) = play(down, ["add-92-71"])
     assert episode.reward is None and episode.verdict.status.value == "infra_error"
     assert "overloaded" in episode.verdict.reason and len(down.requests) == 5  # sent again 4 times
+    assert episode.verdict.details["infra"] == "endpoint"
     refused = serve(lambda body: (401, {"error": {"message": "invalid api key"}}))
     with pytest.raises(EndpointRefused, match="HTTP 401: invalid api key"):
         play(refused, ["add-92-71"])
-    too_long = serve(lambda body: (400, {"error": {"message": "maximum context length is 8 tokens"}}))
-    (episode,) = play(too_long, ["add-92-71"])  # the conversation, not the run: the episode ends and is scored
+    no_tools = serve(
+        lambda body: (400, {"error": {"message": '"auto" tool choice requires --enable-auto-tool-choice'}})
+    )
+    (episode,) = play(no_tools, ["add-92-71"])  # refused before the model wrote anything: its settings, masked
+    assert episode.reward is None and "enable-auto-tool-choice" in episode.verdict.reason
+
+    def overflows(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if body["messages"][-1]["role"] == "tool":
+            return 400, {"error": {"message": "maximum context length is 8 tokens"}}
+        return calculator()(body)
+
+    (episode,) = play(serve(overflows), ["add-92-71"])  # past the context after the model's reply: it is scored
     assert episode.verdict.status.value == "incorrect" and "maximum context length" in episode.ended
+    busy = serve(lambda body: (429, {"error": "slow down"}))
+    (episode,) = play(busy, ["add-92-71"])
+    assert episode.reward is None and len(busy.requests) == 5
 
 
 def test_turns_tokens_and_the_sessions_step_budget_bound_an_episode(serve):
@@ -185,6 +218,8 @@ def test_the_served_model_is_the_only_one_listed_or_must_be_named(serve):
         ChatEndpoint("localhost:8000")
     with pytest.raises(EndpointError, match="did not answer"):
         ChatEndpoint("http://127.0.0.1:9", backoff_s=0).served_model()
+    with pytest.raises(EndpointError, match="did not answer"):  # named or not, it is reached before any task runs
+        ChatEndpoint("http://127.0.0.1:9", model="named", backoff_s=0).served_model()
 
 
 def test_single_turn_replies_come_back_per_task_and_a_lost_one_is_none(serve):

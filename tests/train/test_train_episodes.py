@@ -209,9 +209,11 @@ class FailingStep(SlowSessions):
         (ServiceError("POST .../step: the connection was lost mid-request"), True),
         (ServiceError("internal error", status_code=500), True),
         (ServiceError("session x: never opened or closed", status_code=404), True),
-        (ServiceError("call.arguments: 65 levels deep", status_code=422), False),
+        (ServiceError("seq: call 3 failed on the server", 422, [{"loc": ["body", "seq"], "msg": "m"}]), True),
+        (ServiceError("call.arguments: 65 levels deep", 422, [{"loc": ["body", "call", "arguments"]}]), False),
+        (ServiceError("body too large", status_code=413), False),
     ],
-    ids=["lost", "5xx", "gone", "refused-call"],
+    ids=["lost", "5xx", "gone", "resend-unanswerable", "refused-call", "too-large"],
 )
 def test_a_tool_call_the_server_lost_is_masked_and_one_it_refused_is_the_models_error(tokenizer, failure, masked):
     """A lost step judged nothing: infra_error (masked), never an error observation the model is scored 0 after. A
