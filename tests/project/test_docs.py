@@ -46,14 +46,18 @@ def _env_with_groupscore() -> dict[str, str]:
 def test_the_readme_tour_runs_as_written(tmp_path):
     from groupscore.service.embedded import start_embedded
 
-    (lang1, score), (lang2, serve), (lang3, trl), (lang4, trl_env) = _tour_blocks()
-    assert (lang1, lang2, lang3, lang4) == ("sh", "sh", "python", "python")
+    (lang0, activate), (lang1, score), (lang2, serve), (lang3, trl), (lang4, trl_env) = _tour_blocks()
+    assert (lang0, lang1, lang2, lang3, lang4) == ("sh", "sh", "sh", "python", "python")
 
-    # 1. Score a file: the block as it stands, in an empty folder.
+    # 0-1. Score a file: the block as it stands, in an empty folder, after the activation line run in the checkout
+    # (a PATH without the venv, as a new shell has it).
+    assert activate.startswith(". .venv/bin/activate")
+    venv_bin = str(Path(sys.executable).parent)
+    bare = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    assert Path(venv_bin) == ROOT / ".venv" / "bin", "the tests run from the venv `make` builds"
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", score],
-        cwd=tmp_path,
-        env=_env_with_groupscore(),
+        ["bash", "-euo", "pipefail", "-c", f"cd {ROOT}\n{activate}\ncd {tmp_path}\n{score}"],
+        env={**os.environ, "PATH": bare},
         capture_output=True,
         text=True,
         timeout=120,
