@@ -25,6 +25,18 @@ def hub_offline() -> bool:
     )
 
 
+def hub_unreachable(timeout_s: float = 5.0) -> str | None:
+    """Why the Hugging Face hub (HF_ENDPOINT, else huggingface.co) cannot be reached, or None when it answers."""
+    import httpx
+
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    try:
+        httpx.head(endpoint, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return f"{endpoint}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+    return None
+
+
 def check_model_available(model: ModelConfig, config_dir: Path | None = None) -> None:
     """Before any other work, and before any network: a folder that is not there is one line naming it; a hub id
     that cannot load offline is one line saying how to fetch it ahead, and naming the folder looked for first.
@@ -42,12 +54,22 @@ def check_model_available(model: ModelConfig, config_dir: Path | None = None) ->
         raise FileNotFoundError(f"model.path: no model folder at {folder}")
     if (base / name).is_dir():
         return
-    if not hub_offline():
-        return  # a hub id: downloaded on first use, like any Hugging Face tool
     from huggingface_hub import try_to_load_from_cache
 
-    if not isinstance(try_to_load_from_cache(name, "config.json"), str):
-        looked = " or ".join(dict.fromkeys(str(folder / name) for folder in (base, Path.cwd())))
+    cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+    looked = " or ".join(dict.fromkeys(str(folder / name) for folder in (base, Path.cwd())))
+    if not hub_offline():
+        # a hub id: downloaded on first use, like any Hugging Face tool; but a hub that cannot be reached would cost
+        # a minute of retries and a page of tracebacks before the same news
+        unreachable = None if cached else hub_unreachable()
+        if unreachable:
+            raise FileNotFoundError(
+                f"model.path: {name} is not a local folder (no {looked}), not in the local Hugging Face cache, and "
+                f"the hub cannot be reached ({unreachable}); give a model folder, or fetch it ahead on a machine that "
+                f"reaches the hub (`hf download {name}`)"
+            )
+        return
+    if not cached:
         raise FileNotFoundError(
             f"model.path: {name} is not a local folder (no {looked}), and not in the local Hugging Face cache "
             f"while HF_HUB_OFFLINE is set; fetch it ahead with `hf download {name}` (older huggingface_hub: "

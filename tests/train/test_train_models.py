@@ -85,6 +85,27 @@ def test_an_uncached_hub_model_offline_is_one_line_before_any_other_work(tmp_pat
     assert "hf download Qwen/Qwen2.5-0.5B-Instruct" in err and "huggingface-cli download" in err
 
 
+def test_an_uncached_hub_model_with_the_hub_out_of_reach_is_one_line_at_once(tmp_path, monkeypatch, capsys):
+    """Online by the variables, but no hub answers (a machine with no route to it): one line, not a minute of
+    retries and a page of tracebacks."""
+    import socket
+    import time
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    no_weights(monkeypatch)
+    config = write_config(tmp_path, "{path: models/not-here}", "{train: missing.jsonl, eval_split: 0.1}")
+    started = time.monotonic()
+    code, err = run_cli(["train", str(config), "--dry-run"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "model.path: models/not-here is not a local folder" in err and "the hub cannot be reached" in err
+    assert f"127.0.0.1:{port}: ConnectError" in err and time.monotonic() - started < 10
+
+
 def test_a_local_model_folder_with_a_chat_template_renders_every_prompt(tmp_path, instruct):
     config = load_config(
         write_config(
