@@ -27,9 +27,6 @@ $(STAMP): pyproject.toml client-dist/pyproject.toml tools/install-system-deps
 
 install: $(STAMP)
 
-demo: $(STAMP)
-	$(VENV)/bin/groupscore demo
-
 # The jail's `sci` Python environment (numpy, for tests/sandbox/test_sandbox_python_envs.py): binary wheels for the jail's
 # Python, in GROUPSCORE_SANDBOX_ENVS (default /var/lib/groupscore/envs, hence root, like install-system-deps).
 SCI_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/sci/env.json
@@ -42,6 +39,11 @@ BFCL_VERSION := 2026.3.23
 BFCL_ENV := $(or $(GROUPSCORE_SANDBOX_ENVS),/var/lib/groupscore/envs)/bfcl/env.json
 $(BFCL_ENV): $(STAMP)
 	$(VENV)/bin/groupscore sandbox env create bfcl -- --no-deps 'bfcl-eval==$(BFCL_VERSION)' 'mpmath>=1.3,<2'
+
+# The demo, after the set-up the README promises: the venv and the jail environments the bundled sources use (`bfcl:`
+# tasks run BFCL's classes in the `bfcl` one), so that every tour command works after `make demo` alone.
+demo: $(STAMP) $(SCI_ENV) $(BFCL_ENV)
+	$(VENV)/bin/groupscore demo
 
 # The whole suite (tests/ mirrors the packages; markers by folder in tests/conftest.py), then its 20 slowest tests. Two
 # pytest-xdist workers, a module whole on one worker (its module fixtures start once); tests/conftest.py keeps the Ray
