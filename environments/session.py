@@ -25,7 +25,13 @@ from groupscore.environments.checkers import ReferenceFn, score_record
 from groupscore.environments.jails import ask, open_session_jail, state_roots
 from groupscore.environments.record import Record, seed_env
 from groupscore.environments.task import BUILTIN_TOOLS, Task
-from groupscore.environments.tools import BUILTIN_SCHEMAS, check_builtin_call, class_tool_schemas, schemas_from_source
+from groupscore.environments.tools import (
+    BUILTIN_SCHEMAS,
+    check_builtin_call,
+    check_schema_call,
+    class_tool_schemas,
+    schemas_from_source,
+)
 from groupscore.sandbox import SandboxUnavailable
 from groupscore.sandbox.session_launcher import SessionJail, SessionLost
 from groupscore.schema.sessions import Observation, Opening, ToolCall
@@ -74,6 +80,7 @@ class Session:
         self.methods: list[str] = []
         self._tools = [t for t in task.tools]
         self._class_schemas: dict[str, dict[str, Any]] = {}
+        self._checked: set[str] = set()  # class tools whose calls are checked against their schema first
 
     # -- opening ---------------------------------------------------------------------------------------------------
 
@@ -102,7 +109,10 @@ class Session:
         for spec in task.classes:
             if spec.source is not None and not spec.tool_schemas:
                 spec = spec.model_copy(update={"tool_schemas": schemas_from_source(spec.source, spec.class_name)})
-            schemas.update(class_tool_schemas((spec,), [m for m in self.methods if _offered(spec, m)]))
+            offered = class_tool_schemas((spec,), [m for m in self.methods if _offered(spec, m)])
+            schemas.update(offered)
+            if spec.source is not None:  # the author's own class: its schema is its signature (BFCL's checks nothing)
+                self._checked.update(offered)
         self._class_schemas = schemas
         self._tools += [m for m in self.methods if m in schemas and m not in held_back]
         unknown = sorted(held_back - set(BUILTIN_TOOLS) - set(schemas))
@@ -184,6 +194,9 @@ class Session:
             # the arguments are the tool's schema's, checked above: each names a field of its request
             message = cast("Request", {"op": name, **({"path": "."} if name == "list_files" else {}), **args, **step})
         else:
+            problem = check_schema_call(name, args, self._class_schemas[name]) if name in self._checked else None
+            if problem:
+                return problem, True, None
             message = cast("Call", {"op": "call", "name": name, "arguments": args, **step})
         assert self.jail is not None
         try:

@@ -90,6 +90,54 @@ def check_builtin_call(name: str, arguments: dict[str, Any]) -> str | None:
     return None
 
 
+# JSON Schema's types as the arguments' Python values (a bool is no number here, as in JSON)
+_SCHEMA_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def check_schema_call(name: str, arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """Why a class tool's call does not fit its schema (a message the model sees, before the class runs), or None:
+    a required argument missing, one the schema does not name (when it names any), or a value of another JSON type
+    than its property's."""
+    params = schema.get("function", schema).get("parameters") or {}
+    properties = params.get("properties") or {}
+    missing = [r for r in params.get("required") or [] if r not in arguments]
+    if missing:
+        return f"{name}: missing argument {missing[0]!r}"
+    if properties and params.get("additionalProperties") is not True:
+        extra = sorted(set(arguments) - set(properties))
+        if extra:
+            return f"{name}: unknown argument {extra[0]!r} (takes {', '.join(sorted(properties))})"
+    for key, value in arguments.items():
+        kind = properties.get(key, {}).get("type") if isinstance(properties.get(key), dict) else None
+        kinds = (
+            [kind]
+            if isinstance(kind, str)
+            else [k for k in kind if isinstance(k, str)]
+            if isinstance(kind, list)
+            else []
+        )
+        accepted = [t for k in kinds for t in _SCHEMA_TYPES.get(k, (object,))]
+        if accepted and not (
+            isinstance(value, tuple(accepted)) and not (isinstance(value, bool) and bool not in accepted)
+        ):
+            got = "null" if value is None else next((k for k, ts in _SCHEMA_TYPES.items() if type(value) in ts), "?")
+            return f"{name}: argument {key!r} must be {' or '.join(kinds)}, not {got} ({_short(value)})"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def class_tool_schemas(classes: tuple[ClassTools, ...], methods: list[str]) -> dict[str, dict[str, Any]]:
     """The schemas of class tools, by method name: the task's own where given, else a minimal one (the method's name
     and an open object of arguments)."""
@@ -126,13 +174,17 @@ def schemas_from_source(source: str, class_name: str) -> tuple[dict[str, Any], .
     for fn in cls.body:
         if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
             continue
-        args = [a for a in fn.args.args if a.arg != "self"]
+        args = [a for a in fn.args.posonlyargs + fn.args.args if a.arg != "self"]
         defaults = len(fn.args.defaults)
         props: dict[str, Any] = {}
-        for a in args:
+        for a in args + fn.args.kwonlyargs:
             kind = _JSON_TYPES.get(ast.unparse(a.annotation).split("[")[0]) if a.annotation else None
             props[a.arg] = {"type": kind} if kind else {}
         required = [a.arg for a in args[: len(args) - defaults]]
+        required += [a.arg for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is None]
         doc = (ast.get_docstring(fn) or f"Call {fn.name}.").split("\n\n")[0].strip()
-        out.append(_function(fn.name, doc, props, required))
+        schema = _function(fn.name, doc, props, required)
+        if fn.args.kwarg is not None:  # **kwargs: any other argument is the method's to take
+            schema["function"]["parameters"]["additionalProperties"] = True
+        out.append(schema)
     return tuple(out)

@@ -132,6 +132,45 @@ def test_class_tools_live_in_a_process_of_the_jail(sessions):
     assert pid < 100 and uid != os.getuid() and not sees_host
 
 
+BANK = """class Bank:
+    def __init__(self):
+        self.total = 0
+
+    def deposit(self, amount: int) -> int:
+        self.total += amount
+        return self.total
+
+    def note(self, *, text: str, tag: str = "") -> str:
+        return tag + text
+
+    def anything(self, **kwargs) -> int:
+        return len(kwargs)
+"""
+
+
+def test_a_class_tools_arguments_are_checked_against_its_signature_before_it_runs(sessions):
+    """A wrong type is an error the model reads, named, and the class never ran (no TypeError from inside it)."""
+    t = task(
+        tools=[],
+        classes=[{"class_name": "Bank", "source": BANK}],
+        checkers=[{"kind": "final_message", "item": {"verifier": "math", "answer": "1"}}],
+    )
+    sid = sessions.reset(t).session_id
+
+    def call(name, **arguments):
+        return sessions.step(sid, ToolCall(name=name, arguments=arguments))
+
+    refused = call("deposit", amount="450")
+    assert refused.is_error and refused.content == "deposit: argument 'amount' must be integer, not string ('450')"
+    assert call("deposit", amount=True).content == "deposit: argument 'amount' must be integer, not boolean (True)"
+    assert call("deposit").content == "deposit: missing argument 'amount'"
+    assert call("deposit", amount=1, cents=5).content == "deposit: unknown argument 'cents' (takes amount)"
+    assert call("deposit", amount=450).content == "450"  # the refused calls never reached the class
+    assert call("note", text="hi", tag="#").content == "#hi"  # keyword-only arguments are the schema's too
+    assert call("note", tag="#").content == "note: missing argument 'text'"
+    assert call("anything", a=1, b=[2]).content == "2"  # **kwargs: any argument
+
+
 def test_sessions_share_nothing(sessions):
     a = sessions.reset(task()).session_id
     b = sessions.reset(task()).session_id
