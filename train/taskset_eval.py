@@ -10,7 +10,9 @@ and counted apart.
 
 Written to `--out` (default `<run_dir>/eval-<split>`): `rollouts.jsonl` (one line per rollout: the task, its prompt,
 the completion or the trajectory, reward, status, components), `summary.json` (pass@k, mean reward, the shares,
-per-task rewards), and `learnable.txt` (the learnable tasks' ids, one a line).
+per-task rewards), and `learnable.txt` (the learnable tasks' ids, one a line); for a single-turn taskset also
+`learnable.jsonl` (those tasks as a taskset of groupscore's own rows, to train on) and `accepted.jsonl` (one row per
+solved rollout, the completion as its `solution`: rejection sampling, read as it is by the trainer's SFT cold start).
 """
 
 from __future__ import annotations
@@ -144,7 +146,37 @@ def run_eval(
     verdicts = {task.id: task_verdict(batch.rewards[rows]) for task, rows in zip(chosen, batch.groups())}
     report = TasksetEval(result, verdicts, [r for r in batch.rewards if r is not None], out_dir, policy)
     write_outputs(report, batch, chosen)
+    if batch.samples_key == "completions":  # the taskset's own rows, before any chat template rendered them
+        from groupscore.train.endpoint_rollouts import endpoint_tasks
+
+        raw = {t.id: t for part in (endpoint_tasks(config) if endpoint is None else (train, held_out)) for t in part}
+        write_tasksets(report, batch, [raw[t.id] for t in chosen])
     return report
+
+
+def own_row(task: TaskRow, solution: str | None = None, task_id: str | None = None) -> dict[str, Any]:
+    """A task as one of groupscore's own JSONL rows (what `taskset.train: FILE.jsonl` reads back)."""
+    prompt: Any = [{"role": m.role, "content": m.content} for m in task.messages] if task.messages else task.prompt
+    row = {"id": task_id or task.id, "prompt": prompt, "item": task.item}
+    solution = solution if solution is not None else task.solution
+    return {**row, "solution": solution} if solution is not None else row
+
+
+def write_tasksets(report: TasksetEval, batch: ScoredBatch, raw: list[TaskRow]) -> None:
+    """Single-turn tasksets only: `learnable.jsonl`, the learnable tasks as a taskset to train on; `accepted.jsonl`,
+    one row per solved rollout with the completion as its `solution` (rejection sampling: the trainer's SFT cold start
+    reads it as it is, `taskset.train: accepted.jsonl`)."""
+    with (report.out / "learnable.jsonl").open("w") as f:
+        for task in raw:
+            if report.verdicts.get(task.id) == "learnable":
+                f.write(json.dumps(own_row(task), ensure_ascii=False) + "\n")
+    with (report.out / "accepted.jsonl").open("w") as f:
+        for task, rows in zip(raw, batch.groups()):
+            for rollout, index in enumerate(range(rows.start, rows.stop)):
+                reward = batch.rewards[index]
+                if reward is not None and reward >= SOLVED:
+                    row = own_row(task, str(batch.samples[index]), f"{task.id}/{rollout}")
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def write_outputs(report: TasksetEval, batch: ScoredBatch, tasks: list[TaskRow]) -> None:
@@ -208,4 +240,9 @@ def report_text(report: TasksetEval) -> str:
         f"rollouts: {report.out / 'rollouts.jsonl'}; summary: {report.out / 'summary.json'}; "
         f"learnable tasks: {report.out / 'learnable.txt'}",
     ]
+    if (report.out / "accepted.jsonl").exists():
+        lines.append(
+            f"as tasksets: the learnable tasks {report.out / 'learnable.jsonl'}; the solved rollouts, each with its "
+            f"completion as the solution (SFT rows) {report.out / 'accepted.jsonl'}"
+        )
     return "\n".join(lines)

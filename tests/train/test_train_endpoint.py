@@ -277,6 +277,14 @@ def test_the_command_evaluates_an_endpoint_over_a_single_turn_taskset_scored_by_
     lines = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
     assert [(line["reward"], line["status"]) for line in lines] == [(1.0, "correct"), (0.0, "incorrect")] * 4
     assert all(line["completion"].startswith("\\boxed{") for line in lines)
+    from groupscore.train.taskset import load_tasks
+
+    learnable = load_tasks(out / "learnable.jsonl")  # the trainer's own reader, as `taskset.train` would read them
+    accepted = load_tasks(out / "accepted.jsonl")
+    assert sorted(t.id for t in learnable) == sorted({line["task_id"] for line in lines})
+    assert [t.id for t in accepted] == [f"{line['task_id']}/0" for line in lines[::2]]  # the solved rollouts
+    assert all(t.solution == line["completion"] and t.item["answer"] for t, line in zip(accepted, lines[::2]))
+    assert accepted[0].prompt == lines[0]["prompt"] and "accepted.jsonl" in done.stdout
     done = groupscore("eval", demo, "--endpoint", server.url, "--model", "nope", "-n", "1", "-k", "1",
                       "--set", f"run_dir={tmp_path}")  # fmt: skip
     assert done.returncode == 0  # the scripted server serves any name; a real one refuses it (404): see below

@@ -93,3 +93,22 @@ def test_bad_arguments_are_one_line():
     assert done.returncode == 2 and done.stderr.strip() == "groupscore eval: --rollouts must be at least 1 (got 0)"
     done = groupscore("eval", "no/such/config.yaml")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "no/such/config.yaml" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_single_turn_taskset_writes_its_learnable_tasks_and_solved_rollouts_as_tasksets(tmp_path):
+    from groupscore.train.taskset import load_tasks
+
+    demo = str(Path(DEMO_ENV).with_name("demo.yaml"))
+    out = tmp_path / "eval"
+    done = groupscore("eval", demo, "--set", f"run_dir={tmp_path}", "-n", "6", "-k", "2", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    solved = [line for line in lines if line["reward"] == 1.0]
+    accepted = load_tasks(out / "accepted.jsonl") if solved else []
+    assert [t.id for t in accepted] == [f"{line['task_id']}/{line['rollout']}" for line in solved]
+    assert [t.solution for t in accepted] == [line["completion"] for line in solved]
+    learnable = (out / "learnable.txt").read_text().split()
+    rows = [json.loads(line) for line in (out / "learnable.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == learnable and all(r["item"]["verifier"] == "math" for r in rows)
+    assert all(r["prompt"].endswith("=") for r in rows)  # the taskset's own text, no template rendered into it
