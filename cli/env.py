@@ -3,9 +3,13 @@
     groupscore env list demo
     groupscore env run demo:count-errors --trajectory calls.json     # JSON: turns, each a list of {"name", "arguments"}
     groupscore env run demo:count-errors                             # tool calls typed one per line on stdin
+    groupscore env run demo:count-errors --full --save episode.json  # whole outputs; the episode kept, replayable
 
-`run` prints the opening turn, one line per observation (`[turn 1] shell -> ...`), each user turn as it is served,
-and, as its last line, the verdict as one JSON object. Its exit status is the verdict's: 0 solved (status `correct`),
+`run` prints the opening turn, one line per observation (`[turn 1] shell -> ...`; `--full`: the whole output under
+it), each user turn as it is served, and, as its last line, the verdict as one JSON object. A call is typed as JSON
+or as `TOOL key=value ...` (a value is read as JSON where it is JSON: `amount=450` a number, else text, shell-quoted:
+`command="ls -la"`). `--save FILE` writes the episode (its calls per turn, what each gave back, the verdict), which
+`--trajectory FILE` plays again. Its exit status is the verdict's: 0 solved (status `correct`),
 1 judged and not solved, 3 `infra_error` (nothing judged the episode), and 2 when the input was refused. It drives
 the same `Sessions` the service does (a jail per session, the checkers after the episode), so a trajectory scores
 here as it would through /v1/sessions.
@@ -17,6 +21,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -41,8 +46,9 @@ def add_env_commands(sub: Any) -> None:
         "run",
         help="run one task's episode: a trajectory from a file, or tool calls typed on stdin; print the verdict",
         description="Open a session of SOURCE:TASK_ID, run the tool calls, score it. With --trajectory, FILE is JSON: "
-        'a list of turns, each a list of tool calls {"name", "arguments"}. Without it, stdin gives one call per '
-        'line as JSON {"name", "arguments"}; a blank line or {"end_turn": "message"} ends the turn. The last line '
+        'a list of turns, each a list of tool calls {"name", "arguments"} (or an episode --save wrote). Without '
+        'it, stdin gives one call per line, as JSON {"name", "arguments"} or as TOOL key=value ... (values JSON '
+        'where they parse, else text); a blank line or {"end_turn": "message"} ends the turn. The last line '
         "printed is the verdict as one JSON object. Exit status: 0 solved, 1 judged and not solved, 2 input refused, "
         "3 infra_error (nothing judged the episode).",
     )
@@ -50,6 +56,8 @@ def add_env_commands(sub: Any) -> None:
     p.add_argument("--trajectory", metavar="FILE", default=None, help="JSON list of turns of calls; - reads stdin")
     p.add_argument("--final-message", metavar="TEXT", default=None, help="the model's last message (for its checker)")
     p.add_argument("--seed", type=int, default=0, help="the session's seed (default 0)")
+    p.add_argument("--full", action="store_true", help="print each tool output whole (default: a one-line preview)")
+    p.add_argument("--save", metavar="FILE", type=Path, default=None, help="write the episode and its verdict as JSON")
     p.set_defaults(func=run_command)
     p = env.add_parser("list", help="list a source's tasks: id, turns, tools, checkers")
     p.add_argument("source", help="bfcl, harbor, demo, or a path to a task file or Harbor task directory")
@@ -102,21 +110,39 @@ def run_command(args: argparse.Namespace) -> int:
     sessions = Sessions(max_sessions=1)
     opening = sessions.reset(task, seed=args.seed)
     session_id = opening.session_id
+    episode = Episode(args.full)
     try:
         for message in opening.messages:
             _print_message(1, message)
         if trajectory is None:
             print("tools: " + ", ".join(_signature(tool) for tool in opening.tools), flush=True)
-            status = _typed(sessions, session_id, sys.stdin)
+            status = _typed(sessions, session_id, sys.stdin, episode)
             if status:
                 return status
         else:
-            _replayed(sessions, session_id, trajectory)
+            _replayed(sessions, session_id, trajectory, episode)
         verdict = sessions.score(session_id, args.final_message)
     finally:
         sessions.close_all()
+    if args.save is not None:
+        saved = {"task": args.task, "seed": args.seed, "trajectory": episode.calls, "observations": episode.results}
+        saved |= {"final_message": args.final_message, "verdict": verdict.model_dump(mode="json")}
+        args.save.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(verdict.model_dump_json(), flush=True)
     return verdict_status(verdict)
+
+
+@dataclass
+class Episode:
+    """What `run` shows of each call (`full`: the whole output) and keeps for --save: the calls and results by turn."""
+
+    full: bool = False
+    calls: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
+    results: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
+
+    def next_turn(self) -> None:
+        self.calls.append([])
+        self.results.append([])
 
 
 # `env run`'s exit status, from the verdict, so that a script can tell them apart (2: the input was refused).
@@ -144,6 +170,8 @@ def read_trajectory(where: str) -> list[list[dict[str, Any]]]:
         turns = json.loads(text)
     except ValueError as exc:
         raise BadInput(f"{where} is not JSON: {exc}") from None
+    if isinstance(turns, dict) and "trajectory" in turns:  # an episode `run --save` wrote
+        turns = turns["trajectory"]
     if not isinstance(turns, list) or not all(isinstance(turn, list) for turn in turns):
         raise BadInput(f'{where}: give a list of turns, each a list of tool calls {{"name", "arguments"}}')
     for t, turn in enumerate(turns, 1):
@@ -162,22 +190,22 @@ def _read_file(where: str) -> str:
         raise BadInput(f"{where}: {exc.strerror or exc}") from None
 
 
-def _replayed(sessions: Sessions, session_id: str, trajectory: list[list[dict[str, Any]]]) -> None:
+def _replayed(sessions: Sessions, session_id: str, trajectory: list[list[dict[str, Any]]], episode: Episode) -> None:
     """Each turn's calls, then the next user turn (as a model ending its turn gets it); the last turn ends at score."""
     from groupscore.schema.sessions import ToolCall
 
     for index, turn in enumerate(trajectory):
         for call in turn:
-            _step(sessions, session_id, index + 1, ToolCall.model_validate(call))
-        if index < len(trajectory) - 1 and _next_turn(sessions, session_id, None):
+            _step(sessions, session_id, index + 1, ToolCall.model_validate(call), episode)
+        if index < len(trajectory) - 1 and _next_turn(sessions, session_id, None, episode):
             return
 
 
-def _typed(sessions: Sessions, session_id: str, lines: IO[str]) -> int:
+def _typed(sessions: Sessions, session_id: str, lines: IO[str], episode: Episode) -> int:
     """Calls typed one per line until the task's turns are done or stdin ends; a bad line is refused with one line
-    naming it (at a terminal the person types it again; from a pipe the command stops with 2)."""
+    naming it (at a terminal the person types it again, after a prompt; from a pipe the command stops with 2)."""
     turn = 1
-    for number, line in _numbered(lines):
+    for number, line in _numbered(lines, prompt=lines.isatty()):
         try:
             kind, value = parse_typed_line(line)
         except BadInput as exc:
@@ -186,9 +214,9 @@ def _typed(sessions: Sessions, session_id: str, lines: IO[str]) -> int:
             print(f"line {number}: {exc}", file=sys.stderr, flush=True)
             continue
         if kind == "call":
-            _step(sessions, session_id, turn, value)
+            _step(sessions, session_id, turn, value, episode)
             continue
-        if _next_turn(sessions, session_id, value):
+        if _next_turn(sessions, session_id, value, episode):
             break
         turn += 1
     return 0
@@ -202,6 +230,8 @@ def parse_typed_line(line: str) -> tuple[str, Any]:
 
     if not line.strip():
         return "end_turn", None
+    if not line.lstrip().startswith("{"):
+        return "call", _keyword_call(line)
     try:
         value = json.loads(line)
     except ValueError as exc:
@@ -216,13 +246,55 @@ def parse_typed_line(line: str) -> tuple[str, Any]:
         raise BadInput(_first_error(exc)) from None
 
 
-def _numbered(lines: IO[str]) -> Iterator[tuple[int, str]]:
-    for number, line in enumerate(iter(lines.readline, ""), 1):  # readline: each line as it is typed
+def _keyword_call(line: str) -> Any:
+    """`TOOL key=value ...` as a call: each value JSON where it parses (450, true, [1]), else the text itself."""
+    import shlex
+
+    from pydantic import ValidationError
+
+    from groupscore.schema.sessions import ToolCall
+
+    try:
+        name, *pairs = shlex.split(line)
+    except ValueError as exc:
+        raise BadInput(f"cannot split the line as a shell would: {exc}") from None
+    arguments: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise BadInput(f"{pair!r}: give each argument as key=value after the tool's name (or the call as JSON)")
+        try:
+            arguments[key] = json.loads(text)
+        except ValueError:
+            arguments[key] = text
+    try:
+        return ToolCall(name=name, arguments=arguments)
+    except ValidationError as exc:
+        raise BadInput(_first_error(exc)) from None
+
+
+def _numbered(lines: IO[str], prompt: bool = False) -> Iterator[tuple[int, str]]:
+    number = 0
+    while True:
+        if prompt:
+            print("> ", end="", file=sys.stderr, flush=True)
+        line = lines.readline()  # each line as it is typed
+        if not line:
+            return
+        number += 1
         yield number, line.rstrip("\n")
 
 
-def _step(sessions: Sessions, session_id: str, turn: int, call: Any) -> None:
+def _step(sessions: Sessions, session_id: str, turn: int, call: Any, episode: Episode) -> None:
     observation = sessions.step(session_id, call)
+    episode.calls[-1].append(call.model_dump(mode="json"))
+    episode.results[-1].append(observation.model_dump(mode="json"))
+    if episode.full:
+        mark = " (error)" if observation.is_error else ""
+        print(f"[turn {turn}] {call.name}{mark}{' [episode over]' if observation.done else ''}:", flush=True)
+        print("".join(f"    {line}\n" for line in observation.content.splitlines()) or "    (no output)", end="")
+        print(flush=True)
+        return
     content = observation.content.strip("\n").splitlines() or ["(no output)"]
     preview = " | ".join(content[:PREVIEW_LINES])
     if len(content) > PREVIEW_LINES:
@@ -233,9 +305,11 @@ def _step(sessions: Sessions, session_id: str, turn: int, call: Any) -> None:
     print(f"[turn {turn}] {call.name} -> {marks}", flush=True)
 
 
-def _next_turn(sessions: Sessions, session_id: str, message: str | None) -> bool:
+def _next_turn(sessions: Sessions, session_id: str, message: str | None, episode: Episode) -> bool:
     """End the model's turn; print the next user turn. True when the task has none left."""
     turn = sessions.next_turn(session_id, message)
+    if not turn.done:
+        episode.next_turn()
     for served in turn.messages:
         _print_message(turn.turn + 1, served)
     if turn.tools is not None:

@@ -107,11 +107,14 @@ class Session:
         held_back = {name for turn in task.turns for name in turn.add_tools}
         schemas: dict[str, dict[str, Any]] = {}
         for spec in task.classes:
-            if spec.source is not None and not spec.tool_schemas:
+            # the author's own class, its schemas read from its signatures: a call that fits none of them would only
+            # be a TypeError inside the class (schemas a task gives, BFCL's among them, are the task's own word)
+            read = spec.source is not None and not spec.tool_schemas
+            if read:
                 spec = spec.model_copy(update={"tool_schemas": schemas_from_source(spec.source, spec.class_name)})
             offered = class_tool_schemas((spec,), [m for m in self.methods if _offered(spec, m)])
             schemas.update(offered)
-            if spec.source is not None:  # the author's own class: its schema is its signature (BFCL's checks nothing)
+            if read:
                 self._checked.update(offered)
         self._class_schemas = schemas
         self._tools += [m for m in self.methods if m in schemas and m not in held_back]

@@ -106,9 +106,13 @@ def check_schema_call(name: str, arguments: dict[str, Any], schema: dict[str, An
     """Why a class tool's call does not fit its schema (a message the model sees, before the class runs), or None:
     a required argument missing, one the schema does not name (when it names any), or a value of another JSON type
     than its property's."""
-    params = schema.get("function", schema).get("parameters") or {}
-    properties = params.get("properties") or {}
-    missing = [r for r in params.get("required") or [] if r not in arguments]
+    function = schema.get("function", schema)
+    params = function.get("parameters") if isinstance(function, dict) else None
+    properties = params.get("properties") if isinstance(params, dict) else None
+    required = params.get("required") if isinstance(params, dict) else None
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return None  # not a shape this reads: the class decides
+    missing = [r for r in required if isinstance(r, str) and r not in arguments]
     if missing:
         return f"{name}: missing argument {missing[0]!r}"
     if properties and params.get("additionalProperties") is not True:
@@ -125,6 +129,8 @@ def check_schema_call(name: str, arguments: dict[str, Any], schema: dict[str, An
             else []
         )
         accepted = [t for k in kinds for t in _SCHEMA_TYPES.get(k, (object,))]
+        if int in accepted and isinstance(value, float) and value.is_integer():
+            continue  # JSON has one number type: 3.0 is an integer to JSON Schema
         if accepted and not (
             isinstance(value, tuple(accepted)) and not (isinstance(value, bool) and bool not in accepted)
         ):
@@ -174,13 +180,19 @@ def schemas_from_source(source: str, class_name: str) -> tuple[dict[str, Any], .
     for fn in cls.body:
         if not isinstance(fn, ast.FunctionDef) or fn.name.startswith("_"):
             continue
-        args = [a for a in fn.args.posonlyargs + fn.args.args if a.arg != "self"]
-        defaults = len(fn.args.defaults)
+        decorators = {ast.unparse(d) for d in fn.decorator_list}
+        # keyword arguments only: the agent calls a method with **arguments (positional-only ones cannot be given)
+        positional = fn.args.posonlyargs + fn.args.args
+        given = [None] * (len(positional) - len(fn.args.defaults)) + list(fn.args.defaults)
+        skip = 0 if "staticmethod" in decorators else 1  # self (or cls)
+        pairs = [(a, d) for i, (a, d) in enumerate(zip(positional, given)) if i >= skip and a in fn.args.args]
+        args, defaults = [a for a, _ in pairs], [d for _, d in pairs]
         props: dict[str, Any] = {}
-        for a in args + fn.args.kwonlyargs:
+        for a, default in [*pairs, *zip(fn.args.kwonlyargs, fn.args.kw_defaults)]:
             kind = _JSON_TYPES.get(ast.unparse(a.annotation).split("[")[0]) if a.annotation else None
-            props[a.arg] = {"type": kind} if kind else {}
-        required = [a.arg for a in args[: len(args) - defaults]]
+            none_default = isinstance(default, ast.Constant) and default.value is None
+            props[a.arg] = ({"type": [kind, "null"] if none_default else kind}) if kind else {}
+        required = [a.arg for a, d in zip(args, defaults) if d is None]
         required += [a.arg for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is None]
         doc = (ast.get_docstring(fn) or f"Call {fn.name}.").split("\n\n")[0].strip()
         schema = _function(fn.name, doc, props, required)

@@ -32,14 +32,15 @@ def hub_unreachable(timeout_s: float = 5.0) -> str | None:
     endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
     try:
         httpx.head(endpoint, timeout=timeout_s)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, ImportError) as exc:  # ImportError: a SOCKS proxy without socksio
         return f"{endpoint}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
     return None
 
 
 def check_model_available(model: ModelConfig, config_dir: Path | None = None) -> None:
-    """Before any other work, and before any network: a folder that is not there is one line naming it; a hub id
-    that cannot load offline is one line saying how to fetch it ahead, and naming the folder looked for first.
+    """Before any other work: a folder that is not there is one line naming it; a hub id that cannot load offline is
+    one line saying how to fetch it ahead, and naming the folder looked for first; online, an uncached hub id costs
+    one request to the hub (is it there at all?) before anything else goes to the network.
     `config_dir`: the config file's folder (a relative path in the file starts there; else the current directory)."""
     if model.path is None:
         return

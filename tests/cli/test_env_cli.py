@@ -109,6 +109,30 @@ def test_run_without_a_trajectory_takes_calls_typed_one_per_line(env):
     assert json.loads(lines[-1])["reward"] == 1.0 and len(lines) == 5
 
 
+def test_calls_may_be_typed_as_tool_and_key_value_pairs(env):
+    typed = "put key=final value=v1\ndelete key=draft\n\n"
+    status, lines, _ = env("run", "demo:kv-rename", stdin=typed)
+    assert status == 0 and lines[2:4] == ["[turn 1] put -> ok", "[turn 1] delete -> ok"]
+    shell = "shell command=\"grep -c ' ERROR ' app.log > errors.txt\"\n"  # shell-quoted: one argument
+    status, lines, _ = env("run", "demo:count-errors", stdin=shell)
+    assert status == 0 and json.loads(lines[-1])["reward"] == 1.0
+
+
+def test_full_output_and_a_saved_episode_that_plays_again(env, tmp_path):
+    saved = tmp_path / "episode.json"
+    calls = [[{"name": "shell", "arguments": {"command": "cat app.log"}}, RIGHT]]
+    status, lines, _ = env("run", "demo:count-errors", "--trajectory", "-", "--full", "--save", str(saved),
+                           stdin=json.dumps(calls))  # fmt: skip
+    assert status == 0 and lines[1] == "[turn 1] shell:"
+    log = [line for line in lines if line.startswith("    2026-11-01")]
+    assert len(log) == 6 and "(+3 lines)" not in "\n".join(lines)  # every line of the output, none cut
+    episode = json.loads(saved.read_text())
+    assert episode["task"] == "demo:count-errors" and episode["trajectory"] == calls
+    assert episode["observations"][0][0]["content"].count("\n") >= 5 and episode["verdict"]["reward"] == 1.0
+    status, lines, _ = env("run", "demo:count-errors", "--trajectory", str(saved))
+    assert status == 0 and json.loads(lines[-1])["reward"] == 1.0  # the saved episode, played again
+
+
 def test_a_blank_line_ends_the_turn_and_the_end_of_stdin_scores(env):
     status, lines, _ = env("run", "demo:count-errors", stdin=json.dumps(RIGHT) + "\n\n")
     assert status == 0 and json.loads(lines[-1])["reward"] == 1.0
@@ -126,7 +150,9 @@ def test_a_blank_line_ends_the_turn_and_the_end_of_stdin_scores(env):
         (("run", "demo:count-errors", "--trajectory", "-"), '[{"name": "shell"}]', "--trajectory: -: give a list of"),
         (("run", "demo:count-errors", "--trajectory", "-"), '[[{"nam": "x"}]]', "turn 1, call 1: name: Field required"),
         (("run", "demo:count-errors"), '{"name": "shell", "arguments": 3}\n', "stdin line 1: arguments: "),
-        (("run", "demo:count-errors"), "ls\n", "stdin line 1: not JSON"),
+        (("run", "demo:count-errors"), "{ls\n", "stdin line 1: not JSON"),
+        (("run", "demo:count-errors"), "shell ls\n", "stdin line 1: 'ls': give each argument as key=value"),
+        (("run", "demo:count-errors"), "shell command='ls\n", "stdin line 1: cannot split the line"),
     ],
 )
 def test_bad_input_is_one_line_naming_the_field_and_status_2(env, args, stdin, problem):

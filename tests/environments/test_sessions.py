@@ -171,6 +171,34 @@ def test_a_class_tools_arguments_are_checked_against_its_signature_before_it_run
     assert call("anything", a=1, b=[2]).content == "2"  # **kwargs: any argument
 
 
+def test_the_schema_read_from_a_signature_takes_every_call_the_method_takes():
+    """Read with `ast`: self and cls dropped, keyword-only and None-defaulted arguments, positional-only ones left out
+    (the agent calls with keywords); 3.0 is an integer to JSON; a task's own malformed schema refuses nothing."""
+    from groupscore.environments.tools import check_schema_call, schemas_from_source
+
+    source = (
+        "class C:\n"
+        "    @classmethod\n    def make(cls, n: int): ...\n"
+        "    @staticmethod\n    def pure(x: float): ...\n"
+        "    def opt(self, limit: int = None, *, flag: bool = False): ...\n"
+        "    def pos(self, a: str, /, b: str): ...\n"
+    )
+    schemas = {s["function"]["name"]: s for s in schemas_from_source(source, "C")}
+    params = {name: s["function"]["parameters"] for name, s in schemas.items()}
+    assert params["make"] == {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert params["pure"]["required"] == ["x"] and params["opt"]["required"] == []
+    assert params["opt"]["properties"]["limit"] == {"type": ["integer", "null"]}
+    assert list(params["pos"]["properties"]) == ["b"]
+    assert check_schema_call("make", {"n": 3.0}, schemas["make"]) is None
+    assert (
+        check_schema_call("make", {"n": 3.5}, schemas["make"]) == "make: argument 'n' must be integer, not number (3.5)"
+    )
+    assert check_schema_call("opt", {"limit": None, "flag": True}, schemas["opt"]) is None
+    assert check_schema_call("pure", {"x": 2}, schemas["pure"]) is None
+    for broken in ({"parameters": "oops"}, {"parameters": {"properties": [], "required": []}}, {"function": 3}):
+        assert check_schema_call("f", {"a": 1}, broken) is None
+
+
 def test_sessions_share_nothing(sessions):
     a = sessions.reset(task()).session_id
     b = sessions.reset(task()).session_id
