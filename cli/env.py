@@ -68,15 +68,22 @@ def add_env_commands(sub: Any) -> None:
 
 
 def list_command(args: argparse.Namespace) -> int:
+    """Every task of the source; a file with bad tasks lists the good ones, then names each bad one (status 2)."""
     from groupscore.environments import SourceError, load_source
+    from groupscore.environments.sources import BadTasks
 
+    problems: list[str] = []
     try:
         tasks = load_source(args.source)
+    except BadTasks as exc:
+        tasks, problems = exc.good, exc.problems
     except (SourceError, KeyError, ImportError) as exc:
         return _refuse("env list", f"source: {_message(exc)}")
     for task in tasks:
         print(f"{task.id}\tturns={len(task.turns)}\ttools={','.join(_tool_names(task))}\tcheckers={_checkers(task)}")
-    return 0
+    for problem in problems:
+        print(f"groupscore env list: {problem}", file=sys.stderr)
+    return 2 if problems else 0
 
 
 def _tool_names(task: Task) -> list[str]:

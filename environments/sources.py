@@ -17,6 +17,7 @@ a path the system cannot look up (too long a name), is a SourceError of one line
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 from pathlib import Path
@@ -45,7 +46,13 @@ def load_task(address: str) -> Task:
     one = _one_harbor_task(source, task_id)
     if one is not None:
         return one
-    tasks = load_source(source)
+    try:
+        tasks = load_source(source)
+    except BadTasks as exc:  # other tasks of the file are bad: this one may still be good
+        found = next((task for task in exc.good if task.id == task_id), None)
+        if found is None:
+            raise
+        return found
     for task in tasks:
         if task.id == task_id:
             return task
@@ -95,10 +102,32 @@ def load_source(source: str) -> list[Task]:
 
         tasks = load_harbor(path)
     else:
-        tasks = load_own(path)
+        try:
+            tasks = load_own(path)
+        except BadTasks as exc:
+            exc.good = _addressed(exc.good, source)
+            raise
+    return _addressed(tasks, source)
+
+
+def _addressed(tasks: list[Task], source: str) -> list[Task]:
     # Each task knows its address as this source names it: `harbor:NAME` for a bundled task (which a service on
     # another host resolves), the path as given for the user's own.
     return [t if t.source == source else t.model_copy(update={"source": source}) for t in tasks]
+
+
+# What a task in groupscore's own format may hold: Task's fields, and `prompt` and `system` (read into its turns)
+TASK_KEYS = frozenset(Task.model_fields) | {"prompt", "system"}
+
+
+class BadTasks(SourceError):
+    """Some tasks of a file cannot be loaded: each one's problem (one line each, every one named), and the tasks that
+    can (`env list` and `check env:` go on with them; everything else refuses the file)."""
+
+    def __init__(self, problems: list[str], good: list[Task]) -> None:
+        count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+        super().__init__(problems[0] if len(problems) == 1 else f"{count}:\n  " + "\n  ".join(problems))
+        self.problems, self.good = problems, good
 
 
 def load_own(path: Path) -> list[Task]:
@@ -134,18 +163,34 @@ def _load_own(path: Path) -> list[Task]:
                 except ValueError as exc:
                     raise SourceError(f"{path}:{n}: not JSON ({type(exc).__name__})") from None
                 where.append(f"{path}:{n}")
-    tasks = [own_task(raw, str(path), at) for raw, at in zip(raws, where, strict=True)]
+    tasks: list[Task] = []
+    problems: list[str] = []
     seen: set[str] = set()
-    for task in tasks:
+    for raw, at in zip(raws, where, strict=True):
+        try:
+            task = own_task(raw, str(path), at)
+        except SourceError as exc:
+            problems.append(str(exc))
+            continue
         if task.id in seen:
-            raise SourceError(f"{path}: task id {task.id!r} appears twice")
+            problems.append(f"{at}: task id {task.id!r} appears twice")
+            continue
         seen.add(task.id)
+        tasks.append(task)
+    if problems:
+        raise BadTasks(problems, tasks)
     return tasks
 
 
 def own_task(raw: Any, source: str, where: str) -> Task:
     if not isinstance(raw, dict):
         raise SourceError(f"{where}: a task is an object (id, prompt or turns, tools, checkers)")
+    unknown = [key for key in raw if key not in TASK_KEYS]
+    if unknown:  # said before anything else: a misspelt 'prompt' would otherwise read as a task with no turns
+        key = str(unknown[0])
+        close = difflib.get_close_matches(key, sorted(TASK_KEYS), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"a task's fields: {', '.join(sorted(TASK_KEYS))}"
+        raise SourceError(f"{where}: {key}: not a task field ({hint})")
     raw = dict(raw)
     system = raw.pop("system", None)
     if "prompt" in raw:

@@ -167,11 +167,22 @@ def _key(v: Verdict) -> tuple[Any, ...]:
 
 def check_environment(target: str, progress: Callable[[str], None] | None = None) -> Report:
     """The probes over a source's tasks (the first MAX_TASKS) or one task (env:SOURCE:TASK_ID)."""
+    from groupscore.environments import SourceError
+    from groupscore.environments.sources import BadTasks
+
     address = target.removeprefix("env:")
+    problems: list[str] = []
     try:
         tasks = [load_task(address)]
-    except ValueError:
-        tasks = load_source(address)[:MAX_TASKS]
+    except ValueError as missing:
+        try:
+            tasks = load_source(address)[:MAX_TASKS]
+        except BadTasks as exc:  # every bad task named in the report; the good ones still probed
+            tasks, problems = exc.good[:MAX_TASKS], exc.problems
+        except SourceError:
+            if _loads(address.rpartition(":")[0]):  # SOURCE loads: it is the task that is missing
+                raise missing from None
+            raise
     with ThreadPoolExecutor(max_workers=4) as pool:
         outcomes = dict(zip((t.id for t in tasks), pool.map(probe_task, tasks), strict=True))
     report = Report(target=target, cases=len(tasks), config={"repeats": REPEATS, "max_tasks": MAX_TASKS})
@@ -181,7 +192,23 @@ def check_environment(target: str, progress: Callable[[str], None] | None = None
         report.results.append(_probe_row(name, outcomes))
     report.results.append(_oracle_row(outcomes))
     report.results.append(_determinism_row(outcomes))
+    if problems:
+        report.results.append(
+            CheckResult("tasks_load", CheckStatus.FAIL, f"{len(problems)} task(s) cannot load: " + " | ".join(problems))
+        )
     return report
+
+
+def _loads(source: str) -> bool:
+    from groupscore.environments import SourceError
+    from groupscore.environments.sources import BadTasks
+
+    try:
+        return bool(source) and bool(load_source(source))
+    except BadTasks as exc:
+        return bool(exc.good)
+    except SourceError:
+        return False
 
 
 def _row(name: str, bad: list[str], total: int, what: str) -> CheckResult:

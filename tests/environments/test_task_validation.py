@@ -67,3 +67,49 @@ def test_env_list_names_the_broken_task_file_in_one_line(tmp_path):
     )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "line 2" in done.stderr and str(bad) in done.stderr
+
+
+SAYS_HI = (
+    "- id: good\n  prompt: say hi\n  tools: [shell]\n"
+    "  checkers: [{kind: final_message, item: {verifier: math, answer: '1'}}]\n"
+)
+
+
+def test_every_bad_task_of_a_file_is_named_with_a_hint_and_the_good_ones_still_load(tmp_path):
+    """A typo is named as the typo (not as 'turns: at least 1 item'); each bad task has its line; `env list` lists
+    the good ones, `env run FILE:good` runs one, and a taskset (everything else) refuses the file whole."""
+    from groupscore.environments import load_task
+    from groupscore.environments.sources import BadTasks
+
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(
+        SAYS_HI
+        + "- id: typo\n  promt: say hi\n  tools: [shell]\n"
+        + "  checkers: [{kind: final_message, item: {verifier: math, answer: '1'}}]\n"
+        + "- id: no-checkers\n  prompt: say hi\n  tools: [shell]\n"
+        + SAYS_HI
+    )
+    with pytest.raises(BadTasks) as raised:
+        load_source(str(tasks))
+    assert raised.value.problems == [
+        f"{tasks}: task 2: promt: not a task field (did you mean 'prompt'?)",
+        f"{tasks}: task 3: checkers: Field required",
+        f"{tasks}: task 4: task id 'good' appears twice",
+    ]
+    assert [t.id for t in raised.value.good] == ["good"]
+    assert load_task(f"{tasks}:good").id == "good"  # the good task of a file with bad ones still runs alone
+    with pytest.raises(BadTasks):
+        load_task(f"{tasks}:typo")
+    done = subprocess.run(
+        [sys.executable, "-m", "groupscore", "env", "list", str(tasks)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and done.stdout.startswith("good\tturns=1")
+    assert done.stderr.strip().splitlines() == [f"groupscore env list: {p}" for p in raised.value.problems]
+
+
+def test_check_env_of_a_missing_task_says_the_task_is_missing_not_the_source():
+    from groupscore.environments import SourceError
+    from groupscore.testing.env_checks import check_environment
+
+    with pytest.raises(SourceError, match="demo has no task 'nope'"):
+        check_environment("env:demo:nope")
