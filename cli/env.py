@@ -59,8 +59,9 @@ def add_env_commands(sub: Any) -> None:
     p.add_argument("--full", action="store_true", help="print each tool output whole (default: a one-line preview)")
     p.add_argument("--save", metavar="FILE", type=Path, default=None, help="write the episode and its verdict as JSON")
     p.set_defaults(func=run_command)
-    p = env.add_parser("list", help="list a source's tasks: id, turns, tools, checkers")
+    p = env.add_parser("list", help="list a source's tasks: id, turns, tools, checkers, what it asks")
     p.add_argument("source", help="bfcl, harbor, demo, or a path to a task file or Harbor task directory")
+    p.add_argument("--json", action="store_true", help="one JSON object a task (its address included)")
     p.set_defaults(func=list_command)
 
 
@@ -80,18 +81,34 @@ def list_command(args: argparse.Namespace) -> int:
     except (SourceError, KeyError, ImportError) as exc:
         return _refuse("env list", f"source: {_message(exc)}")
     for task in tasks:
-        print(f"{task.id}\tturns={len(task.turns)}\ttools={','.join(_tool_names(task))}\tcheckers={_checkers(task)}")
+        tools, checkers, asks = _tool_names(task), _checkers(task), _description(task)
+        if args.json:
+            shown = {"id": task.id, "address": task.address, "turns": len(task.turns), "tools": tools}
+            print(json.dumps({**shown, "checkers": checkers.split(","), "description": asks}, ensure_ascii=False))
+        else:
+            print(f"{task.id}\tturns={len(task.turns)}\ttools={','.join(tools)}\tcheckers={checkers}\t{asks}")
     for problem in problems:
         print(f"groupscore env list: {problem}", file=sys.stderr)
     return 2 if problems else 0
 
 
 def _tool_names(task: Task) -> list[str]:
+    from groupscore.environments.tools import schemas_from_source
+
     names = list(task.tools)
-    for spec in task.classes:  # a class's methods are known once its jail imports it, unless the task names them
-        names += list(spec.methods) if spec.methods else [f"{spec.class_name}.*"]
+    for spec in task.classes:  # the methods it names, its schemas, its source read with ast; else known in the jail
+        schemas = spec.tool_schemas or (schemas_from_source(spec.source, spec.class_name) if spec.source else ())
+        given = [s.get("function", s).get("name") for s in schemas if s.get("function", s).get("name") != spec.setup]
+        names += list(spec.methods) if spec.methods else [n for n in given if n] or [f"{spec.class_name}.*"]
     names += [name for turn in task.turns for name in turn.add_tools if name not in names]
     return names
+
+
+def _description(task: Task, width: int = 80) -> str:
+    """What the task asks, on one line: its first user message, cut."""
+    first = next((m for m in task.turns[0].messages if m.get("role") == "user"), {})
+    text = " ".join(str(first.get("content") or "").split())
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _checkers(task: Task) -> str:

@@ -41,9 +41,15 @@ def env(tmp_path):
 def test_list_prints_each_task_with_its_turns_tools_and_checkers(env):
     status, lines, _ = env("list", "demo")
     assert status == 0
-    assert lines[0] == "count-errors\tturns=1\ttools=shell,read_file,write_file,list_files\tcheckers=tests"
-    assert "top-customer\tturns=1\ttools=sqlite\tcheckers=sql" in lines
-    assert any(line.startswith("kv-rename\t") and "checkers=state" in line for line in lines)
+    assert lines[0].startswith("count-errors\tturns=1\ttools=shell,read_file,write_file,list_files\tcheckers=tests\t")
+    assert lines[0].endswith("\tThe file app.log holds a service's log. Write the number of lines with the le...")
+    assert any(line.startswith("top-customer\tturns=1\ttools=sqlite\tcheckers=sql\t") for line in lines)
+    # a class's tools by name, read from its source (its setup method is not one)
+    assert any(line.startswith("kv-rename\tturns=1\ttools=get,put,delete,keys\tcheckers=state") for line in lines)
+    status, lines, _ = env("list", "demo", "--json")
+    first = json.loads(lines[0])
+    assert status == 0 and first["address"] == "demo:count-errors" and first["checkers"] == ["tests"]
+    assert first["tools"] == ["shell", "read_file", "write_file", "list_files"] and first["description"].endswith("...")
 
 
 def test_list_of_an_unknown_source_is_one_line_and_status_2(env):
