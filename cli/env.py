@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -98,8 +99,10 @@ def _tool_names(task: Task) -> list[str]:
     names = list(task.tools)
     for spec in task.classes:  # the methods it names, its schemas, its source read with ast; else known in the jail
         schemas = spec.tool_schemas or (schemas_from_source(spec.source, spec.class_name) if spec.source else ())
-        given = [s.get("function", s).get("name") for s in schemas if s.get("function", s).get("name") != spec.setup]
-        names += list(spec.methods) if spec.methods else [n for n in given if n] or [f"{spec.class_name}.*"]
+        functions = [s.get("function", s) for s in schemas if isinstance(s, dict)]
+        given = [f.get("name") for f in functions if isinstance(f, dict)]
+        named = [n for n in given if isinstance(n, str) and n and n != spec.setup]
+        names += list(spec.methods) if spec.methods else named or [f"{spec.class_name}.*"]
     names += [name for turn in task.turns for name in turn.add_tools if name not in names]
     return names
 
@@ -126,13 +129,18 @@ def run_command(args: argparse.Namespace) -> int:
     except (SourceError, KeyError, ImportError) as exc:
         return _refuse("env run", f"SOURCE:TASK_ID: {_message(exc)}")
     trajectory = None
+    final_message, seed = args.final_message, args.seed
     if args.trajectory is not None:
         try:
-            trajectory = read_trajectory(args.trajectory)
+            trajectory, saved = read_trajectory(args.trajectory)
         except BadInput as exc:
             return _refuse("env run", f"--trajectory: {exc}")
+        if final_message is None and isinstance(saved.get("final_message"), str):  # a saved episode plays as it ran
+            final_message = saved["final_message"]
+    if args.save is not None and (args.save.is_dir() or not args.save.absolute().parent.is_dir()):
+        return _refuse("env run", f"--save: {args.save}: give a file in a folder that exists")
     sessions = Sessions(max_sessions=1)
-    opening = sessions.reset(task, seed=args.seed)
+    opening = sessions.reset(task, seed=seed)
     session_id = opening.session_id
     episode = Episode(args.full)
     try:
@@ -145,14 +153,18 @@ def run_command(args: argparse.Namespace) -> int:
                 return status
         else:
             _replayed(sessions, session_id, trajectory, episode)
-        verdict = sessions.score(session_id, args.final_message)
+        final_message = final_message if final_message is not None else episode.final_message
+        verdict = sessions.score(session_id, final_message)
     finally:
         sessions.close_all()
-    if args.save is not None:
-        saved = {"task": args.task, "seed": args.seed, "trajectory": episode.calls, "observations": episode.results}
-        saved |= {"final_message": args.final_message, "verdict": verdict.model_dump(mode="json")}
-        args.save.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(verdict.model_dump_json(), flush=True)
+    if args.save is not None:
+        record = {"task": args.task, "seed": seed, "trajectory": episode.calls, "observations": episode.results}
+        record |= {"final_message": final_message, "verdict": verdict.model_dump(mode="json")}
+        try:
+            args.save.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            return _refuse("env run", f"--save: {args.save}: {exc.strerror or exc}")
     return verdict_status(verdict)
 
 
@@ -163,6 +175,7 @@ class Episode:
     full: bool = False
     calls: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
     results: list[list[dict[str, Any]]] = field(default_factory=lambda: [[]])
+    final_message: str | None = None  # the last message a turn ended with
 
     def next_turn(self) -> None:
         self.calls.append([])
@@ -183,8 +196,9 @@ def verdict_status(verdict: Any) -> int:
     return EXIT_CORRECT if verdict.status is Status.correct else EXIT_NOT_SOLVED
 
 
-def read_trajectory(where: str) -> list[list[dict[str, Any]]]:
-    """The turns of a trajectory file (`-`: stdin), each call checked as the sessions take it."""
+def read_trajectory(where: str) -> tuple[list[list[dict[str, Any]]], dict[str, Any]]:
+    """The turns of a trajectory file (`-`: stdin), each call checked as the sessions take it; and, for an episode
+    `run --save` wrote, the rest of what it saved (its final message)."""
     from pydantic import ValidationError
 
     from groupscore.schema.sessions import ToolCall
@@ -194,8 +208,9 @@ def read_trajectory(where: str) -> list[list[dict[str, Any]]]:
         turns = json.loads(text)
     except ValueError as exc:
         raise BadInput(f"{where} is not JSON: {exc}") from None
+    saved: dict[str, Any] = {}
     if isinstance(turns, dict) and "trajectory" in turns:  # an episode `run --save` wrote
-        turns = turns["trajectory"]
+        saved, turns = turns, turns["trajectory"]
     if not isinstance(turns, list) or not all(isinstance(turn, list) for turn in turns):
         raise BadInput(f'{where}: give a list of turns, each a list of tool calls {{"name", "arguments"}}')
     for t, turn in enumerate(turns, 1):
@@ -204,7 +219,7 @@ def read_trajectory(where: str) -> list[list[dict[str, Any]]]:
                 ToolCall.model_validate(call)
             except ValidationError as exc:
                 raise BadInput(f"turn {t}, call {c}: {_first_error(exc)}") from None
-    return turns
+    return turns, saved
 
 
 def _read_file(where: str) -> str:
@@ -240,6 +255,8 @@ def _typed(sessions: Sessions, session_id: str, lines: IO[str], episode: Episode
         if kind == "call":
             _step(sessions, session_id, turn, value, episode)
             continue
+        if value is not None:
+            episode.final_message = value
         if _next_turn(sessions, session_id, value, episode):
             break
         turn += 1
@@ -282,19 +299,27 @@ def _keyword_call(line: str) -> Any:
         name, *pairs = shlex.split(line)
     except ValueError as exc:
         raise BadInput(f"cannot split the line as a shell would: {exc}") from None
+    if not re.fullmatch(r"[A-Za-z_][\w.-]*", name):
+        raise BadInput(
+            f'{name[:40]!r} is no tool name; type TOOL key=value ..., {{"name": TOOL, "arguments": {{...}}}}'
+        )
     arguments: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
             raise BadInput(f"{pair!r}: give each argument as key=value after the tool's name (or the call as JSON)")
-        try:
-            arguments[key] = json.loads(text)
+        try:  # NaN and Infinity are no JSON values: text
+            arguments[key] = json.loads(text, parse_constant=_no_constant)
         except ValueError:
             arguments[key] = text
     try:
         return ToolCall(name=name, arguments=arguments)
     except ValidationError as exc:
         raise BadInput(_first_error(exc)) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
 
 
 def _numbered(lines: IO[str], prompt: bool = False) -> Iterator[tuple[int, str]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,11 @@ def load_task(address: str) -> Task:
     try:
         tasks = load_source(source)
     except BadTasks as exc:  # other tasks of the file are bad: this one may still be good
+        if task_id in exc.bad_ids:
+            raise SourceError(" | ".join(exc.bad_ids[task_id])) from None
         found = next((task for task in exc.good if task.id == task_id), None)
         if found is None:
-            raise
+            raise SourceError(f"{source} has no task {task_id!r} (and {len(exc.problems)} bad ones)") from None
         return found
     for task in tasks:
         if task.id == task_id:
@@ -124,10 +127,11 @@ class BadTasks(SourceError):
     """Some tasks of a file cannot be loaded: each one's problem (one line each, every one named), and the tasks that
     can (`env list` and `check env:` go on with them; everything else refuses the file)."""
 
-    def __init__(self, problems: list[str], good: list[Task]) -> None:
+    def __init__(self, problems: list[str], good: list[Task], bad_ids: dict[str, list[str]]) -> None:
         count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
         super().__init__(problems[0] if len(problems) == 1 else f"{count}:\n  " + "\n  ".join(problems))
         self.problems, self.good = problems, good
+        self.bad_ids = bad_ids  # a bad task's id (where it has one) -> its problems; a repeated id is bad whole
 
 
 def load_own(path: Path) -> list[Task]:
@@ -165,20 +169,21 @@ def _load_own(path: Path) -> list[Task]:
                 where.append(f"{path}:{n}")
     tasks: list[Task] = []
     problems: list[str] = []
-    seen: set[str] = set()
+    bad_ids: dict[str, list[str]] = {}
     for raw, at in zip(raws, where, strict=True):
         try:
-            task = own_task(raw, str(path), at)
+            tasks.append(own_task(raw, str(path), at))
         except SourceError as exc:
             problems.append(str(exc))
-            continue
-        if task.id in seen:
-            problems.append(f"{at}: task id {task.id!r} appears twice")
-            continue
-        seen.add(task.id)
-        tasks.append(task)
+            if isinstance(raw, dict) and isinstance(raw.get("id"), str | int):
+                bad_ids.setdefault(str(raw["id"]), []).append(str(exc))
+    counts = Counter(task.id for task in tasks)
+    for task_id in (i for i, n in counts.items() if n > 1):  # which of two is meant cannot be told: neither runs
+        problem = f"{path}: task id {task_id!r} appears {counts[task_id]} times"
+        problems.append(problem)
+        bad_ids.setdefault(task_id, []).append(problem)
     if problems:
-        raise BadTasks(problems, tasks)
+        raise BadTasks(problems, [t for t in tasks if t.id not in bad_ids], bad_ids)
     return tasks
 
 
@@ -190,7 +195,8 @@ def own_task(raw: Any, source: str, where: str) -> Task:
         key = str(unknown[0])
         close = difflib.get_close_matches(key, sorted(TASK_KEYS), n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"a task's fields: {', '.join(sorted(TASK_KEYS))}"
-        raise SourceError(f"{where}: {key}: not a task field ({hint})")
+        shown = repr(key) if len(key) <= 60 else repr(key[:57]) + "..."
+        raise SourceError(f"{where}: {shown}: not a task field ({hint})")
     raw = dict(raw)
     system = raw.pop("system", None)
     if "prompt" in raw:

@@ -139,6 +139,19 @@ def test_full_output_and_a_saved_episode_that_plays_again(env, tmp_path):
     assert status == 0 and json.loads(lines[-1])["reward"] == 1.0  # the saved episode, played again
 
 
+def test_a_typed_final_message_is_saved_and_a_bad_save_path_is_refused_first(env, tmp_path):
+    saved = tmp_path / "sum.json"
+    typed = "python code='print(sum(i * i for i in range(1, 101)))'\n" + json.dumps({"end_turn": "\\boxed{338350}"})
+    status, lines, _ = env("run", "demo:sum-python", "--save", str(saved), stdin=typed + "\n")
+    assert status == 0 and json.loads(saved.read_text())["final_message"] == "\\boxed{338350}"
+    status, lines, _ = env("run", "demo:sum-python", "--trajectory", str(saved))
+    assert status == 0  # played again with the message it ended with
+    status, lines, err = env("run", "demo:sum-python", "--save", str(tmp_path / "no" / "such.json"), stdin="")
+    assert status == 2 and lines == [] and "--save:" in err  # refused before any session
+    status, _, err = env("run", "demo:sum-python", stdin='[{"name": "python"}]\n')
+    assert status == 2 and "is no tool name" in err
+
+
 def test_a_blank_line_ends_the_turn_and_the_end_of_stdin_scores(env):
     status, lines, _ = env("run", "demo:count-errors", stdin=json.dumps(RIGHT) + "\n\n")
     assert status == 0 and json.loads(lines[-1])["reward"] == 1.0

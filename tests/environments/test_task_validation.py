@@ -78,7 +78,7 @@ SAYS_HI = (
 def test_every_bad_task_of_a_file_is_named_with_a_hint_and_the_good_ones_still_load(tmp_path):
     """A typo is named as the typo (not as 'turns: at least 1 item'); each bad task has its line; `env list` lists
     the good ones, `env run FILE:good` runs one, and a taskset (everything else) refuses the file whole."""
-    from groupscore.environments import load_task
+    from groupscore.environments import SourceError, load_task
     from groupscore.environments.sources import BadTasks
 
     tasks = tmp_path / "tasks.yaml"
@@ -87,19 +87,22 @@ def test_every_bad_task_of_a_file_is_named_with_a_hint_and_the_good_ones_still_l
         + "- id: typo\n  promt: say hi\n  tools: [shell]\n"
         + "  checkers: [{kind: final_message, item: {verifier: math, answer: '1'}}]\n"
         + "- id: no-checkers\n  prompt: say hi\n  tools: [shell]\n"
-        + SAYS_HI
+        + SAYS_HI.replace("id: good", "id: twice")
+        + SAYS_HI.replace("id: good", "id: twice").replace("say hi", "say bye")
     )
     with pytest.raises(BadTasks) as raised:
         load_source(str(tasks))
     assert raised.value.problems == [
-        f"{tasks}: task 2: promt: not a task field (did you mean 'prompt'?)",
+        f"{tasks}: task 2: 'promt': not a task field (did you mean 'prompt'?)",
         f"{tasks}: task 3: checkers: Field required",
-        f"{tasks}: task 4: task id 'good' appears twice",
+        f"{tasks}: task id 'twice' appears 2 times",  # which one is meant cannot be told: neither runs
     ]
     assert [t.id for t in raised.value.good] == ["good"]
     assert load_task(f"{tasks}:good").id == "good"  # the good task of a file with bad ones still runs alone
-    with pytest.raises(BadTasks):
-        load_task(f"{tasks}:typo")
+    for bad, why in [("typo", "'promt': not a task field"), ("twice", "appears 2 times"), ("nope", "no task 'nope'")]:
+        with pytest.raises(SourceError) as refused:
+            load_task(f"{tasks}:{bad}")
+        assert why in str(refused.value) and "\n" not in str(refused.value)  # that task's problem, in one line
     done = subprocess.run(
         [sys.executable, "-m", "groupscore", "env", "list", str(tasks)], capture_output=True, text=True, timeout=120
     )
