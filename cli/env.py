@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from groupscore.environments import Sessions, Task
+    from groupscore.environments import Sessions
     from groupscore.schema.sessions import Message
 
 PREVIEW_LINES = 3  # of an observation's content, on its one line
@@ -72,6 +72,7 @@ def add_env_commands(sub: Any) -> None:
 def list_command(args: argparse.Namespace) -> int:
     """Every task of the source; a file with bad tasks lists the good ones, then names each bad one (status 2)."""
     from groupscore.environments import SourceError, load_source
+    from groupscore.environments.catalog import summary
     from groupscore.environments.sources import BadTasks
 
     problems: list[str] = []
@@ -82,43 +83,15 @@ def list_command(args: argparse.Namespace) -> int:
     except (SourceError, KeyError, ImportError) as exc:
         return _refuse("env list", f"source: {_message(exc)}")
     for task in tasks:
-        tools, checkers, asks = _tool_names(task), _checkers(task), _description(task)
+        shown = summary(task)
         if args.json:
-            shown = {"id": task.id, "address": task.address, "turns": len(task.turns), "tools": tools}
-            print(json.dumps({**shown, "checkers": checkers.split(","), "description": asks}, ensure_ascii=False))
+            print(json.dumps(shown.model_dump(mode="json"), ensure_ascii=False))
         else:
-            print(f"{task.id}\tturns={len(task.turns)}\ttools={','.join(tools)}\tcheckers={checkers}\t{asks}")
+            tools, checkers = ",".join(shown.tools), ",".join(shown.checkers)
+            print(f"{task.id}\tturns={shown.turns}\ttools={tools}\tcheckers={checkers}\t{shown.description}")
     for problem in problems:
         print(f"groupscore env list: {problem}", file=sys.stderr)
     return 2 if problems else 0
-
-
-def _tool_names(task: Task) -> list[str]:
-    from groupscore.environments.tools import schemas_from_source
-
-    names = list(task.tools)
-    for spec in task.classes:  # the methods it names, its schemas, its source read with ast; else known in the jail
-        schemas = spec.tool_schemas or (schemas_from_source(spec.source, spec.class_name) if spec.source else ())
-        functions = [s.get("function", s) for s in schemas if isinstance(s, dict)]
-        given = [f.get("name") for f in functions if isinstance(f, dict)]
-        named = [n for n in given if isinstance(n, str) and n and n != spec.setup]
-        names += list(spec.methods) if spec.methods else named or [f"{spec.class_name}.*"]
-    names += [name for turn in task.turns for name in turn.add_tools if name not in names]
-    return names
-
-
-def _description(task: Task, width: int = 80) -> str:
-    """What the task asks, on one line: its first user message, cut."""
-    first = next((m for m in task.turns[0].messages if m.get("role") == "user"), {})
-    text = " ".join(str(first.get("content") or "").split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _checkers(task: Task) -> str:
-    return ",".join(dict.fromkeys(c.kind for c in task.checkers))
-
-
-# -- run -----------------------------------------------------------------------------------------------------------
 
 
 def run_command(args: argparse.Namespace) -> int:

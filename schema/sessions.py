@@ -175,6 +175,29 @@ class Observation(BaseModel):
     steps: int = Field(0, description="tool calls made in this session so far, this one included")
 
 
+class TaskSummary(BaseModel):
+    """A task as GET /v1/tasks lists it: what it is before it runs (nothing of its checkers' references)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    address: str = Field(description="SOURCE:TASK_ID, as POST /v1/sessions takes it")
+    turns: int
+    tools: list[str] = Field(description="tool names; a class known only once its jail imports it shows as Class.*")
+    checkers: list[str] = Field(description="the kinds of its checkers (tests, state, sql, final_message, ...)")
+    description: str = Field(description="its first user message, cut to a line")
+
+
+class TaskList(BaseModel):
+    """GET /v1/tasks: a source's tasks; `problems` names each task of it that cannot load (the rest are listed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    tasks: list[TaskSummary]
+    problems: list[str] = Field(default_factory=list)
+
+
 class Turn(BaseModel):
     """The next user turn, after the model ended one with a message of its own. done: no user turn is left."""
 

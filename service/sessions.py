@@ -5,6 +5,7 @@
     POST   /v1/sessions/{id}/score       ScoreRequest -> Verdict (the same on every call; infra_error if lost or reaped)
     DELETE /v1/sessions/{id}             -> {"closed": bool}
     DELETE /v1/sessions?client=ID        -> {"closed": n}   (a trainer that goes away closes what it held)
+    GET    /v1/tasks?source=SOURCE       -> TaskList (a source's tasks as they show before they run)
 
 One `SessionHost` per app holds the process's `Sessions` (environments/sessions.py) and a thread pool of its own: a
 step blocks on its jail for up to the task's step limit, so steps run there, off the event loop and off the default
@@ -34,18 +35,21 @@ from prometheus_client import Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_task
+from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_source, load_task
 from groupscore.environments.sessions import OutOfOrder, SessionBusy
 from groupscore.environments.sources import BUNDLED, split_address
 from groupscore.environments.task import BUILTIN_TOOLS
 from groupscore.schema.sessions import (
+    MAX_TASK_ADDRESS,
     ClientName,
     Observation,
     Opening,
     OpenSessions,
     ScoreRequest,
     StepRequest,
+    TaskList,
     Turn,
+    text_problem,
 )
 from groupscore.schema.verdict import Verdict
 from groupscore.service.metrics import ServiceMetrics
@@ -107,6 +111,29 @@ class SessionHost:
             # a file the client named in the task folders that holds no tasks: binary, not YAML, unreadable
             reason = " ".join(str(exc).split())[:300]
             raise SourceError(f"{source}: cannot be read as a task source ({type(exc).__name__}: {reason})") from None
+
+    def list_tasks(self, source: str) -> TaskList:
+        """The tasks of `source` (bundled, BFCL's, or a path inside `task_dirs`) as they show before they run; the
+        tasks of a file that cannot load are named in `problems`, the rest listed."""
+        from groupscore.environments.catalog import summary
+        from groupscore.environments.sources import BadTasks
+
+        by_path = source not in BUNDLED and source.partition("/")[0] != "bfcl"
+        if by_path:
+            self._check_path(source)
+        problems: list[str] = []
+        try:
+            tasks = load_source(source)
+        except BadTasks as exc:
+            tasks, problems = exc.good, exc.problems
+        except KeyError as exc:
+            raise SourceError(str(exc.args[0] if exc.args else exc)) from None
+        except (OSError, yaml.YAMLError) as exc:
+            if not by_path:
+                raise
+            reason = " ".join(str(exc).split())[:300]
+            raise SourceError(f"{source}: cannot be read as a task source ({type(exc).__name__}: {reason})") from None
+        return TaskList(source=source, tasks=[summary(task) for task in tasks], problems=problems)
 
     def _check_path(self, source: str) -> None:
         """A path source must resolve (symlinks and '..' followed) inside one of `task_dirs`, to a file or a folder."""
@@ -271,6 +298,34 @@ async def close_session(session_id: str, request: Request) -> Response:
         return _unknown(session_id)
     host = _host(request)
     return json_response({"closed": await host.run(host.sessions.close, session_id)})
+
+
+@router.get(
+    "/v1/tasks",
+    response_model=TaskList,
+    responses={422: {"description": "An unknown source, or a path outside the service's GROUPSCORE_TASK_DIRS"}},
+)
+async def list_tasks(
+    request: Request,
+    source: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=MAX_TASK_ADDRESS,
+            description="demo, harbor, bfcl (or bfcl/CATEGORY), or a task file or folder inside GROUPSCORE_TASK_DIRS",
+        ),
+    ],
+) -> Response:
+    """A source's tasks as they show before they run: address, turns, tool names, checker kinds, what each asks."""
+    host = _host(request)
+    problem = text_problem(source, MAX_TASK_ADDRESS)
+    if problem is not None:
+        return validation_error_response([{"loc": ("query", "source"), "msg": problem, "type": "value_error"}])
+    try:
+        listed = await host.run(host.list_tasks, source)
+    except SourceError as exc:
+        return validation_error_response([{"loc": ("query", "source"), "msg": str(exc), "type": "value_error"}])
+    return json_response(listed.model_dump(mode="json"))
 
 
 @router.delete("/v1/sessions", response_model=dict[str, int], responses={422: {"description": "Invalid `client`"}})

@@ -259,3 +259,39 @@ def test_shutting_the_service_down_closes_every_session():
         sessions = app.state.session_host.sessions
         assert sessions.open_count() == 3 and sessions.jails_alive() == 3
     assert sessions.open_count() == 0 and sessions.jails_alive() == 0 and sessions.closed_total == 3
+
+
+def test_a_sources_tasks_are_listed_as_they_show_before_they_run(http, tmp_path):
+    answer = http.get("/v1/tasks", params={"source": "demo"})
+    assert answer.status_code == 200, answer.text
+    listed = answer.json()
+    first = listed["tasks"][0]
+    assert listed["source"] == "demo" and listed["problems"] == []
+    assert first["address"] == "demo:count-errors" and first["tools"] == [
+        "shell",
+        "read_file",
+        "write_file",
+        "list_files",
+    ]
+    assert first["checkers"] == ["tests"] and first["description"].startswith("The file app.log holds")
+    kv = next(t for t in listed["tasks"] if t["id"] == "kv-rename")
+    assert kv["tools"] == ["get", "put", "delete", "keys"]  # the class's methods, read from its source
+    for source, problem in [("/etc", "GROUPSCORE_TASK_DIRS"), ("bfcl/nope", "nope"), ("", "at least 1")]:
+        refused = http.get("/v1/tasks", params={"source": source})
+        assert refused.status_code == 422 and problem in refused.text, refused.text
+        assert refused.json()["detail"][0]["loc"][:2] == ["query", "source"]
+    assert http.get("/v1/tasks").status_code == 422
+    assert "/v1/tasks" in http.get("/openapi.json").json()["paths"]
+
+
+def test_a_task_files_bad_tasks_are_named_and_its_good_ones_listed(tmp_path):
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(
+        "- id: good\n  prompt: say hi\n  tools: [shell]\n  checkers: [{kind: final_message, item: {verifier: math, "
+        "answer: '1'}}]\n- id: typo\n  promt: say hi\n"
+    )
+    app = create_app(Settings(workers=1, token=TOKEN, max_sessions=2, task_dirs=str(tmp_path)))
+    with TestClient(app, headers={"authorization": f"Bearer {TOKEN}"}) as client:
+        listed = client.get("/v1/tasks", params={"source": str(tasks)}).json()
+    assert [t["address"] for t in listed["tasks"]] == [f"{tasks}:good"]
+    assert listed["problems"] == [f"{tasks}: task 2: 'promt': not a task field (did you mean 'prompt'?)"]
