@@ -55,6 +55,12 @@ def add_env_commands(sub: Any) -> None:
     )
     p.add_argument("task", metavar="SOURCE:TASK_ID", help="e.g. demo:count-errors, harbor:TASK, bfcl:multi_turn_base_0")
     p.add_argument("--trajectory", metavar="FILE", default=None, help="JSON list of turns of calls; - reads stdin")
+    p.add_argument(
+        "--oracle",
+        action="store_true",
+        help="play the task's own solution (Harbor's solve.sh, a state checker's reference, its metadata's), as "
+        "Harbor's oracle agent does: a task it does not solve is a broken task",
+    )
     p.add_argument("--final-message", metavar="TEXT", default=None, help="the model's last message (for its checker)")
     p.add_argument("--seed", type=int, default=0, help="the session's seed (default 0)")
     p.add_argument("--full", action="store_true", help="print each tool output whole (default: a one-line preview)")
@@ -103,6 +109,16 @@ def run_command(args: argparse.Namespace) -> int:
         return _refuse("env run", f"SOURCE:TASK_ID: {_message(exc)}")
     trajectory = None
     final_message, seed = args.final_message, args.seed
+    if args.oracle:
+        from groupscore.environments.replay import oracle
+
+        if args.trajectory is not None:
+            return _refuse("env run", "--oracle plays the task's own solution: give it or --trajectory, not both")
+        solution = oracle(task)
+        if solution is None:
+            return _refuse("env run", f"--oracle: {args.task} has no solution of its own (solve.sh, a reference)")
+        trajectory = [[call.model_dump(mode="json") for call in turn] for turn in solution[0]] or [[]]
+        final_message = final_message if final_message is not None else solution[1]
     if args.trajectory is not None:
         try:
             trajectory, saved = read_trajectory(args.trajectory)

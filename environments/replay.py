@@ -1,6 +1,6 @@
-"""Episodes driven from a list of calls: `replay` (a trajectory, start to verdict), `reference_record` (what a task's
-reference trajectory leaves, for state checkers; cached per task) and `build_state` (a Harbor image's RUN steps, run
-once, their result packed as a task's initial state).
+"""Episodes driven from a list of calls: `replay` (a trajectory, start to verdict), `oracle` (the trajectory a task
+says solves it), `reference_record` (what a task's reference trajectory leaves, for state checkers; cached per task)
+and `build_state` (a Harbor image's RUN steps, run once, their result packed as a task's initial state).
 
 A trajectory is a list of turns, each a list of tool calls ({"name", "arguments"}); after a turn's calls the next user
 turn is served, as a model ending its turn with a message would get it.
@@ -9,6 +9,7 @@ turn is served, as a model ending its turn with a message would get it.
 from __future__ import annotations
 
 import hashlib
+import shlex
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -24,6 +25,26 @@ Trajectory = Sequence[Sequence[ToolCall | dict[str, Any]]]
 
 def as_calls(turn: Iterable[ToolCall | dict[str, Any]]) -> list[ToolCall]:
     return [c if isinstance(c, ToolCall) else ToolCall.model_validate(c) for c in turn]
+
+
+def oracle(task: Task) -> tuple[list[list[ToolCall]], str | None] | None:
+    """The episode the task says solves it, if it says (as Harbor's oracle agent plays it): its calls by turn and
+    the final message. Harbor's solution/solve.sh, a state checker's reference, or the task's metadata (`solution` or
+    `reference`: turns of calls; `answer`: the last message)."""
+    meta = task.metadata
+    answer = str(meta["answer"]) if meta.get("answer") is not None else None
+    if meta.get("solution_text"):
+        env = meta.get("solution_env") or {}
+        exports = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
+        return [[ToolCall(name="shell", arguments={"command": exports + str(meta["solution_text"])})]], answer
+    for checker in task.checkers:
+        if checker.kind == "state" and checker.reference:
+            return [list(turn) for turn in checker.reference], answer
+    for key in ("solution", "reference"):
+        given = meta.get(key)
+        if isinstance(given, list) and all(isinstance(turn, list) for turn in given):
+            return [[ToolCall.model_validate(c) for c in turn] for turn in given], answer
+    return ([], answer) if answer is not None else None
 
 
 def replay(

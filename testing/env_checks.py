@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from groupscore.environments import Observation, Task, ToolCall, load_source, load_task, replay
+from groupscore.environments.replay import oracle as solve
 from groupscore.schema.verdict import Verdict
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 
@@ -115,18 +116,9 @@ def probes_for(task: Task) -> dict[str, Trajectory]:
 
 
 def oracle(task: Task) -> Trajectory | None:
-    """The trajectory the task says solves it, if it says: Harbor's solve.sh, a state checker's reference."""
-    if task.metadata.get("solution_text"):
-        env = task.metadata.get("solution_env") or {}
-        exports = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
-        return [[_sh(exports + str(task.metadata["solution_text"]))]]
-    for checker in task.checkers:
-        if checker.kind == "state" and checker.reference:
-            return [list(turn) for turn in checker.reference]
-    solution = task.metadata.get("solution")
-    if isinstance(solution, list):
-        return [[ToolCall.model_validate(c) for c in turn] for turn in solution]
-    return None
+    """The trajectory the task says solves it, if it says (environments/replay.py); its calls only."""
+    solved = solve(task)
+    return solved[0] if solved is not None and solved[0] else None
 
 
 def _secret_lines(task: Task) -> list[str]:
@@ -153,9 +145,10 @@ def probe_task(task: Task) -> dict[str, Any]:
         verdict = replay(task, trajectory, observe=observe)
         leaked = any(line in text for text in seen for line in secrets)
         results["probes"][name] = (verdict, leaked)
+    solution = solve(task)
+    if solution is not None:  # its calls (none: an answer alone) and its final message, as `env run --oracle` plays
+        results["oracle"] = replay(task, solution[0] or [[]], final_message=solution[1])
     solved = oracle(task)
-    if solved is not None:
-        results["oracle"] = replay(task, solved)
     again = solved or probes_for(task)["exhaust_steps"]
     results["repeats"] = [_key(replay(task, again)) for _ in range(REPEATS)]
     return results

@@ -193,3 +193,18 @@ def test_the_exit_status_is_the_verdicts(env, monkeypatch):
     assert verdict_status(Verdict(reward=0.0, status="infra_error", details={"infra": "sandbox"})) == 3
     status, lines, _ = env("run", "demo:kv-rename", stdin=json.dumps({"end_turn": "done"}) + "\n")
     assert status == 1 and json.loads(lines[-1])["status"] != "correct"
+
+
+@pytest.mark.parametrize("task", ["demo:count-errors", "demo:top-customer", "demo:kv-rename", "demo:sum-python"])
+def test_every_demo_tasks_own_solution_solves_it_with_oracle(env, task):
+    status, lines, _ = env("run", task, "--oracle")
+    assert status == 0 and json.loads(lines[-1])["reward"] == 1.0
+
+
+def test_oracle_is_refused_in_one_line_with_a_trajectory_or_for_a_task_without_a_solution(env, tmp_path):
+    status, _, err = env("run", "demo:count-errors", "--oracle", "--trajectory", "-")
+    assert status == 2 and "--oracle plays the task's own solution" in err
+    tasks = tmp_path / "t.yaml"
+    tasks.write_text("- {id: t, prompt: hi, tools: [shell], checkers: [{kind: tests, files: {test.sh: 'true'}}]}\n")
+    status, _, err = env("run", f"{tasks}:t", "--oracle")
+    assert status == 2 and "has no solution of its own" in err
