@@ -241,7 +241,7 @@ class StepRequest(BaseModel):
     )
 
 
-class ScoreRequest(BaseModel):
+class ScoreSessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     final_message: MessageText | None = None

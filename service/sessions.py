@@ -2,7 +2,7 @@
 
     POST   /v1/sessions                  OpenSessions -> {"sessions": [Opening, ...]}   (a GRPO group: `count` at once)
     POST   /v1/sessions/{id}/step        StepRequest  -> Observation (a tool call) or Turn (the model's own message)
-    POST   /v1/sessions/{id}/score       ScoreRequest -> Verdict (the same on every call; infra_error if lost or reaped)
+    POST   /v1/sessions/{id}/score       ScoreSessionRequest -> Verdict (the same on every call; infra_error: lost)
     DELETE /v1/sessions/{id}             -> {"closed": bool}
     DELETE /v1/sessions?client=ID        -> {"closed": n}   (a trainer that goes away closes what it held)
     GET    /v1/tasks?source=SOURCE       -> TaskList (a source's tasks as they show before they run)
@@ -45,7 +45,7 @@ from groupscore.schema.sessions import (
     Observation,
     Opening,
     OpenSessions,
-    ScoreRequest,
+    ScoreSessionRequest,
     StepRequest,
     TaskList,
     Turn,
@@ -272,7 +272,7 @@ async def step_session(session_id: str, body: StepRequest, request: Request) -> 
     response_model=Verdict,
     responses={**_NOT_FOUND, 413: {"description": "Body too large"}, 422: {"description": "Invalid request"}},
 )
-async def score_session(session_id: str, request: Request, body: ScoreRequest | None = None) -> Response:
+async def score_session(session_id: str, request: Request, body: ScoreSessionRequest | None = None) -> Response:
     """End the episode (if it has not ended) and score the state it left: the same verdict on every call, also after
     the session is closed. `infra_error` when the session could not start, died under the server or was reaped."""
     if _garbage(session_id):

@@ -13,7 +13,7 @@ from groupscore.schema.sessions import (
     MAX_MESSAGE,
     MAX_TASK_ADDRESS,
     OpenSessions,
-    ScoreRequest,
+    ScoreSessionRequest,
     StepRequest,
     ToolCall,
     arguments_problem,
@@ -105,8 +105,8 @@ def test_arguments_are_bounded_in_depth_and_values_but_their_text_is_the_tools_t
 def test_the_models_own_text_is_taken_as_written_up_to_its_bound():
     for text in ("", "I wrote it.", "a\x00b \ud800 \x1b[0m", "x" * MAX_MESSAGE):
         assert StepRequest(message=text).message == text
-        assert ScoreRequest(final_message=text).final_message == text
-    loc, msg = refusal(ScoreRequest, {"final_message": "x" * (MAX_MESSAGE + 1)})
+        assert ScoreSessionRequest(final_message=text).final_message == text
+    loc, msg = refusal(ScoreSessionRequest, {"final_message": "x" * (MAX_MESSAGE + 1)})
     assert loc == ("final_message",) and f"at most {MAX_MESSAGE} characters" in msg
     assert refusal(StepRequest, {"message": 5})[0] == ("message",)
 
@@ -120,4 +120,6 @@ def test_the_bounds_show_in_the_json_schema():
     assert seed["maximum"] == 2**63 - 1 and seed["minimum"] == -(2**63)
     call = ToolCall.model_json_schema()["properties"]
     assert call["name"]["maxLength"] == 200 and str(MAX_ARGUMENT_DEPTH) in call["arguments"]["description"]
-    assert ScoreRequest.model_json_schema()["properties"]["final_message"]["anyOf"][0]["maxLength"] == MAX_MESSAGE
+    assert (
+        ScoreSessionRequest.model_json_schema()["properties"]["final_message"]["anyOf"][0]["maxLength"] == MAX_MESSAGE
+    )

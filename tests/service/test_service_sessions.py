@@ -295,3 +295,9 @@ def test_a_task_files_bad_tasks_are_named_and_its_good_ones_listed(tmp_path):
         listed = client.get("/v1/tasks", params={"source": str(tasks)}).json()
     assert [t["address"] for t in listed["tasks"]] == [f"{tasks}:good"]
     assert listed["problems"] == [f"{tasks}: task 2: 'promt': not a task field (did you mean 'prompt'?)"]
+
+
+def test_the_api_descriptions_schema_names_are_plain(http):
+    """No two request models share a name, so none is shown by its module path (groupscore__schema__...)."""
+    names = http.get("/openapi.json").json()["components"]["schemas"]
+    assert "ScoreSessionRequest" in names and not [n for n in names if "__" in n]
