@@ -108,10 +108,11 @@ def check_schema_call(name: str, arguments: dict[str, Any], schema: dict[str, An
     than its property's."""
     function = schema.get("function", schema)
     params = function.get("parameters") if isinstance(function, dict) else None
-    properties = params.get("properties") if isinstance(params, dict) else None
-    required = params.get("required") if isinstance(params, dict) else None
-    if not isinstance(properties, dict) or not isinstance(required, list):
+    if not isinstance(params, dict):
         return None  # not a shape this reads: the class decides
+    properties, required = params.get("properties"), params.get("required")
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return None
     missing = [r for r in required if isinstance(r, str) and r not in arguments]
     if missing:
         return f"{name}: missing argument {missing[0]!r}"
