@@ -256,6 +256,8 @@ def _strip(states: list[Any], excluded: set[str]) -> list[Any]:
 
 
 def _diff(got: Any, want: Any) -> list[str]:
+    """Each attribute the episode left otherwise than the reference did, with both values (cut): the author reads
+    why a verdict is 0 (the model never sees a verdict's details)."""
     if not isinstance(got, dict) or not isinstance(want, dict):
         return ["the state is missing"]
     out = []
@@ -263,8 +265,14 @@ def _diff(got: Any, want: Any) -> list[str]:
         mine = got.get(cls) or {}
         for key in attrs if isinstance(attrs, dict) else []:
             if key not in mine or not _same(mine[key], attrs[key]):
-                out.append(f"{cls}.{key}")
+                left = _shown(mine[key]) if key in mine else "nothing"
+                out.append(f"{cls}.{key}: expected {_shown(attrs[key])}, got {left}")
     return out[:20]
+
+
+def _shown(value: Any, width: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _final_message(checker: Checker, record: Record) -> Outcome:

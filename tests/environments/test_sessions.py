@@ -112,7 +112,11 @@ def test_class_tools_run_in_the_jail_and_are_scored_by_state():
         ToolCall(name="delete", arguments={"key": "draft"}),
     ]
     assert replay(t, [calls]).reward == 1.0
-    assert replay(t, [calls[1:2]]).reward == 0.0  # 'draft' left behind
+    left = replay(t, [calls[1:2]])
+    assert left.reward == 0.0  # 'draft' left behind, and the verdict says where, expected against got
+    assert left.details["checkers"]["state"]["differs"] == [
+        "KeyValueStore.items: expected {'other': 'x', 'final': 'v1'}, got {'draft': 'v1', 'other': 'x', 'final': 'v1'}"
+    ]
     seen = []
     probe = [ToolCall(name="get", arguments={"key": "__import__('os').getpid()"})]
     replay(t, [probe], observe=lambda *a: seen.append(a[2]))
