@@ -70,6 +70,9 @@ def add_env_commands(sub: Any) -> None:
     p.add_argument("source", help="bfcl, harbor, demo, or a path to a task file or Harbor task directory")
     p.add_argument("--json", action="store_true", help="one JSON object a task (its address included)")
     p.set_defaults(func=list_command)
+    from groupscore.env_show import add_show_command
+
+    add_show_command(env)
 
 
 # -- list ----------------------------------------------------------------------------------------------------------

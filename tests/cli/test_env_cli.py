@@ -208,3 +208,19 @@ def test_oracle_is_refused_in_one_line_with_a_trajectory_or_for_a_task_without_a
     tasks.write_text("- {id: t, prompt: hi, tools: [shell], checkers: [{kind: tests, files: {test.sh: 'true'}}]}\n")
     status, _, err = env("run", f"{tasks}:t", "--oracle")
     assert status == 2 and "has no solution of its own" in err
+
+
+def test_show_prints_a_saved_episode_as_a_transcript_and_refuses_what_it_cannot_read(env, tmp_path):
+    saved = tmp_path / "kv.json"
+    assert env("run", "demo:kv-rename", "--oracle", "--save", str(saved))[0] == 0
+    status, lines, _ = env("show", str(saved))
+    assert status == 0 and lines[0] == "task demo:kv-rename (seed 0)"
+    assert lines[1:3] == ['[turn 1] get({"key": "draft"})', "    v1"] and lines[-1] == "verdict: correct, reward 1.0"
+    (tmp_path / "rows.jsonl").write_text('{"a": 1}\n')
+    for args, problem in [
+        ((str(tmp_path / "missing.json"),), "No such file"),
+        ((str(tmp_path / "rows.jsonl"), "--line", "3"), "--line 3: the file has 1 lines"),
+        ((str(tmp_path / "rows.jsonl"),), "not an episode `env run --save` wrote"),
+    ]:
+        status, _, err = env("show", *args)
+        assert status == 2 and problem in err and len(err.strip().splitlines()) == 1, err

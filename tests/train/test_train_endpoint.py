@@ -256,6 +256,9 @@ def test_the_command_evaluates_an_endpoint_over_the_environment_demo_as_typed(se
     assert [line["reward"] for line in lines] == [1.0, 0.0] * 3
     assert all(line["trajectory"]["messages"][0]["tool_calls"] for line in lines)
     assert (out / "learnable.txt").read_text().count("\n") == 3
+    shown = groupscore("env", "show", str(out / "rollouts.jsonl"), "--line", "2")  # the episode, readable
+    assert shown.returncode == 0 and "rollout 1: incorrect, reward 0.0" in shown.stdout.splitlines()[0]
+    assert "assistant calls " in shown.stdout and "tool result:" in shown.stdout and "(ended: answered" in shown.stdout
     down = serve(lambda body: (503, {"error": "down"}))
     done = groupscore("eval", DEMO_ENV, "--endpoint", down.url, "--set", f"run_dir={tmp_path}", "-n", "1", "-k", "1")
     assert done.returncode == 1 and "infra_error rollouts: 1" in done.stdout
