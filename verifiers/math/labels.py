@@ -77,7 +77,7 @@ def _label_order(labels: list[re.Match[str]]) -> list[int]:
 
 def _label_key(label: re.Match[str]) -> tuple:
     letter, sub = label.group(1), label.group(2) or ""
-    return (letter.lower(), letter, (0, int(sub), "") if sub.isdigit() else (1, 0, sub))
+    return (letter.lower(), letter, (0, int(sub), "") if sub.isdecimal() else (1, 0, sub))
 
 
 def _tuple_labels(lhs: str) -> list[re.Match[str]] | None:

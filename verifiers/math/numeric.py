@@ -207,7 +207,7 @@ class _Reader:
 
     def atom(self) -> Number:
         tok = self.take()
-        if tok[0].isdigit():
+        if tok[0].isdecimal():
             if "." in tok:
                 return Number(Fraction(tok), True)
             if len(tok) > 400:
@@ -281,7 +281,7 @@ def _apply_function(fn: Callable[[complex], complex], arg: Number, analytic: boo
 
 def _starts_atom(tok: str) -> bool:
     return (
-        tok[0].isdigit()
+        tok[0].isdecimal()
         or (len(tok) == 1 and tok.isalpha())
         or tok in ("(", r"\frac", r"\sqrt", r"\pi", r"\infty", r"\log", r"\binom")
         or tok in _FUNCS
