@@ -80,16 +80,11 @@ def add_env_commands(sub: Any) -> None:
 
 def list_command(args: argparse.Namespace) -> int:
     """Every task of the source; a file with bad tasks lists the good ones, then names each bad one (status 2)."""
-    from groupscore.environments import SourceError, load_source
-    from groupscore.environments.catalog import summary
-    from groupscore.environments.sources import BadTasks
+    from groupscore.environments.catalog import list_source, summary
 
-    problems: list[str] = []
     try:
-        tasks = load_source(args.source)
-    except BadTasks as exc:
-        tasks, problems = exc.good, exc.problems
-    except (SourceError, KeyError, ImportError) as exc:
+        tasks, problems = list_source(args.source)
+    except (KeyError, ImportError, OSError, ValueError) as exc:  # SourceError is a ValueError
         return _refuse("env list", f"source: {_message(exc)}")
     for task in tasks:
         shown = summary(task)
@@ -117,7 +112,10 @@ def run_command(args: argparse.Namespace) -> int:
 
         if args.trajectory is not None:
             return _refuse("env run", "--oracle plays the task's own solution: give it or --trajectory, not both")
-        solution = oracle(task)
+        try:
+            solution = oracle(task)
+        except SourceError as exc:
+            return _refuse("env run", f"--oracle: {exc}")
         if solution is None:
             return _refuse("env run", f"--oracle: {args.task} has no solution of its own (solve.sh, a reference)")
         trajectory = [[call.model_dump(mode="json") for call in turn] for turn in solution[0]] or [[]]

@@ -32,6 +32,8 @@ def show_command(args: argparse.Namespace) -> int:
         lines = transcript(record)
     except BadInput as exc:
         return _refuse("env show", str(exc))
+    except (AttributeError, TypeError, KeyError, IndexError, RecursionError) as exc:  # a field of another shape
+        return _refuse("env show", f"{args.file}: not the shape env show reads ({type(exc).__name__}: {exc})")
     print("\n".join(lines))
     return 0
 

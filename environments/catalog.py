@@ -16,7 +16,10 @@ def tool_names(task: Task) -> list[str]:
     class known only once its jail imports it shows as `Class.*`), then tools later turns add."""
     names = list(task.tools)
     for spec in task.classes:
-        schemas = spec.tool_schemas or (schemas_from_source(spec.source, spec.class_name) if spec.source else ())
+        try:
+            schemas = spec.tool_schemas or (schemas_from_source(spec.source, spec.class_name) if spec.source else ())
+        except (ValueError, SyntaxError):  # a class bound by an import: its methods are known in the jail
+            schemas = ()
         functions = [s.get("function", s) for s in schemas if isinstance(s, dict)]
         given = [f.get("name") for f in functions if isinstance(f, dict)]
         named = [n for n in given if isinstance(n, str) and n and n != spec.setup]
@@ -48,3 +51,20 @@ def summary(task: Task) -> TaskSummary:
         checkers=checker_kinds(task),
         description=description(task),
     )
+
+
+def list_source(source: str) -> tuple[list[Task], list[str]]:
+    """A source's tasks and the problems of those that cannot load, read to be listed: a Harbor folder's RUN steps
+    are not run (nothing starts to list a task)."""
+    from pathlib import Path
+
+    from groupscore.environments.harbor import load_harbor
+    from groupscore.environments.sources import BUNDLED, BadTasks, _addressed, load_source
+
+    path = BUNDLED.get(source) or Path(source)
+    if source.partition("/")[0] != "bfcl" and path.is_dir():
+        return _addressed(load_harbor(path, build=False), source), []
+    try:
+        return load_source(source), []
+    except BadTasks as exc:
+        return exc.good, exc.problems

@@ -14,6 +14,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from groupscore.environments.errors import SourceError
 from groupscore.environments.record import Record
 from groupscore.environments.session import Session
 from groupscore.environments.task import MAX_EPISODE_S, EpisodeLimits, Task
@@ -30,9 +33,11 @@ def as_calls(turn: Iterable[ToolCall | dict[str, Any]]) -> list[ToolCall]:
 def oracle(task: Task) -> tuple[list[list[ToolCall]], str | None] | None:
     """The episode the task says solves it, if it says (as Harbor's oracle agent plays it): its calls by turn and
     the final message. Harbor's solution/solve.sh, a state checker's reference, or the task's metadata (`solution` or
-    `reference`: turns of calls; `answer`: the last message)."""
+    `reference`: turns of calls; `answer` or `final_message`: the last message). SourceError: metadata that says but
+    is no trajectory."""
     meta = task.metadata
-    answer = str(meta["answer"]) if meta.get("answer") is not None else None
+    said = meta.get("answer", meta.get("final_message"))
+    answer = str(said) if said is not None else None
     if meta.get("solution_text"):
         env = meta.get("solution_env") or {}
         exports = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in sorted(env.items()))
@@ -43,7 +48,13 @@ def oracle(task: Task) -> tuple[list[list[ToolCall]], str | None] | None:
     for key in ("solution", "reference"):
         given = meta.get(key)
         if isinstance(given, list) and all(isinstance(turn, list) for turn in given):
-            return [[ToolCall.model_validate(c) for c in turn] for turn in given], answer
+            try:
+                return [[ToolCall.model_validate(c) for c in turn] for turn in given], answer
+            except ValidationError as exc:
+                where = ".".join(str(p) for p in exc.errors(include_url=False)[0]["loc"])
+                raise SourceError(
+                    f"task {task.id}: metadata.{key}: not turns of tool calls ({where or 'a call'})"
+                ) from None
     return ([], answer) if answer is not None else None
 
 

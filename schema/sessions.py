@@ -245,3 +245,6 @@ class ScoreSessionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     final_message: MessageText | None = None
+
+
+ScoreRequest = ScoreSessionRequest  # its name before 2026-12-02 (the API description shows ScoreSessionRequest)

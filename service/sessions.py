@@ -35,7 +35,7 @@ from prometheus_client import Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_source, load_task
+from groupscore.environments import SessionLimit, Sessions, SourceError, Task, UnknownSession, load_task
 from groupscore.environments.sessions import OutOfOrder, SessionBusy
 from groupscore.environments.sources import BUNDLED, split_address
 from groupscore.environments.task import BUILTIN_TOOLS
@@ -115,20 +115,18 @@ class SessionHost:
     def list_tasks(self, source: str) -> TaskList:
         """The tasks of `source` (bundled, BFCL's, or a path inside `task_dirs`) as they show before they run; the
         tasks of a file that cannot load are named in `problems`, the rest listed."""
-        from groupscore.environments.catalog import summary
-        from groupscore.environments.sources import BadTasks
+        from groupscore.environments.catalog import list_source, summary
 
         by_path = source not in BUNDLED and source.partition("/")[0] != "bfcl"
         if by_path:
             self._check_path(source)
-        problems: list[str] = []
         try:
-            tasks = load_source(source)
-        except BadTasks as exc:
-            tasks, problems = exc.good, exc.problems
+            tasks, problems = list_source(source)
         except KeyError as exc:
             raise SourceError(str(exc.args[0] if exc.args else exc)) from None
-        except (OSError, yaml.YAMLError) as exc:
+        except SourceError:
+            raise
+        except (OSError, ValueError, yaml.YAMLError) as exc:
             if not by_path:
                 raise
             reason = " ".join(str(exc).split())[:300]

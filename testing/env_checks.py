@@ -17,9 +17,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from groupscore.environments import Observation, Task, ToolCall, load_source, load_task, replay
+from groupscore.environments import Observation, SourceError, Task, ToolCall, load_source, load_task, replay
 from groupscore.environments.replay import oracle as solve
-from groupscore.schema.verdict import Verdict
+from groupscore.schema.verdict import Status, Verdict
 from groupscore.testing.report import CheckResult, CheckStatus, Report
 
 MAX_TASKS = 20
@@ -116,8 +116,12 @@ def probes_for(task: Task) -> dict[str, Trajectory]:
 
 
 def oracle(task: Task) -> Trajectory | None:
-    """The trajectory the task says solves it, if it says (environments/replay.py); its calls only."""
-    solved = solve(task)
+    """The trajectory the task says solves it, if it says (environments/replay.py); its calls only (None too when
+    what it says is no trajectory)."""
+    try:
+        solved = solve(task)
+    except SourceError:
+        return None
     return solved[0] if solved is not None and solved[0] else None
 
 
@@ -145,10 +149,14 @@ def probe_task(task: Task) -> dict[str, Any]:
         verdict = replay(task, trajectory, observe=observe)
         leaked = any(line in text for text in seen for line in secrets)
         results["probes"][name] = (verdict, leaked)
-    solution = solve(task)
+    try:
+        solution = solve(task)
+    except SourceError as exc:  # a solution it says it has but that is no trajectory: the oracle does not pass
+        solution = None
+        results["oracle"] = Verdict(id=task.id, reward=0.0, status=Status.error, reason=str(exc))
     if solution is not None:  # its calls (none: an answer alone) and its final message, as `env run --oracle` plays
         results["oracle"] = replay(task, solution[0] or [[]], final_message=solution[1])
-    solved = oracle(task)
+    solved = oracle(task) if solution is not None else None
     again = solved or probes_for(task)["exhaust_steps"]
     results["repeats"] = [_key(replay(task, again)) for _ in range(REPEATS)]
     return results

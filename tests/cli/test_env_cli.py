@@ -224,3 +224,26 @@ def test_show_prints_a_saved_episode_as_a_transcript_and_refuses_what_it_cannot_
     ]:
         status, _, err = env("show", *args)
         assert status == 2 and problem in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_task_whose_own_solution_is_malformed_is_refused_in_one_line_and_fails_check_env(env, tmp_path):
+    from groupscore.testing.env_checks import check_environment
+    from groupscore.testing.report import CheckStatus
+
+    tasks = tmp_path / "t.yaml"
+    tasks.write_text(
+        "- {id: t, prompt: hi, tools: [shell], checkers: [{kind: tests, files: {test.sh: 'true'}}],"
+        " metadata: {solution: [[{nme: shell}]]}}\n"
+    )
+    status, _, err = env("run", f"{tasks}:t", "--oracle")
+    assert status == 2 and "metadata.solution: not turns of tool calls" in err and len(err.strip().splitlines()) == 1
+    report = check_environment(f"env:{tasks}:t")
+    oracle_row = next(r for r in report.results if r.name == "env.oracle_passes")
+    assert oracle_row.status is CheckStatus.FAIL
+
+
+def test_show_refuses_a_record_of_another_shape_in_one_line(env, tmp_path):
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps({"trajectory": 3, "observations": "x"}))
+    status, _, err = env("show", str(odd))
+    assert status == 2 and "not the shape env show reads" in err and len(err.strip().splitlines()) == 1

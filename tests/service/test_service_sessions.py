@@ -301,3 +301,22 @@ def test_the_api_descriptions_schema_names_are_plain(http):
     """No two request models share a name, so none is shown by its module path (groupscore__schema__...)."""
     names = http.get("/openapi.json").json()["components"]["schemas"]
     assert "ScoreSessionRequest" in names and not [n for n in names if "__" in n]
+
+
+def test_listing_harbor_tasks_builds_nothing_and_a_bad_file_is_a_422_not_a_500(http, tmp_path, monkeypatch):
+    import sys
+
+    replay = sys.modules["groupscore.environments.replay"]  # the module (the package exports its function `replay`)
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("a Harbor image was built to list its task")
+
+    monkeypatch.setattr(replay, "build_state", refuse)
+    listed = http.get("/v1/tasks", params={"source": "harbor"}).json()
+    assert len(listed["tasks"]) >= 20 and all(t["address"].startswith("harbor:") for t in listed["tasks"])
+    binary = tmp_path / "tasks.yaml"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    app = create_app(Settings(workers=1, token=TOKEN, max_sessions=2, task_dirs=str(tmp_path)))
+    with TestClient(app, headers={"authorization": f"Bearer {TOKEN}"}) as client:
+        refused = client.get("/v1/tasks", params={"source": str(binary)})
+    assert refused.status_code == 422 and "cannot be read as a task source" in refused.text
