@@ -33,6 +33,18 @@ for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "H
 # the tests start inherit this; nothing here runs behind another load balancer.
 os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
 
+# Property tests draw the same examples on every run of `make test` (a suite that passes once passes again; CI does not
+# gate on what a random draw happens to find). `GROUPSCORE_HYPOTHESIS=explore` draws new ones, five times as many:
+# run it to hunt, and keep what it finds as a test (tests/verifiers/math/test_math_bounds.py's superscripts came so).
+try:
+    from hypothesis import settings as _hypothesis
+
+    _hypothesis.register_profile("repeatable", derandomize=True, database=None)
+    _hypothesis.register_profile("explore", derandomize=False, max_examples=500)
+    _hypothesis.load_profile(os.environ.get("GROUPSCORE_HYPOTHESIS", "repeatable"))
+except ImportError:  # hypothesis is in the test extra; a run without it has no property tests to set
+    pass
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
