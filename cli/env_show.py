@@ -19,7 +19,7 @@ def add_show_command(env: Any) -> None:
         description="FILE is what `env run --save` wrote, or a JSONL file of `groupscore eval` (rollouts.jsonl) or "
         "of a training run (groups.jsonl): --line N picks its line (default 1).",
     )
-    p.add_argument("file", type=Path)
+    p.add_argument("file", type=Path, help="an episode `env run --save` wrote, or a rollouts.jsonl or groups.jsonl")
     p.add_argument("--line", type=int, default=1, help="the line of a JSONL file (from 1)")
     p.set_defaults(func=show_command)
 

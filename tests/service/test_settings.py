@@ -34,7 +34,7 @@ SETTINGS_MODULES = {
 }
 # Switches of the tests and tools themselves, never read by groupscore (docs/service/settings.md says so under its
 # table).
-TEST_ONLY = {"GROUPSCORE_FULL_PIN_CHECK", "GROUPSCORE_SCHEMATHESIS_EXAMPLES"}
+TEST_ONLY = {"GROUPSCORE_FULL_PIN_CHECK", "GROUPSCORE_SCHEMATHESIS_EXAMPLES", "GROUPSCORE_HYPOTHESIS"}
 # Set for a session's tools and tests inside its jail (environments/record.py), never read by groupscore itself.
 GIVEN_TO_JAILS = {"GROUPSCORE_SEED"}
 
