@@ -195,7 +195,7 @@ def test_the_exit_status_is_the_verdicts(env, monkeypatch):
     assert status == 1 and json.loads(lines[-1])["status"] != "correct"
 
 
-@pytest.mark.slow  # four episodes; test_env_checks's oracle row plays the same solutions in make test-fast
+@pytest.mark.slow  # four episodes; make test-fast plays an oracle through check env: (test_env_checks.py)
 @pytest.mark.parametrize("task", ["demo:count-errors", "demo:top-customer", "demo:kv-rename", "demo:sum-python"])
 def test_every_demo_tasks_own_solution_solves_it_with_oracle(env, task):
     status, lines, _ = env("run", task, "--oracle")
