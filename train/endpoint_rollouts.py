@@ -30,10 +30,9 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from groupscore.schema.sessions import ToolCall
-from groupscore.schema.verdict import Verdict
 from groupscore.train.batch import ScoredBatch
 from groupscore.train.chat_endpoint import ChatEndpoint, EndpointError, EndpointRefused
-from groupscore.train.episodes import Episode, SessionsAPI, lose, run_call
+from groupscore.train.episodes import Episode, SessionsAPI, lose, open_group, run_call, score
 
 if TYPE_CHECKING:
     from groupscore.environments import Task as EnvTask
@@ -134,29 +133,14 @@ class ChatEpisodes:
 
     def _open(self, group: list[Episode], seed: int) -> list[Any]:
         """The group's openings, one per episode (None where none opened: that episode is infra_error)."""
-        from groupscore.train.episodes import server_failure
-
-        task_id = group[0].task_id
         started = time.perf_counter()
         try:
-            openings = self.sessions.open_group(self.tasks[task_id], len(group), seed=seed)
-        except Exception as exc:
-            if not server_failure(exc):
-                raise
-            openings = []
-            reason = f"the session could not open: {exc}"
-        else:
-            reason = "the service opened fewer sessions than asked"
+            opened, surplus = open_group(self.sessions, self.tasks[group[0].task_id], group, seed)
         finally:
             self._spent(started)
-        for surplus in openings[len(group) :]:
-            self.sessions.close(surplus.session_id)
-        for episode, opening in zip(group, openings, strict=False):
-            episode.session_id = opening.session_id
-        for episode in group[len(openings) :]:
-            episode.verdict = Verdict.infra_error(task_id, reason, "sandbox")
-            episode.ended = "infra"
-        return [*openings[: len(group)], *[None] * max(0, len(group) - len(openings))]
+        for extra in surplus:
+            self.sessions.close(extra.session_id)
+        return [*opened, *[None] * (len(group) - len(opened))]
 
     def _play(self, episode: Episode, opening: Any, temperature: float, seed: int) -> None:
         if opening is None:
@@ -246,13 +230,9 @@ class ChatEpisodes:
             tools[:] = following.tools
 
     def _score(self, episode: Episode) -> None:
-        if episode.session_id is None or episode.verdict is not None:
-            return
         started = time.perf_counter()
         try:
-            episode.verdict = self.sessions.score(episode.session_id, final_message=episode.final_message)
-        except Exception as exc:  # noqa: BLE001 - a session lost under the server: nothing judged it
-            episode.verdict = Verdict.infra_error(episode.task_id, f"the session could not be scored: {exc}", "sandbox")
+            score(self.sessions, episode)
         finally:
             self._spent(started)
 

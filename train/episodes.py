@@ -176,25 +176,11 @@ class EpisodeRunner:
                 self.timing.sessions_s += spent
 
     def _open(self, group: list[Episode], seed: int) -> None:
-        task_id = group[0].task_id
-        try:
-            openings = self.sessions.open_group(self.tasks[task_id], len(group), seed=seed)
-        except Exception as exc:
-            if not server_failure(exc):  # the run's own mistake (a task the service may not open): said, not masked
-                raise
-            for episode in group:
-                episode.verdict = Verdict.infra_error(task_id, f"the session could not open: {exc}", "sandbox")
-                episode.ended = "infra"
-            return
+        opened, surplus = open_group(self.sessions, self.tasks[group[0].task_id], group, seed)
         with self._counting:
-            self.opened += len(openings)
-        for episode, opening in zip(group, openings, strict=False):
-            episode.session_id = opening.session_id
-        for surplus in openings[len(group) :]:
-            self._close_session(surplus.session_id)
-        for episode in group[len(openings) :]:
-            episode.verdict = Verdict.infra_error(task_id, "the service opened fewer sessions than asked", "sandbox")
-            episode.ended = "infra"
+            self.opened += len(opened) + len(surplus)
+        for extra in surplus:
+            self._close_session(extra.session_id)
 
     def _close(self, episode: Episode) -> None:
         if episode.session_id is not None:
@@ -206,12 +192,7 @@ class EpisodeRunner:
                 self.closed += 1
 
     def _score(self, episode: Episode) -> None:
-        if episode.session_id is None or episode.verdict is not None:
-            return
-        try:
-            episode.verdict = self.sessions.score(episode.session_id, final_message=episode.final_message)
-        except Exception as exc:  # noqa: BLE001 - a session lost under the server: nothing judged it
-            episode.verdict = Verdict.infra_error(episode.task_id, f"the session could not be scored: {exc}", "sandbox")
+        score(self.sessions, episode)
 
     # -- turns -----------------------------------------------------------------------------------------------------
 
@@ -355,6 +336,38 @@ class ServiceSessions:
 
     def close_all(self) -> None:
         self.client.close_all()
+
+
+def open_group(
+    sessions: SessionsAPI, task: EnvTask, group: list[Episode], seed: int
+) -> tuple[list[Opening], list[Opening]]:
+    """Open a group's sessions in one call and give each episode its own: (the group's openings, in its order; what
+    the service opened beyond it, for the caller to close). Episodes left without one (the server failed, or opened
+    fewer) are infra_error; a refusal of the request itself (the run's mistake) is raised, never masked."""
+    try:
+        openings = sessions.open_group(task, len(group), seed=seed)
+    except Exception as exc:
+        if not server_failure(exc):
+            raise
+        openings, reason = [], f"the session could not open: {exc}"
+    else:
+        reason = "the service opened fewer sessions than asked"
+    for episode, opening in zip(group, openings, strict=False):
+        episode.session_id = opening.session_id
+    for episode in group[len(openings) :]:
+        lose(episode, reason)
+    return openings[: len(group)], openings[len(group) :]
+
+
+def score(sessions: SessionsAPI, episode: Episode) -> None:
+    """The episode's verdict from its session (nothing to do without one, or with a verdict already); a session lost
+    under the server judged nothing: infra_error."""
+    if episode.session_id is None or episode.verdict is not None:
+        return
+    try:
+        episode.verdict = sessions.score(episode.session_id, final_message=episode.final_message)
+    except Exception as exc:  # noqa: BLE001 - a session lost under the server: nothing judged it
+        episode.verdict = Verdict.infra_error(episode.task_id, f"the session could not be scored: {exc}", "sandbox")
 
 
 def run_call(sessions: SessionsAPI, episode: Episode, call: ToolCall | str) -> Observation | None:
